@@ -1,0 +1,27 @@
+"""Observational Memory: an Observer and a Reflector that keep a dated, prioritised memory of conversations.
+
+A library in its own right; it knows nothing about benchmarks.
+"""
+
+from om_eval.om.config import ConfigError, ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.memory import ActorContext, ObservationalMemory, ObservationOutcome, OMEvent, ReflectionOutcome
+from om_eval.om.model import ChatModel, ModelReply
+from om_eval.om.records import Message, OMRecord, ThreadState
+
+__all__ = [
+    "ActorContext",
+    "ChatModel",
+    "ConfigError",
+    "Message",
+    "ModelReply",
+    "ModelSettings",
+    "OMConfig",
+    "OMEvent",
+    "OMRecord",
+    "ObservationConfig",
+    "ObservationOutcome",
+    "ObservationalMemory",
+    "ReflectionConfig",
+    "ReflectionOutcome",
+    "ThreadState",
+]

@@ -1,0 +1,363 @@
+"""Typed, validated Observational Memory configuration (om-reference §1.5).
+
+Defaults are those of @mastra/memory 1.10.0. Options that 1.10 leaves unset until they are needed
+(``buffer_tokens``, ``buffer_activation``, ``block_after``) default to ``None`` here, because whether the user
+set them decides whether async buffering is on (it is refused in resource scope). Every validation error names
+the option, the value and what is allowed.
+
+The engine's own additions (not in the reference) are marked "om-eval:" in their attribute docs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from om_eval.om.thresholds import resolve_block_after, resolve_buffer_tokens
+
+Scope = Literal["thread", "resource"]
+PromptVariant = Literal["current", "legacy", "condensed"]
+ContextLayout = Literal["chunked", "single"]
+RequestLayout = Literal["split", "single"]
+BatchMode = Literal["parallel", "sequential"]
+
+SCOPES = ("thread", "resource")
+PROMPT_VARIANTS = ("current", "legacy", "condensed")
+CONTEXT_LAYOUTS = ("chunked", "single")
+REQUEST_LAYOUTS = ("split", "single")
+BATCH_MODES = ("parallel", "sequential")
+MAX_COMPRESSION_LEVEL = 4
+
+DEFAULT_MODEL = "google/gemini-2.5-flash"
+DEFAULT_BUFFER_TOKENS = 0.2
+DEFAULT_OBSERVATION_ACTIVATION = 0.8
+DEFAULT_BLOCK_AFTER = 1.2
+
+
+class ConfigError(ValueError):
+    """An option has a value outside its allowed range."""
+
+
+def _fail(option: str, value: Any, allowed: str) -> None:
+    raise ConfigError(f"{option}={value!r} is invalid: {allowed}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_choice(option: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        _fail(option, value, "allowed values are " + ", ".join(choices))
+
+
+def _check_positive_int(option: str, value: Any) -> None:
+    if not _is_number(value) or value <= 0 or int(value) != value:
+        _fail(option, value, "must be a whole number > 0")
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """Which model an agent uses and how it samples."""
+
+    model: str = DEFAULT_MODEL
+    """Model id as litellm understands it (``provider/name``), or ``scripted/...`` offline."""
+    temperature: float = 0.3
+    max_output_tokens: int | None = 100_000
+    """Upper bound on generated tokens; ``None`` leaves it to the provider."""
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
+    """Provider-specific parameters passed through unchanged (e.g. Gemini thinking budgets)."""
+
+    def validate(self, prefix: str) -> None:
+        if not isinstance(self.model, str) or not self.model.strip():
+            _fail(f"{prefix}.model", self.model, "must be a non-empty model id such as 'openai/gpt-4o-mini'")
+        if not _is_number(self.temperature) or not 0 <= self.temperature <= 2:
+            _fail(f"{prefix}.temperature", self.temperature, "allowed range is [0, 2]")
+        if self.max_output_tokens is not None:
+            _check_positive_int(f"{prefix}.max_output_tokens", self.max_output_tokens)
+        if not isinstance(self.provider_options, Mapping):
+            _fail(f"{prefix}.provider_options", self.provider_options, "must be a mapping")
+
+
+def _observer_model_default() -> ModelSettings:
+    return ModelSettings(temperature=0.3, provider_options={"google": {"thinkingConfig": {"thinkingBudget": 215}}})
+
+
+def _reflector_model_default() -> ModelSettings:
+    return ModelSettings(temperature=0.0, provider_options={"google": {"thinkingConfig": {"thinkingBudget": 1024}}})
+
+
+@dataclass(frozen=True)
+class ObservationConfig:
+    """When and how the Observer turns raw messages into observations."""
+
+    message_tokens: int = 30_000
+    """Unobserved message tokens that trigger observation (``>=``)."""
+    buffer_tokens: float | bool | None = None
+    """Async buffering interval: a ratio of ``message_tokens`` in (0, 1) or an absolute count; ``False``
+    disables async buffering. ``None`` means the 1.10 default (0.2 in thread scope, off in resource scope)."""
+    buffer_activation: float | None = None
+    """Share of pending tokens to activate, in (0, 1], or an absolute retention floor >= 1000 (default 0.8)."""
+    block_after: float | None = None
+    """Stop waiting for buffers and observe synchronously here: a multiplier in [1, 100) of the threshold or an
+    absolute count >= 100 (default 1.2 when buffering is on)."""
+    max_tokens_per_batch: int = 10_000
+    """Resource scope: message tokens per multi-thread Observer call."""
+    previous_observer_tokens: int | bool = 2000
+    """Token budget for the prior observations shown to the Observer; ``False`` shows them all, 0 none."""
+    instruction: str | None = None
+    """Appended to the Observer's system prompt as a custom-instructions section."""
+    thread_title: bool = False
+    """Ask the Observer for a ``<thread-title>``."""
+    model: ModelSettings = field(default_factory=_observer_model_default)
+    batch_mode: BatchMode = "parallel"
+    """om-eval: resource-scope batches run in parallel (1.10, each sees the same prior observations) or
+    sequentially (each sees the previous batch's output; tested by Mastra's harness)."""
+    request_layout: RequestLayout = "split"
+    """om-eval: the Observer's user side as two messages (1.10: task, then history) or one (1.1)."""
+
+
+@dataclass(frozen=True)
+class ReflectionConfig:
+    """When and how the Reflector condenses observations."""
+
+    observation_tokens: int = 40_000
+    """Observation tokens above which (``>``) reflection runs."""
+    buffer_activation: float | None = None
+    """Start async reflection at this share of ``observation_tokens``, in (0, 1] (default 0.5)."""
+    block_after: float | None = None
+    """Reflect synchronously from here: a multiplier in [1, 100) or an absolute count (default 1.2)."""
+    start_level: int | Literal["auto"] = 0
+    """Compression level of the first attempt, 0-4; ``auto`` picks 2 for gemini-2.5-flash, else 1."""
+    instruction: str | None = None
+    """Appended to the Reflector's system prompt as a custom-instructions section."""
+    model: ModelSettings = field(default_factory=_reflector_model_default)
+    retry_after_growth: float = 0.1
+    """om-eval: after a reflection that could not get below the threshold, wait until observations grew by
+    this share of the threshold before reflecting again (guards against reflect-loops, mastra#14109)."""
+
+
+@dataclass(frozen=True)
+class OMConfig:
+    """Complete Observational Memory configuration."""
+
+    scope: Scope = "thread"
+    """``thread``: one memory per thread; ``resource``: one memory across all threads of a resource."""
+    observation: ObservationConfig = field(default_factory=ObservationConfig)
+    reflection: ReflectionConfig = field(default_factory=ReflectionConfig)
+    share_token_budget: bool = False
+    """Let messages use the part of the observation budget that observations do not (needs buffering off)."""
+    prompt_variant: PromptVariant = "current"
+    """Observer extraction instructions: ``current``, ``legacy`` (Jan 2026) or ``condensed``."""
+    obscure_thread_ids: bool = False
+    """Replace thread ids by a short hash wherever a model or the actor could see them."""
+    context_layout: ContextLayout = "chunked"
+    """om-eval: what the actor sees: 1.10's chunked system messages or the benchmark-era single message."""
+    boundary_delimiters: bool = True
+    """om-eval: separate appended observations with dated message-boundary lines (1.10); off joins with a
+    blank line (benchmark era)."""
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # -- derived values -------------------------------------------------------------------------------------
+
+    @property
+    def async_observation_enabled(self) -> bool:
+        """Async buffering is on unless disabled, or unset in resource scope (1.10 rule)."""
+        buffer = self.observation.buffer_tokens
+        if buffer is False:
+            return False
+        if self.scope == "resource":
+            return False
+        return True
+
+    @property
+    def buffer_tokens(self) -> int | None:
+        """Resolved async buffering interval in tokens, ``None`` when buffering is off."""
+        if not self.async_observation_enabled:
+            return None
+        raw = self.observation.buffer_tokens
+        return resolve_buffer_tokens(DEFAULT_BUFFER_TOKENS if raw is None else raw, self.observation.message_tokens)
+
+    @property
+    def observation_activation(self) -> float:
+        raw = self.observation.buffer_activation
+        return DEFAULT_OBSERVATION_ACTIVATION if raw is None else raw
+
+    @property
+    def observation_block_after(self) -> int | None:
+        if not self.async_observation_enabled:
+            return None
+        raw = self.observation.block_after
+        return resolve_block_after(DEFAULT_BLOCK_AFTER if raw is None else raw, self.observation.message_tokens)
+
+    @property
+    def reflection_activation(self) -> float:
+        raw = self.reflection.buffer_activation
+        return 0.5 if raw is None else raw
+
+    @property
+    def reflection_block_after(self) -> int:
+        raw = self.reflection.block_after
+        return resolve_block_after(DEFAULT_BLOCK_AFTER if raw is None else raw, self.reflection.observation_tokens)
+
+    def reflection_start_level(self) -> int:
+        """The first compression level, resolving ``auto`` from the reflector's model id."""
+        level = self.reflection.start_level
+        if level == "auto":
+            return 2 if "gemini-2.5-flash" in self.reflection.model.model else 1
+        return int(level)
+
+    # -- validation -----------------------------------------------------------------------------------------
+
+    def validate(self) -> None:
+        """Check every option; raise :class:`ConfigError` naming the first bad one."""
+        _check_choice("scope", self.scope, SCOPES)
+        _check_choice("prompt_variant", self.prompt_variant, PROMPT_VARIANTS)
+        _check_choice("context_layout", self.context_layout, CONTEXT_LAYOUTS)
+        for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters"):
+            if not isinstance(getattr(self, name), bool):
+                _fail(name, getattr(self, name), "must be true or false")
+        self._validate_observation()
+        self._validate_reflection()
+        if self.share_token_budget and self.async_observation_enabled:
+            _fail(
+                "share_token_budget",
+                True,
+                "requires async buffering off: also set observation.buffer_tokens=false",
+            )
+
+    def _validate_observation(self) -> None:
+        obs = self.observation
+        _check_positive_int("observation.message_tokens", obs.message_tokens)
+        _check_positive_int("observation.max_tokens_per_batch", obs.max_tokens_per_batch)
+        _check_choice("observation.batch_mode", obs.batch_mode, BATCH_MODES)
+        _check_choice("observation.request_layout", obs.request_layout, REQUEST_LAYOUTS)
+        if not isinstance(obs.thread_title, bool):
+            _fail("observation.thread_title", obs.thread_title, "must be true or false")
+        prev = obs.previous_observer_tokens
+        if prev is not False and (prev is True or not _is_number(prev) or prev < 0 or int(prev) != prev):
+            _fail("observation.previous_observer_tokens", prev, "must be false or a whole number >= 0")
+        if obs.instruction is not None and not isinstance(obs.instruction, str):
+            _fail("observation.instruction", obs.instruction, "must be text or null")
+        obs.model.validate("observation.model")
+
+        explicit_async = [
+            (name, getattr(obs, name))
+            for name in ("buffer_tokens", "buffer_activation", "block_after")
+            if getattr(obs, name) not in (None, False)
+        ]
+        if self.scope == "resource" and explicit_async:
+            name, value = explicit_async[0]
+            _fail(
+                f"observation.{name}",
+                value,
+                "async buffering is not available in resource scope; leave it unset or set "
+                "observation.buffer_tokens=false",
+            )
+        buffer = obs.buffer_tokens
+        if buffer is not None and buffer is not False:
+            if buffer is True or not _is_number(buffer) or buffer <= 0:
+                _fail("observation.buffer_tokens", buffer, "must be false, a ratio in (0, 1) or a token count > 0")
+            resolved = resolve_buffer_tokens(buffer, obs.message_tokens)
+            if resolved is not None and resolved >= obs.message_tokens:
+                _fail(
+                    "observation.buffer_tokens",
+                    buffer,
+                    f"resolves to {resolved} tokens; it must be less than observation.message_tokens "
+                    f"({obs.message_tokens})",
+                )
+        activation = obs.buffer_activation
+        if activation is not None:
+            if not _is_number(activation) or activation <= 0 or 1 < activation < 1000:
+                _fail(
+                    "observation.buffer_activation",
+                    activation,
+                    "allowed: a ratio in (0, 1] or an absolute retention floor >= 1000",
+                )
+        if obs.block_after is not None:
+            if buffer is False:
+                _fail("observation.block_after", obs.block_after, "needs async buffering on (buffer_tokens)")
+            _check_block_after("observation.block_after", obs.block_after, obs.message_tokens)
+        for name, value in (("buffer_activation", activation), ("block_after", obs.block_after)):
+            if value is not None and buffer is False:
+                _fail(f"observation.{name}", value, "needs async buffering on; observation.buffer_tokens is false")
+
+    def _validate_reflection(self) -> None:
+        ref = self.reflection
+        _check_positive_int("reflection.observation_tokens", ref.observation_tokens)
+        activation = ref.buffer_activation
+        if activation is not None and (not _is_number(activation) or not 0 < activation <= 1):
+            _fail("reflection.buffer_activation", activation, "allowed range is (0, 1]")
+        if ref.block_after is not None:
+            _check_block_after("reflection.block_after", ref.block_after, ref.observation_tokens)
+        level = ref.start_level
+        if level != "auto" and (
+            isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= MAX_COMPRESSION_LEVEL
+        ):
+            _fail("reflection.start_level", level, f"allowed: 'auto' or a whole number 0-{MAX_COMPRESSION_LEVEL}")
+        if not _is_number(ref.retry_after_growth) or ref.retry_after_growth < 0:
+            _fail("reflection.retry_after_growth", ref.retry_after_growth, "must be a number >= 0")
+        if ref.instruction is not None and not isinstance(ref.instruction, str):
+            _fail("reflection.instruction", ref.instruction, "must be text or null")
+        ref.model.validate("reflection.model")
+
+    # -- conversion -----------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config."""
+        return _plain(dataclasses.asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> OMConfig:
+        """Build a config from nested mappings; unknown keys raise :class:`ConfigError` naming them."""
+        values = _take_known(cls, data, "")
+        if "observation" in values:
+            values["observation"] = _section(ObservationConfig, values["observation"], "observation")
+        if "reflection" in values:
+            values["reflection"] = _section(ReflectionConfig, values["reflection"], "reflection")
+        return cls(**values)
+
+
+def _check_block_after(option: str, value: Any, threshold: int) -> None:
+    if not _is_number(value) or value < 1:
+        _fail(option, value, "allowed: a multiplier in [1, 100) or an absolute token count >= 100")
+    if resolve_block_after(value, threshold) < threshold:
+        _fail(option, value, f"resolves below its threshold ({threshold}); it must be >= the threshold")
+
+
+def _take_known(cls: type, data: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{prefix.rstrip('.') or 'config'} must be a mapping, got {type(data).__name__}")
+    known = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise ConfigError(
+            f"unknown option {prefix}{unknown[0]}; known options of {prefix.rstrip('.') or 'config'}: "
+            + ", ".join(sorted(known))
+        )
+    return dict(data)
+
+
+def _section(cls: type, data: Any, name: str) -> Any:
+    if isinstance(data, cls):
+        return data
+    values = _take_known(cls, data, name + ".")
+    if "model" in values and not isinstance(values["model"], ModelSettings):
+        if isinstance(values["model"], str):
+            values["model"] = dataclasses.replace(cls().model, model=values["model"])
+        else:
+            values["model"] = ModelSettings(**_take_known(ModelSettings, values["model"], name + ".model."))
+    return cls(**values)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value

@@ -1,0 +1,142 @@
+"""What the actor sees: observations made compact and dated, in one of two layouts (om-reference §2.8, §4.1).
+
+Storage keeps the full observation text; only the copy shown to the actor is optimised (priority markers other
+than 🔴/✅, bracketed asides and arrows removed) and annotated with relative dates computed from "now", which for
+a benchmark question is the question date.
+
+Layouts:
+
+* ``chunked`` (1.10): preamble and instructions, the other-conversations block, a bare ``<observations>``
+  marker, one system message per observation chunk (split on message boundaries, so the prompt grows only at
+  its tail), then the continuity hints;
+* ``single`` (benchmark era, 1.1): everything in one system message with a closing ``</observations>``.
+
+Both end with the continuation reminder as a user message whenever observations exist.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from om_eval.om.anchors import strip_anchor_ids
+from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
+from om_eval.om.observer import format_messages
+from om_eval.om.prompts import load_prompts
+from om_eval.om.records import Message
+
+#: Per-part character cap for other threads' raw messages shown to the actor.
+OTHER_CONVERSATION_PART_CHARS = 500
+
+_LOW_PRIORITY = re.compile(r"(?:🟡|🟢)\s*")
+# Bracketed asides go, except "[N items collapsed]" and markdown link labels "[label](...)".
+_BRACKETED = re.compile(r"\[(?![\d ]+items collapsed\])[^\[\]\n]*\](?!\()")
+_ARROW = re.compile(r"\s*->\s*")
+_SPACES = re.compile(r" {2,}")
+_BLANK_RUNS = re.compile(r"\n{3,}")
+
+
+def optimize_for_context(text: str) -> str:
+    """Make observations compact for the actor (§2.8); storage keeps the original."""
+    text = strip_anchor_ids(text)
+    text = _LOW_PRIORITY.sub("", text)
+    text = _BRACKETED.sub("", text)
+    text = _ARROW.sub(" ", text)
+    text = _SPACES.sub(" ", text)
+    text = _BLANK_RUNS.sub("\n\n", text)
+    return text.strip()
+
+
+def split_observation_chunks(text: str) -> list[str]:
+    """Observation text split on message-boundary delimiters (empty chunks dropped)."""
+    pieces = BOUNDARY_PATTERN.split(text)[:: BOUNDARY_PATTERN.groups + 1]  # drop the captured timestamps
+    return [chunk.strip() for chunk in pieces if chunk and chunk.strip()]
+
+
+def format_other_conversations(threads: Mapping[str, Sequence[Message]]) -> str:
+    """Other threads' unobserved messages, each in ``<other-conversation id="...">`` (ids as given)."""
+    blocks = []
+    for thread_id, messages in threads.items():
+        body = format_messages(messages, max_part_length=OTHER_CONVERSATION_PART_CHARS)
+        if body:
+            blocks.append(f'<other-conversation id="{thread_id}">\n{body}\n</other-conversation>')
+    return "\n\n".join(blocks)
+
+
+@dataclass(frozen=True)
+class ContextInputs:
+    """Everything the context is built from."""
+
+    observations: str
+    now: datetime
+    other_conversations: Mapping[str, Sequence[Message]] = field(default_factory=dict)
+    current_task: str | None = None
+    suggested_response: str | None = None
+
+
+def _instructions(texts: Mapping[str, str], layout: str) -> str:
+    keys = ["use_specifics", "knowledge_updates", "planned_actions"]
+    if layout == "chunked":
+        keys.append("most_recent_input")
+    return "\n\n".join(texts[key] for key in keys)
+
+
+def _other_block(texts: Mapping[str, str], inputs: ContextInputs) -> str | None:
+    body = format_other_conversations(inputs.other_conversations)
+    if not body:
+        return None
+    return (
+        f"{texts['other_conversations_intro']}\n\n"
+        f"START_OTHER_CONVERSATIONS_BLOCK\n{body}\nEND_OTHER_CONVERSATIONS_BLOCK"
+    )
+
+
+def _hints(inputs: ContextInputs) -> list[str]:
+    hints = []
+    if inputs.current_task:
+        hints.append(f"<current-task>\n{inputs.current_task}\n</current-task>")
+    if inputs.suggested_response:
+        hints.append(f"<suggested-response>\n{inputs.suggested_response}\n</suggested-response>")
+    return hints
+
+
+def continuation_reminder() -> dict[str, str]:
+    """The user-role reminder that the history continues from memory."""
+    text = load_prompts("context")["continuation_reminder"]
+    return {"role": "user", "content": f"<system-reminder>\n{text}\n</system-reminder>"}
+
+
+def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
+    """The memory messages placed before the conversation's unobserved tail."""
+    texts = load_prompts("context")
+    shown = [annotate_observations(optimize_for_context(c), inputs.now) for c in split_observation_chunks(
+        inputs.observations
+    )]
+    shown = [chunk for chunk in shown if chunk]
+    other = _other_block(texts, inputs)
+    if layout == "single":
+        parts = ["\n" + texts["preamble"]]
+        if shown:
+            parts.append("<observations>\n" + "\n\n".join(shown) + "\n</observations>")
+        parts.append(_instructions(texts, layout))
+        if other:
+            parts.append(other)
+        parts += _hints(inputs)
+        messages = [{"role": "system", "content": "\n\n".join(parts)}]
+    elif layout == "chunked":
+        messages = [{"role": "system", "content": texts["preamble"] + "\n\n" + _instructions(texts, layout)}]
+        if other:
+            messages.append({"role": "system", "content": other})
+        if shown:
+            messages.append({"role": "system", "content": "<observations>"})
+            messages += [{"role": "system", "content": chunk} for chunk in shown]
+        hints = _hints(inputs)
+        if hints:
+            messages.append({"role": "system", "content": "\n\n".join(hints)})
+    else:
+        raise ValueError(f"context_layout={layout!r} is invalid: allowed values are chunked, single")
+    if inputs.observations.strip():
+        messages.append(continuation_reminder())
+    return messages

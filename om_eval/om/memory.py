@@ -1,0 +1,652 @@
+"""The Observational Memory engine (synchronous path): ingest, observe, reflect, build the actor's context.
+
+One :class:`ObservationalMemory` holds the memory of one *resource* (a user). In thread scope each thread has
+its own record; in resource scope one record spans all threads, with observations kept in per-thread sections.
+
+Bookkeeping is incremental: each message's tokens are counted once when it arrives, and pending totals are kept
+as running sums, so checking the threshold after every message costs O(1) (om-reference §1.16 asks for a
+threshold-checked observe after every ingested pair). Nothing is marked observed until the Observer's answer is
+accepted, so a failed or degenerate call leaves the memory exactly as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from om_eval.om.config import OMConfig
+from om_eval.om.context import ContextInputs, build_actor_context
+from om_eval.om.dates import format_boundary
+from om_eval.om.model import ChatModel, ModelReply
+from om_eval.om.observer import (
+    ObserverRequest,
+    ThreadHints,
+    call_observer,
+    format_messages,
+    format_thread_blocks,
+    render_observer_request,
+    render_observer_system_prompt,
+)
+from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
+from om_eval.om.records import Message, OMRecord, ThreadState
+from om_eval.om.reflector import ReflectionError, ReflectionResult, reflect_observations
+from om_eval.om.thresholds import dynamic_message_threshold, observation_due, reflection_due
+from om_eval.om.threads import (
+    ThreadLoad,
+    obscure_thread_id,
+    pack_batches,
+    replace_or_append_thread_section,
+    select_threads,
+)
+from om_eval.om.tokens import TOKENS_PER_CONVERSATION, TokenCounter, count_message, default_counter
+from om_eval.om.truncation import prepare_previous_observations
+
+SNAPSHOT_FORMAT = "om-eval/memory@1"
+
+
+@dataclass(frozen=True)
+class OMEvent:
+    """Something the engine did, for logs and the run store."""
+
+    kind: str
+    """``observation``, ``observation_failed``, ``reflection``, ``reflection_unproductive``,
+    ``reflection_failed`` or ``reflection_deferred``."""
+    at: datetime
+    record_id: str
+    generation: int
+    thread_ids: tuple[str, ...] = ()
+    message_tokens: int = 0
+    observation_tokens_before: int = 0
+    observation_tokens_after: int = 0
+    level: int | None = None
+    levels: tuple[int, ...] = ()
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ObservationOutcome:
+    """What one observation pass did."""
+
+    thread_ids: tuple[str, ...]
+    batches: tuple[tuple[str, ...], ...]
+    batch_tokens: tuple[int, ...]
+    message_tokens: int
+    observation_tokens: int
+    reflection: ReflectionOutcome | None = None
+
+
+@dataclass(frozen=True)
+class ReflectionOutcome:
+    """What one reflection did. ``applied`` is False when the result was not good enough to keep."""
+
+    applied: bool
+    result: ReflectionResult
+    generation: int
+
+
+@dataclass(frozen=True)
+class ActorContext:
+    """The messages an actor receives: memory messages, then the thread's unobserved tail."""
+
+    memory_messages: list[dict[str, str]]
+    tail_messages: list[dict[str, str]]
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return [*self.memory_messages, *self.tail_messages]
+
+
+def _usage(replies: Iterable[ModelReply]) -> tuple[int, int, int]:
+    replies = list(replies)
+    return (
+        len(replies),
+        sum(r.prompt_tokens or 0 for r in replies),
+        sum(r.completion_tokens or 0 for r in replies),
+    )
+
+
+@dataclass
+class _ThreadQueue:
+    """Unobserved messages of one thread, in arrival order, with their token sum."""
+
+    messages: list[Message] = field(default_factory=list)
+    tokens: int = 0
+
+
+class ObservationalMemory:
+    """Observational Memory for one resource.
+
+    Args:
+        config: the OM configuration.
+        observer: model used by the Observer.
+        reflector: model used by the Reflector (defaults to ``observer``).
+        resource_id: the resource (user) this memory belongs to.
+        token_counter: the token estimator (default tiktoken ``o200k_base``); its name is recorded.
+        clock: returns "now" for record timestamps; by default the time of the latest message, which keeps
+            replays deterministic.
+        on_event: called with every :class:`OMEvent` as it happens.
+    """
+
+    def __init__(
+        self,
+        config: OMConfig,
+        *,
+        observer: ChatModel,
+        reflector: ChatModel | None = None,
+        resource_id: str = "default",
+        token_counter: TokenCounter | None = None,
+        clock: Callable[[], datetime] | None = None,
+        on_event: Callable[[OMEvent], None] | None = None,
+    ) -> None:
+        self.config = config
+        self.observer = observer
+        self.reflector = reflector or observer
+        self.resource_id = resource_id
+        self.counter = token_counter or default_counter()
+        self._clock = clock
+        self._on_event = on_event
+        self.events: list[OMEvent] = []
+        self._messages: dict[str, Message] = {}
+        self._message_tokens: dict[str, int] = {}
+        self._queues: dict[str, _ThreadQueue] = {}
+        self._threads: dict[str, ThreadState] = {}
+        self._generations: dict[str, list[OMRecord]] = {}
+        self._reflection_hold: dict[str, int] = {}
+        self._latest_time: datetime | None = None
+        self._lock = asyncio.Lock()
+        self._warned_async = False
+
+    # -- identity and lookups -------------------------------------------------------------------------------
+
+    @property
+    def resource_scope(self) -> bool:
+        return self.config.scope == "resource"
+
+    def _key(self, thread_id: str | None) -> str:
+        if self.resource_scope:
+            return self.resource_id
+        if thread_id is None:
+            raise ValueError("thread scope needs a thread_id: pass the thread whose memory you mean")
+        return thread_id
+
+    def _now(self) -> datetime:
+        if self._clock is not None:
+            return self._clock()
+        return self._latest_time or datetime.now(timezone.utc)
+
+    def shown_thread_id(self, thread_id: str) -> str:
+        """The id a model sees for ``thread_id`` (obscured when ``obscure_thread_ids`` is on)."""
+        return obscure_thread_id(thread_id) if self.config.obscure_thread_ids else thread_id
+
+    def record(self, thread_id: str | None = None) -> OMRecord:
+        """The active record (latest generation) for ``thread_id`` (ignored in resource scope)."""
+        key = self._key(thread_id)
+        generations = self._generations.get(key)
+        if not generations:
+            now = self._now()
+            record = OMRecord(
+                id=f"om-{key}-gen0",
+                scope=self.config.scope,
+                resource_id=self.resource_id,
+                thread_id=None if self.resource_scope else key,
+                created_at=now,
+                updated_at=now,
+                config=self.config.to_dict(),
+            )
+            generations = self._generations[key] = [record]
+        return generations[-1]
+
+    def generations(self, thread_id: str | None = None) -> list[OMRecord]:
+        """All generations, oldest first; the last one is active."""
+        self.record(thread_id)
+        return list(self._generations[self._key(thread_id)])
+
+    def thread_state(self, thread_id: str) -> ThreadState:
+        state = self._threads.get(thread_id)
+        if state is None:
+            state = self._threads[thread_id] = ThreadState(thread_id)
+        return state
+
+    @property
+    def thread_ids(self) -> list[str]:
+        return list(self._threads)
+
+    def unobserved_messages(self, thread_id: str | None = None) -> list[Message]:
+        """Messages not yet observed: of one thread, or of all threads when ``thread_id`` is None."""
+        if thread_id is not None:
+            queue = self._queues.get(thread_id)
+            return list(queue.messages) if queue else []
+        return [m for queue in self._queues.values() for m in queue.messages]
+
+    # -- ingestion ------------------------------------------------------------------------------------------
+
+    def add_message(self, message: Message) -> None:
+        """Ingest one message. Re-adding an identical message is a no-op; a conflicting one is an error."""
+        known = self._messages.get(message.id)
+        if known is not None:
+            if known != message:
+                raise ValueError(f"message id {message.id!r} was already added with different content")
+            return
+        if not isinstance(message.created_at, datetime):
+            raise TypeError(f"message {message.id!r}: created_at must be a datetime, got {message.created_at!r}")
+        self._messages[message.id] = message
+        tokens = self._message_tokens[message.id] = count_message(message, self.counter)
+        state = self.thread_state(message.thread_id)
+        record = self.record(message.thread_id)
+        if self._latest_time is None or message.created_at > self._latest_time:
+            self._latest_time = message.created_at
+        if self._already_observed(message, state, record):
+            return
+        queue = self._queues.setdefault(message.thread_id, _ThreadQueue())
+        queue.messages.append(message)
+        queue.tokens += tokens
+
+    def add_messages(self, messages: Iterable[Message]) -> None:
+        for message in messages:
+            self.add_message(message)
+
+    def _already_observed(self, message: Message, state: ThreadState, record: OMRecord) -> bool:
+        if message.id in record.observed_message_ids:
+            return True
+        cursor = state.last_observed_at if self.resource_scope else record.last_observed_at
+        return cursor is not None and message.created_at <= cursor
+
+    # -- thresholds -----------------------------------------------------------------------------------------
+
+    def pending_tokens(self, thread_id: str | None = None) -> int:
+        """Unobserved message tokens that count toward the observation threshold.
+
+        Resource scope counts every thread; thread scope only ``thread_id``'s. A non-empty list carries the
+        per-conversation overhead once.
+        """
+        if self.resource_scope:
+            queues = [q for q in self._queues.values() if q.messages]
+        else:
+            queue = self._queues.get(self._key(thread_id))
+            queues = [queue] if queue and queue.messages else []
+        if not queues:
+            return 0
+        return TOKENS_PER_CONVERSATION + sum(q.tokens for q in queues)
+
+    def observation_threshold(self, thread_id: str | None = None) -> int:
+        """The threshold in force now (dynamic when ``share_token_budget`` is on)."""
+        obs = self.config.observation
+        if self.config.share_token_budget:
+            return dynamic_message_threshold(
+                obs.message_tokens,
+                self.config.reflection.observation_tokens,
+                self.record(thread_id).observation_token_count,
+            )
+        return obs.message_tokens
+
+    # -- observation ----------------------------------------------------------------------------------------
+
+    async def observe(self, thread_id: str | None = None, *, force: bool = False) -> ObservationOutcome | None:
+        """Observe if pending tokens reached the threshold (or always with ``force``, e.g. a final flush).
+
+        Returns ``None`` when nothing was due. Reflection runs inside, when observations pass their threshold.
+        """
+        async with self._lock:
+            pending = self.pending_tokens(thread_id)
+            if pending == 0:
+                return None
+            if not force and not observation_due(pending, self.observation_threshold(thread_id)):
+                return None
+            self._warn_async_once()
+            if self.resource_scope:
+                outcome = await self._observe_resource(force)
+            else:
+                outcome = await self._observe_thread(self._key(thread_id))
+            reflection = await self._maybe_reflect(thread_id)
+            if reflection is not None:
+                outcome = ObservationOutcome(**{**outcome.__dict__, "reflection": reflection})
+            return outcome
+
+    def _warn_async_once(self) -> None:
+        if self.config.async_observation_enabled and not self._warned_async:
+            self._warned_async = True
+            warnings.warn(
+                "async buffering is not implemented yet: observing synchronously at the threshold. "
+                "Set observation.buffer_tokens=false to silence this.",
+                stacklevel=3,
+            )
+
+    def _append(self, existing: str, new: str, at: datetime) -> str:
+        if not existing.strip():
+            return new
+        return existing + self._separator(at) + new
+
+    def _separator(self, at: datetime) -> str:
+        return format_boundary(at) if self.config.boundary_delimiters else "\n\n"
+
+    def _previous(self, record: OMRecord) -> tuple[str, bool]:
+        return prepare_previous_observations(
+            record.active_observations, self.config.observation.previous_observer_tokens, self.counter.count_text
+        )
+
+    def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:
+        queue = self._queues[thread_id]
+        observed_ids = {m.id for m in messages}
+        tokens = sum(self._message_tokens[i] for i in observed_ids)
+        queue.messages = [m for m in queue.messages if m.id not in observed_ids]
+        queue.tokens -= tokens
+        record.observed_message_ids.extend(m.id for m in messages)
+        state = self.thread_state(thread_id)
+        latest = max(messages, key=lambda m: m.created_at)
+        if state.last_observed_at is None or latest.created_at >= state.last_observed_at:
+            state.last_observed_at = latest.created_at
+            state.last_observed_message_id = latest.id
+        return tokens
+
+    def _write_hints(self, thread_id: str, output: ObserverOutput) -> None:
+        state = self.thread_state(thread_id)
+        state.current_task = output.current_task  # an omitted hint clears the stale one
+        state.suggested_response = output.suggested_response
+        title = (output.thread_title or "").strip()
+        if len(title) >= 3 and title != state.thread_title:
+            state.thread_title = title
+
+    def _finish_record(self, record: OMRecord, observed_at: datetime, message_tokens: int) -> None:
+        if record.last_observed_at is None or observed_at > record.last_observed_at:
+            record.last_observed_at = observed_at
+        record.observation_token_count = self.counter.count_text(record.active_observations)
+        record.total_tokens_observed += message_tokens
+        record.pending_message_tokens = self.pending_tokens(record.thread_id)
+        record.updated_at = self._now()
+
+    def _hints_for(self, thread_id: str) -> ThreadHints:
+        state = self.thread_state(thread_id)
+        return ThreadHints(state.current_task, state.suggested_response, state.thread_title)
+
+    async def _observe_thread(self, thread_id: str) -> ObservationOutcome:
+        record = self.record(thread_id)
+        messages = list(self._queues[thread_id].messages)
+        previous, truncated = self._previous(record)
+        obs = self.config.observation
+        request = ObserverRequest(
+            history=format_messages(messages),
+            previous_observations=previous,
+            previous_truncated=truncated,
+            hints={"": self._hints_for(thread_id)},
+        )
+        system = render_observer_system_prompt(
+            self.config.prompt_variant,
+            multi_thread=False,
+            instruction=obs.instruction,
+            thread_title=obs.thread_title,
+        )
+        before = record.observation_token_count
+        try:
+            call = await call_observer(
+                self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+                multi_thread=False,
+            )
+        except Exception as error:
+            self._emit("observation_failed", record, thread_ids=(thread_id,), detail=str(error))
+            raise
+        output = call.output
+        assert isinstance(output, ObserverOutput)
+        observed_at = max(m.created_at for m in messages)
+        if output.observations:
+            record.active_observations = self._append(record.active_observations, output.observations, observed_at)
+        message_tokens = self._mark_observed(record, thread_id, messages)
+        self._write_hints(thread_id, output)
+        self._finish_record(record, observed_at, message_tokens)
+        self._emit(
+            "observation", record, thread_ids=(thread_id,), message_tokens=message_tokens,
+            observation_tokens_before=before, observation_tokens_after=record.observation_token_count,
+            replies=call.replies,
+        )
+        return ObservationOutcome(
+            (thread_id,), ((thread_id,),), (message_tokens,), message_tokens, record.observation_token_count
+        )
+
+    def _thread_loads(self) -> list[ThreadLoad]:
+        loads = []
+        for thread_id, queue in self._queues.items():
+            if queue.messages:
+                oldest = min(m.created_at for m in queue.messages)
+                loads.append(ThreadLoad(thread_id, TOKENS_PER_CONVERSATION + queue.tokens, oldest))
+        return loads
+
+    async def _observe_resource(self, take_all: bool) -> ObservationOutcome:
+        record = self.record()
+        selected = select_threads(self._thread_loads(), self.observation_threshold(), take_all=take_all)
+        batches = pack_batches(selected, self.config.observation.max_tokens_per_batch)
+        before = record.observation_token_count
+        thread_ids = tuple(load.thread_id for load in selected)
+        try:
+            if self.config.observation.batch_mode == "parallel":
+                previous = self._previous(record)
+                calls = await asyncio.gather(*(self._observe_batch(batch, previous) for batch in batches))
+                message_tokens = sum(self._apply_batch(record, b, c) for b, c in zip(batches, calls))
+            else:
+                message_tokens = 0
+                for batch in batches:
+                    call = await self._observe_batch(batch, self._previous(record))
+                    message_tokens += self._apply_batch(record, batch, call)
+        except Exception as error:
+            self._emit("observation_failed", record, thread_ids=thread_ids, detail=str(error))
+            raise
+        observed_at = max(self.thread_state(t).last_observed_at for t in thread_ids)  # type: ignore[type-var]
+        self._finish_record(record, observed_at, message_tokens)
+        return ObservationOutcome(
+            thread_ids,
+            tuple(tuple(load.thread_id for load in batch) for batch in batches),
+            tuple(sum(load.tokens for load in batch) for batch in batches),
+            message_tokens,
+            record.observation_token_count,
+        ) if before is not None else None  # pragma: no branch
+
+    async def _observe_batch(self, batch: Sequence[ThreadLoad], previous: tuple[str, bool]) -> Any:
+        obs = self.config.observation
+        shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
+        request = ObserverRequest(
+            history=format_thread_blocks({shown[t]: self._queues[t].messages for t in shown}),
+            previous_observations=previous[0],
+            previous_truncated=previous[1],
+            thread_count=len(batch),
+            hints={shown[t]: self._hints_for(t) for t in shown},
+        )
+        system = render_observer_system_prompt(
+            self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
+            thread_title=obs.thread_title,
+        )
+        return await call_observer(
+            self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+            multi_thread=True,
+        )
+
+    def _apply_batch(self, record: OMRecord, batch: Sequence[ThreadLoad], call: Any) -> int:
+        output = call.output
+        assert isinstance(output, MultiThreadOutput)
+        before = record.observation_token_count
+        message_tokens = 0
+        for load in batch:
+            thread_id = load.thread_id
+            shown = self.shown_thread_id(thread_id)
+            result = output.threads.get(shown, ObserverOutput(observations=""))
+            messages = list(self._queues[thread_id].messages)
+            observed_at = max(m.created_at for m in messages)
+            record.active_observations = replace_or_append_thread_section(
+                record.active_observations, shown, result.observations, self._separator(observed_at)
+            )
+            message_tokens += self._mark_observed(record, thread_id, messages)
+            self._write_hints(thread_id, result)
+        after = self.counter.count_text(record.active_observations)
+        record.observation_token_count = after
+        self._emit(
+            "observation", record, thread_ids=tuple(load.thread_id for load in batch),
+            message_tokens=message_tokens, observation_tokens_before=before, observation_tokens_after=after,
+            replies=call.replies,
+        )
+        return message_tokens
+
+    # -- reflection -----------------------------------------------------------------------------------------
+
+    async def _maybe_reflect(self, thread_id: str | None) -> ReflectionOutcome | None:
+        record = self.record(thread_id)
+        threshold = self.config.reflection.observation_tokens
+        if not reflection_due(record.observation_token_count, threshold):
+            return None
+        key = self._key(thread_id)
+        hold = self._reflection_hold.get(key)
+        if hold is not None and record.observation_token_count <= hold:
+            self._emit(
+                "reflection_deferred", record, observation_tokens_before=record.observation_token_count,
+                detail=f"the last reflection could not reach the target; waiting until observations pass {hold}",
+            )
+            return None
+        return await self._reflect(thread_id, guidance=None)
+
+    async def reflect(self, thread_id: str | None = None, *, guidance: str | None = None) -> ReflectionOutcome:
+        """Reflect now, whatever the token count, with optional specific guidance."""
+        async with self._lock:
+            return await self._reflect(thread_id, guidance=guidance)
+
+    async def _reflect(self, thread_id: str | None, guidance: str | None) -> ReflectionOutcome:
+        key = self._key(thread_id)
+        record = self.record(thread_id)
+        ref = self.config.reflection
+        before = record.observation_token_count
+        try:
+            result = await reflect_observations(
+                self.reflector, ref.model, record.active_observations,
+                target=ref.observation_tokens, start_level=self.config.reflection_start_level(),
+                counter=self.counter, variant=self.config.prompt_variant, instruction=ref.instruction,
+                guidance=guidance,
+            )
+        except ReflectionError as error:
+            self._hold_reflection(key, before)
+            self._emit("reflection_failed", record, observation_tokens_before=before, detail=str(error))
+            raise
+        replies = [a.reply for a in result.attempts]
+        levels = tuple(a.level for a in result.attempts)
+        if not result.productive:
+            self._hold_reflection(key, before)
+            self._emit(
+                "reflection_unproductive", record, observation_tokens_before=before, observation_tokens_after=before,
+                level=result.level, levels=levels, replies=replies,
+                detail=f"smallest attempt had {result.tokens} tokens for {result.input_tokens} in; memory kept",
+            )
+            return ReflectionOutcome(False, result, record.generation_count)
+        new_record = record.next_generation(result.observations, result.tokens, self._now())
+        self._generations[key].append(new_record)
+        if not self.resource_scope and result.suggested_response and thread_id is not None:
+            self.thread_state(thread_id).suggested_response = result.suggested_response
+        if result.below_target:
+            self._reflection_hold.pop(key, None)
+        else:
+            self._hold_reflection(key, result.tokens)
+        self._emit(
+            "reflection", new_record, observation_tokens_before=before, observation_tokens_after=result.tokens,
+            level=result.level, levels=levels, replies=replies,
+        )
+        return ReflectionOutcome(True, result, new_record.generation_count)
+
+    def _hold_reflection(self, key: str, tokens: int) -> None:
+        ref = self.config.reflection
+        self._reflection_hold[key] = tokens + round(ref.retry_after_growth * ref.observation_tokens)
+
+    # -- events ---------------------------------------------------------------------------------------------
+
+    def _emit(self, kind: str, record: OMRecord, *, replies: Iterable[ModelReply] = (), **values: Any) -> None:
+        calls, prompt_tokens, completion_tokens = _usage(replies)
+        event = OMEvent(
+            kind=kind, at=self._now(), record_id=record.id, generation=record.generation_count,
+            calls=calls, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens, **values,
+        )
+        self.events.append(event)
+        if self._on_event is not None:
+            self._on_event(event)
+
+    # -- what the actor sees --------------------------------------------------------------------------------
+
+    def build_context(self, now: datetime, thread_id: str | None = None) -> ActorContext:
+        """The actor's view at ``now``: memory messages plus ``thread_id``'s unobserved tail.
+
+        In resource scope every *other* thread's unobserved messages appear raw in the other-conversations
+        block; pass a fresh ``thread_id`` (or None) to see all threads that way.
+        """
+        record = self.record(thread_id)
+        other: dict[str, list[Message]] = {}
+        if self.resource_scope:
+            for other_id, queue in self._queues.items():
+                if other_id != thread_id and queue.messages:
+                    other[self.shown_thread_id(other_id)] = list(queue.messages)
+        state = self._threads.get(thread_id) if thread_id is not None else None
+        inputs = ContextInputs(
+            observations=record.active_observations,
+            now=now,
+            other_conversations=other,
+            current_task=state.current_task if state else None,
+            suggested_response=state.suggested_response if state else None,
+        )
+        memory_messages = build_actor_context(inputs, self.config.context_layout)
+        tail = [{"role": m.role, "content": m.text()} for m in self.unobserved_messages(thread_id)] if (
+            thread_id is not None
+        ) else []
+        return ActorContext(memory_messages, tail)
+
+    # -- snapshots ------------------------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The whole state as JSON-ready data; :meth:`from_snapshot` restores it exactly."""
+        unobserved = {m.id for queue in self._queues.values() for m in queue.messages}
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "resource_id": self.resource_id,
+            "config": self.config.to_dict(),
+            "token_counter": self.counter.name,
+            "generations": {k: [r.to_dict() for r in gens] for k, gens in self._generations.items()},
+            "threads": {k: s.to_dict() for k, s in self._threads.items()},
+            "messages": [
+                {**m.to_dict(), "tokens": self._message_tokens[m.id], "observed": m.id not in unobserved}
+                for m in self._messages.values()
+            ],
+            "reflection_hold": dict(self._reflection_hold),
+        }
+
+    @classmethod
+    def from_snapshot(
+        cls,
+        data: Mapping[str, Any],
+        *,
+        observer: ChatModel,
+        reflector: ChatModel | None = None,
+        token_counter: TokenCounter | None = None,
+        clock: Callable[[], datetime] | None = None,
+        on_event: Callable[[OMEvent], None] | None = None,
+    ) -> ObservationalMemory:
+        """Rebuild a memory saved by :meth:`snapshot`. Token counts are reused when the estimator matches."""
+        if data.get("format") != SNAPSHOT_FORMAT:
+            raise ValueError(
+                f"snapshot format {data.get('format')!r} is not supported: expected {SNAPSHOT_FORMAT!r}"
+            )
+        memory = cls(
+            OMConfig.from_dict(data["config"]), observer=observer, reflector=reflector,
+            resource_id=data["resource_id"], token_counter=token_counter, clock=clock, on_event=on_event,
+        )
+        same_counter = memory.counter.name == data["token_counter"]
+        memory._threads = {k: ThreadState.from_dict(v) for k, v in data["threads"].items()}
+        memory._generations = {k: [OMRecord.from_dict(r) for r in gens] for k, gens in data["generations"].items()}
+        memory._reflection_hold = dict(data.get("reflection_hold", {}))
+        for item in data["messages"]:
+            message = Message.from_dict(item)
+            memory._messages[message.id] = message
+            tokens = item["tokens"] if same_counter else count_message(message, memory.counter)
+            memory._message_tokens[message.id] = tokens
+            if memory._latest_time is None or message.created_at > memory._latest_time:
+                memory._latest_time = message.created_at
+            if not item["observed"]:
+                queue = memory._queues.setdefault(message.thread_id, _ThreadQueue())
+                queue.messages.append(message)
+                queue.tokens += tokens
+        return memory

@@ -1,0 +1,289 @@
+"""The Observer: renders its prompts, formats the messages it reads, calls the model, checks the answer.
+
+Prompt assembly follows om-reference §2.1 (system prompt), §2.4 (user side, in the 1.10 "split" layout or the
+1.1 "single" layout) and uses the texts in ``prompts/`` (our own words). A degenerate or unusable answer is
+retried once and then raised, so that a broken model reply never marks messages as observed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from om_eval.om.config import ModelSettings
+from om_eval.om.model import ChatModel, ModelReply
+from om_eval.om.parsing import (
+    MultiThreadOutput,
+    ObserverOutput,
+    parse_multi_thread_output,
+    parse_observer_output,
+)
+from om_eval.om.prompts import fill, load_prompts
+from om_eval.om.records import Message
+
+#: Observer attempts per call: the first, and one retry after a degenerate or unusable answer.
+OBSERVER_ATTEMPTS = 2
+#: The question marker per variant: 1.5+ marks user questions 🔴; the 1.1-1.3 variants used 🟡.
+QUESTION_EMOJI = {"current": "🔴", "legacy": "🟡", "condensed": "🟡"}
+
+
+class ObserverOutputError(RuntimeError):
+    """The Observer's answer stayed degenerate or unusable after the retry."""
+
+
+def extraction_instructions(variant: str) -> str:
+    """The variant's extraction rules, with the question marker filled in."""
+    data = load_prompts(f"observer_{variant}")
+    text = data["extraction"]
+    if data.get("additions"):
+        text = text + "\n\n" + data["additions"]
+    return fill(text, question_emoji=QUESTION_EMOJI[variant])
+
+
+def observer_guidelines(variant: str) -> str:
+    """Condensed carries its own guidelines; current and legacy share the standard set."""
+    return load_prompts(f"observer_{variant}").get("guidelines") or load_prompts("observer_shared")["guidelines"]
+
+
+def _custom(instruction: str | None) -> list[str]:
+    return ["=== CUSTOM INSTRUCTIONS ===", instruction.strip()] if instruction and instruction.strip() else []
+
+
+def render_observer_system_prompt(
+    variant: str, *, multi_thread: bool, instruction: str | None = None, thread_title: bool = False
+) -> str:
+    """The Observer's system prompt for one variant, single- or multi-thread (§2.1)."""
+    shared = load_prompts("observer_shared")
+    variant_data = load_prompts(f"observer_{variant}")
+    if multi_thread:
+        output_format = shared["output_format"]
+    else:
+        output_format = variant_data.get("output_format") or shared["output_format"]
+    if thread_title:
+        output_format += "\n\n" + shared["thread_title_format"]
+
+    sections = [shared["identity"], shared["extraction_lead"] + "\n\n" + extraction_instructions(variant)]
+    if multi_thread:
+        sections += ["=== MULTI-THREAD INPUT ===", shared["multi_thread_input"]]
+        sections += ["=== OUTPUT FORMAT ===", output_format, shared["multi_thread_output"]]
+        sections += ["=== GUIDELINES ===", observer_guidelines(variant)]
+    else:
+        sections += ["=== OUTPUT FORMAT ===", output_format]
+        sections += ["=== GUIDELINES ===", observer_guidelines(variant)]
+        sections += ["=== IMPORTANT: THREAD ATTRIBUTION ===", shared["thread_attribution"]]
+    sections.append(shared["closing"])
+    sections += _custom(instruction)
+    return "\n\n".join(sections)
+
+
+# -- message formatting (§2.4) --------------------------------------------------------------------------------
+
+
+def format_message_time(moment: datetime) -> str:
+    """en-US style ``Dec 4, 2025, 2:30 PM`` (wall-clock time of the datetime as given)."""
+    hour = moment.hour % 12 or 12
+    suffix = "AM" if moment.hour < 12 else "PM"
+    return f"{moment:%b} {moment.day}, {moment.year}, {hour}:{moment:%M} {suffix}"
+
+
+def _cap(text: str, max_part_length: int | None) -> str:
+    if max_part_length is None or len(text) <= max_part_length:
+        return text
+    return f"{text[:max_part_length]}... [truncated {len(text) - max_part_length} characters]"
+
+
+def _format_part(part: Mapping[str, Any], counters: dict[str, int], max_part_length: int | None) -> str | None:
+    kind = part.get("type", "text")
+    if kind == "text":
+        return _cap(str(part.get("text", "")), max_part_length) or None
+    if kind == "tool-call":
+        args = part.get("args", {})
+        body = args if isinstance(args, str) else json.dumps(args, indent=2, ensure_ascii=False)
+        return _cap(f"[Tool Call: {part.get('tool_name', '')}]\n{body}", max_part_length)
+    if kind == "tool-result":
+        result = part.get("result", "")
+        body = result if isinstance(result, str) else json.dumps(result, indent=2, ensure_ascii=False)
+        return _cap(f"[Tool Result: {part.get('tool_name', '')}]\n{body}", max_part_length)
+    if kind == "reasoning":
+        return _cap(str(part.get("text", "")), max_part_length) or None
+    if kind in ("image", "file"):
+        counters[kind] = counters.get(kind, 0) + 1
+        label = part.get("name") or part.get("mime_type") or kind
+        return f"[{kind.capitalize()} #{counters[kind]}: {label}]"
+    return None  # data-* markers and unknown parts are not shown to the model
+
+
+def format_message(message: Message, max_part_length: int | None = None) -> str | None:
+    """``**Role (time):**`` then the content; ``None`` when the message has nothing visible."""
+    counters: dict[str, int] = {}
+    if isinstance(message.content, str):
+        parts = [_cap(message.content, max_part_length)] if message.content.strip() else []
+    else:
+        parts = [p for p in (_format_part(part, counters, max_part_length) for part in message.content) if p]
+    if not parts:
+        return None
+    role = message.role[:1].upper() + message.role[1:]
+    return f"**{role} ({format_message_time(message.created_at)}):**\n" + "\n".join(parts)
+
+
+def format_messages(messages: Sequence[Message], max_part_length: int | None = None) -> str:
+    """Messages joined by horizontal rules; empty messages are skipped."""
+    blocks = [b for b in (format_message(m, max_part_length) for m in messages) if b is not None]
+    return "\n\n---\n\n".join(blocks)
+
+
+def format_thread_blocks(threads: Mapping[str, Sequence[Message]], max_part_length: int | None = None) -> str:
+    """Each thread's messages wrapped in ``<thread id="...">`` (ids as the model should see them)."""
+    return "\n\n".join(
+        f'<thread id="{thread_id}">\n{format_messages(messages, max_part_length)}\n</thread>'
+        for thread_id, messages in threads.items()
+    )
+
+
+# -- the user side of the request -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ThreadHints:
+    """Continuity hints the Observer left last time for one thread."""
+
+    current_task: str | None = None
+    suggested_response: str | None = None
+    thread_title: str | None = None
+
+    def lines(self) -> list[str]:
+        pairs = (
+            ("current-task", self.current_task),
+            ("suggested-response", self.suggested_response),
+            ("thread-title", self.thread_title),
+        )
+        return [f"- prior {name}: {value}" for name, value in pairs if value]
+
+
+@dataclass(frozen=True)
+class ObserverRequest:
+    """Everything the Observer reads besides its system prompt."""
+
+    history: str
+    previous_observations: str = ""
+    previous_truncated: bool = False
+    thread_count: int | None = None
+    """Set for multi-thread requests: how many threads ``history`` holds."""
+    hints: Mapping[str, ThreadHints] = field(default_factory=dict)
+    """Prior hints keyed by thread id as shown to the model ('' for a single thread)."""
+    skip_continuation_hints: bool = False
+
+
+def _previous_section(request: ObserverRequest, texts: Mapping[str, str]) -> list[str]:
+    if not request.previous_observations:
+        return []
+    section = [texts["previous_observations_heading"], request.previous_observations, "---"]
+    if request.previous_truncated:
+        section.append(texts["truncation_notice"])
+    section.append(texts["previous_observations_note"])
+    return section
+
+
+def _metadata_section(request: ObserverRequest, texts: Mapping[str, str]) -> list[str]:
+    lines: list[str] = []
+    for thread_id, hints in request.hints.items():
+        hint_lines = hints.lines()
+        if not hint_lines:
+            continue
+        if thread_id:
+            lines.append(f'<thread id="{thread_id}">')
+            lines.extend(hint_lines)
+            lines.append("</thread>")
+        else:
+            lines.extend(hint_lines)
+    if not lines:
+        return []
+    return [texts["prior_metadata_heading"], "\n".join(lines), texts["prior_metadata_note"]]
+
+
+def _task_section(request: ObserverRequest, texts: Mapping[str, str]) -> list[str]:
+    task = texts["task_multi"] if request.thread_count is not None else texts["task_single"]
+    section = [texts["task_heading"], task]
+    if request.skip_continuation_hints:
+        section.append(texts["hints_skipped"])
+    return section
+
+
+def _history_section(request: ObserverRequest, texts: Mapping[str, str]) -> list[str]:
+    section = [texts["history_heading"]]
+    if request.thread_count is not None:
+        section.append(fill(texts["multi_history_intro"], thread_count=request.thread_count))
+    section.append(request.history)
+    return section
+
+
+def render_observer_request(request: ObserverRequest, layout: str = "split") -> list[dict[str, str]]:
+    """The user message(s): ``split`` = task message then history message (1.10); ``single`` = one (1.1)."""
+    texts = load_prompts("observer_request")
+    if layout == "split":
+        task = _previous_section(request, texts) + _metadata_section(request, texts) + _task_section(request, texts)
+        return [
+            {"role": "user", "content": "\n\n".join(task)},
+            {"role": "user", "content": "\n\n".join(_history_section(request, texts))},
+        ]
+    single = (
+        _previous_section(request, texts)
+        + _metadata_section(request, texts)
+        + _history_section(request, texts)
+        + ["---"]
+        + _task_section(request, texts)
+    )
+    return [{"role": "user", "content": "\n\n".join(single)}]
+
+
+# -- the call -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ObserverCall:
+    """A finished Observer call: the parsed answer and every reply it took (retries included)."""
+
+    output: ObserverOutput | MultiThreadOutput
+    replies: tuple[ModelReply, ...]
+
+
+def _usable_single(output: ObserverOutput, raw: str) -> bool:
+    # An explicit empty <observations/> is a valid "nothing to note"; text with no tags and no list lines is not.
+    return not output.degenerate and (bool(output.observations) or "<observations>" in raw or not raw.strip())
+
+
+def _usable_multi(output: MultiThreadOutput, raw: str) -> bool:
+    return not output.degenerate and (bool(output.threads) or not raw.strip())
+
+
+async def call_observer(
+    model: ChatModel,
+    settings: ModelSettings,
+    system_prompt: str,
+    user_messages: Sequence[Mapping[str, str]],
+    *,
+    multi_thread: bool,
+) -> ObserverCall:
+    """Call the Observer, retrying once on a degenerate or unusable answer, then raising."""
+    messages = [{"role": "system", "content": system_prompt}, *user_messages]
+    replies: list[ModelReply] = []
+    for _ in range(OBSERVER_ATTEMPTS):
+        reply = await model.complete(messages, stage="observer", settings=settings)
+        replies.append(reply)
+        if multi_thread:
+            multi = parse_multi_thread_output(reply.text)
+            if _usable_multi(multi, reply.text):
+                return ObserverCall(multi, tuple(replies))
+        else:
+            single = parse_observer_output(reply.text)
+            if _usable_single(single, reply.text):
+                return ObserverCall(single, tuple(replies))
+    kind = "multi-thread " if multi_thread else ""
+    raise ObserverOutputError(
+        f"the {kind}observer ({settings.model}) returned degenerate or unusable output {OBSERVER_ATTEMPTS} times; "
+        "no message was marked observed. First 200 characters of the last reply: "
+        + repr(replies[-1].text[:200])
+    )

@@ -1,0 +1,455 @@
+"""Parsing Observer and Reflector output (om-reference §2.5–§2.7, §3.6).
+
+Why a module of its own: the memory is only as good as what survives parsing. Mastra parses the models' XML-ish
+output with a handful of regexes whose quirks shape the stored memory (tags must start a line, a missing
+``<observations>`` wrapper keeps only list lines for the Observer but the whole text for the Reflector, over-long
+lines are cut, looping output is rejected). Reproducing the scores means reproducing those quirks, so they live
+here, in one place, with the version they come from.
+
+Deliberate deviations from Mastra (all harmless for well-formed output):
+
+* CRLF / CR line endings are normalised to ``\\n`` before the tags are parsed (the degenerate check still sees
+  the raw text, as upstream).
+* Lengths are Python code points, not UTF-16 code units, so an emoji counts 1 instead of 2.
+* Multi-thread parsing removes an empty ``<current-task></current-task>`` (and the other two tags) from the
+  thread's observations too; upstream leaves an empty tag pair in place.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from om_eval.om.anchors import strip_anchor_ids
+
+__all__ = [
+    "MAX_OBSERVATION_LINE_CHARS",
+    "DegenerateStrategy",
+    "MultiThreadOutput",
+    "ObserverOutput",
+    "ReflectorOutput",
+    "detect_degenerate",
+    "extract_list_items",
+    "is_degenerate",
+    "is_degenerate_strict",
+    "parse_multi_thread_output",
+    "parse_observer_output",
+    "parse_reflector_output",
+    "sanitize_lines",
+]
+
+DegenerateStrategy = Literal["v1.10", "head"]
+
+# --------------------------------------------------------------------------- constants (§2.6, §2.7)
+
+#: Longer lines are cut to this many characters plus ``TRUNCATION_SUFFIX`` (§2.7).
+MAX_OBSERVATION_LINE_CHARS: Final = 10_000
+TRUNCATION_SUFFIX: Final = " … [truncated]"
+
+#: The degenerate detectors only look at text at least this long.
+DEGENERATE_MIN_CHARS: Final = 2_000
+WINDOW_CHARS: Final = 200
+#: About this many windows are sampled: ``step = max(1, len // WINDOW_SAMPLES)``.
+WINDOW_SAMPLES: Final = 50
+#: A verdict needs more than this many sampled windows.
+MIN_WINDOWS: Final = 5
+#: Degenerate when the share of repeated windows is above this.
+MAX_DUPLICATE_WINDOW_RATIO: Final = 0.4
+#: v1.10: a single line longer than this is degenerate.
+MAX_SANE_LINE_CHARS: Final = 50_000
+
+#: HEAD: lines of at least this many (trimmed) characters are "long" and feed the window and duplicate checks.
+LONG_LINE_MIN_CHARS: Final = 24
+#: HEAD duplicate-line strategy: needs at least this many long lines ...
+MIN_DUPLICATE_LINES: Final = 20
+#: ... and more than this share of them repeating an earlier line.
+MAX_DUPLICATE_LINE_RATIO: Final = 0.5
+#: HEAD: budget (characters, one maximum-size line) for bounded runs and for repeated short lines.
+SHORT_LINE_BUDGET_CHARS: Final = MAX_OBSERVATION_LINE_CHARS
+
+# --------------------------------------------------------------------------- regexes
+
+_FLAGS: Final = re.IGNORECASE | re.MULTILINE | re.DOTALL
+_NEWLINES = re.compile(r"\r\n?")
+_LIST_ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s")
+
+# Line-anchored blocks (§2.5): both the opening and the closing tag must start a line.
+_OBSERVATIONS_BLOCK = re.compile(r"^[ \t]*<observations>(.*?)^[ \t]*</observations>", _FLAGS)
+_CURRENT_TASK_ANCHORED = re.compile(r"^[ \t]*<current-task>(.*?)^[ \t]*</current-task>", _FLAGS)
+_SUGGESTED_RESPONSE_ANCHORED = re.compile(
+    r"^[ \t]*<suggested-response>(.*?)^[ \t]*</suggested-response>", _FLAGS
+)
+# The title is short, so only its opening tag has to start a line.
+_THREAD_TITLE_ANCHORED = re.compile(r"^[ \t]*<thread-title>(.*?)</thread-title>", _FLAGS)
+
+# Unanchored forms (multi-thread blocks, Reflector).
+_CURRENT_TASK = re.compile(r"<current-task>(.*?)</current-task>", re.IGNORECASE | re.DOTALL)
+_SUGGESTED_RESPONSE = re.compile(r"<suggested-response>(.*?)</suggested-response>", re.IGNORECASE | re.DOTALL)
+_THREAD_TITLE = re.compile(r"<thread-title>(.*?)</thread-title>", re.IGNORECASE | re.DOTALL)
+_THREAD_BLOCK = re.compile(r'<thread\s+id="([^"]+)">(.*?)</thread>', re.IGNORECASE | re.DOTALL)
+
+# HEAD short-line loop: these short lines are structure, not content.
+_XML_TAG_LINE = re.compile(r"^\s*</?[a-z][^>]*>\s*$", re.IGNORECASE)
+_DATE_LINE = re.compile(r"^\s*Date:", re.IGNORECASE)
+
+
+# --------------------------------------------------------------------------- results
+
+
+@dataclass(frozen=True, slots=True)
+class ObserverOutput:
+    """What one Observer call produced (one thread).
+
+    Attributes:
+        observations: Parsed, line-sanitised, stripped observation text ("" when degenerate).
+        current_task: Body of ``<current-task>``, or None when absent or empty.
+        suggested_response: Body of ``<suggested-response>``, or None when absent or empty.
+        thread_title: Body of ``<thread-title>``, or None when absent or empty.
+        degenerate: True when the repetition detector fired; the caller retries once, then fails.
+    """
+
+    observations: str
+    current_task: str | None = None
+    suggested_response: str | None = None
+    thread_title: str | None = None
+    degenerate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class MultiThreadOutput:
+    """What one batched (multi-thread) Observer call produced.
+
+    Attributes:
+        threads: Per thread id, that thread's result, in output order. Threads the model did not write a
+            (non-empty) block for are missing; the caller gives them an empty result.
+        degenerate: True when the repetition detector fired on the whole output (``threads`` is then empty).
+    """
+
+    threads: dict[str, ObserverOutput] = field(default_factory=dict)
+    degenerate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectorOutput:
+    """What one Reflector call produced.
+
+    Attributes:
+        observations: The new observation text, anchors stripped and lines sanitised ("" when degenerate).
+        suggested_response: Body of ``<suggested-response>``, or None.
+        degenerate: True when the repetition detector fired; counts as a failed attempt.
+    """
+
+    observations: str
+    suggested_response: str | None = None
+    degenerate: bool = False
+
+
+# --------------------------------------------------------------------------- sanitising (§2.7)
+
+
+def sanitize_lines(text: str) -> str:
+    """Cut every line longer than ``MAX_OBSERVATION_LINE_CHARS`` and mark the cut.
+
+    Args:
+        text: Observation text.
+
+    Returns:
+        The text with each over-long line replaced by its first 10 000 characters plus `` … [truncated]``.
+    """
+    if not text:
+        return text
+    lines = text.split("\n")
+    if all(len(line) <= MAX_OBSERVATION_LINE_CHARS for line in lines):
+        return text
+    return "\n".join(_cut_line(line) for line in lines)
+
+
+def _cut_line(line: str) -> str:
+    if len(line) <= MAX_OBSERVATION_LINE_CHARS:
+        return line
+    return line[:MAX_OBSERVATION_LINE_CHARS] + TRUNCATION_SUFFIX
+
+
+# --------------------------------------------------------------------------- degenerate detection (§2.6)
+
+
+def _duplicate_window_ratio_exceeded(text: str) -> bool:
+    """The 200-char window sampler shared by both detector versions."""
+    step = max(1, len(text) // WINDOW_SAMPLES)
+    seen: set[str] = set()
+    total = duplicates = 0
+    for start in range(0, len(text) - WINDOW_CHARS + 1, step):
+        window = text[start : start + WINDOW_CHARS]
+        total += 1
+        if window in seen:
+            duplicates += 1
+        else:
+            seen.add(window)
+    return total > MIN_WINDOWS and duplicates / total > MAX_DUPLICATE_WINDOW_RATIO
+
+
+def is_degenerate(text: str) -> bool:
+    """Repetition-loop detector of Mastra 1.5–1.10 (runs on the raw output).
+
+    Text shorter than 2000 characters is never degenerate. Otherwise about 50 windows of 200 characters are
+    sampled (``step = max(1, len // 50)``); the text is degenerate when more than 5 windows were sampled and
+    more than 40 % of them repeat an earlier window exactly, or when any single line exceeds 50 000 characters.
+
+    Args:
+        text: The model's raw output.
+
+    Returns:
+        True when the output looks like a repetition loop.
+    """
+    if len(text) < DEGENERATE_MIN_CHARS:
+        return False
+    if _duplicate_window_ratio_exceeded(text):
+        return True
+    return any(len(line) > MAX_SANE_LINE_CHARS for line in text.split("\n"))
+
+
+def _collapse_bounded_runs(lines: list[str]) -> list[str]:
+    """HEAD pre-collapse: a run of identical lines becomes one line when it is that line's only run and
+    ``count * (len + 1) <= 10 000`` (a faithful summary of repetitive tool output, not a loop)."""
+    runs: list[tuple[str, int]] = []
+    for line in lines:
+        if runs and runs[-1][0] == line:
+            runs[-1] = (line, runs[-1][1] + 1)
+        else:
+            runs.append((line, 1))
+    runs_per_line: dict[str, int] = {}
+    for line, _ in runs:
+        runs_per_line[line] = runs_per_line.get(line, 0) + 1
+    collapsed: list[str] = []
+    for line, count in runs:
+        bounded = runs_per_line[line] == 1 and count * (len(line) + 1) <= SHORT_LINE_BUDGET_CHARS
+        collapsed.extend([line] if bounded else [line] * count)
+    return collapsed
+
+
+def _is_long_line(line: str) -> bool:
+    return len(line.strip()) >= LONG_LINE_MIN_CHARS
+
+
+def _window_strategy(lines: list[str]) -> bool:
+    """HEAD window strategy: the window sampler over the long lines (each at most 10 000 chars) only."""
+    window_text = "\n".join(line for line in lines if _is_long_line(line) and len(line) <= MAX_OBSERVATION_LINE_CHARS)
+    return len(window_text) >= DEGENERATE_MIN_CHARS and _duplicate_window_ratio_exceeded(window_text)
+
+
+def _duplicate_line_strategy(lines: list[str]) -> bool:
+    """HEAD duplicate-line strategy: >= 20 long lines and more than half repeat an earlier one exactly."""
+    long_lines = [line for line in lines if _is_long_line(line)]
+    if len(long_lines) < MIN_DUPLICATE_LINES:
+        return False
+    duplicates = len(long_lines) - len(set(long_lines))
+    return duplicates / len(long_lines) > MAX_DUPLICATE_LINE_RATIO
+
+
+def _repeated_short_chars(run: dict[str, tuple[int, int]]) -> int:
+    """Joined length of the repeated short lines of one run: sum of ``len + 1`` over their occurrences, - 1."""
+    total = sum(chars for count, chars in run.values() if count > 1)
+    return total - 1
+
+
+def _short_line_loop_strategy(lines: list[str]) -> bool:
+    """HEAD short-line loop: within each run of short lines, the repeated ones may not exceed one maximum-size
+    line. Lines are keyed by their trimmed text but measured with their indentation. XML-tag and ``Date:``
+    lines are skipped; every long line ends the run."""
+    run: dict[str, tuple[int, int]] = {}
+    for line in lines:
+        if _is_long_line(line):
+            if _repeated_short_chars(run) > SHORT_LINE_BUDGET_CHARS:
+                return True
+            run = {}
+            continue
+        if _XML_TAG_LINE.match(line) or _DATE_LINE.match(line):
+            continue
+        key = line.strip()
+        count, chars = run.get(key, (0, 0))
+        run[key] = (count + 1, chars + len(line) + 1)
+    return _repeated_short_chars(run) > SHORT_LINE_BUDGET_CHARS
+
+
+def is_degenerate_strict(text: str) -> bool:
+    """Repetition-loop detector of Mastra HEAD (three strategies on line-sanitised text).
+
+    After sanitising (§2.7) and collapsing bounded runs of identical lines, the output is degenerate when any
+    of these fires: the window sampler over long lines (>= 24 trimmed chars, <= 10 000 chars); the
+    duplicate-line ratio (>= 20 long lines, > 50 % exact repeats); the short-line loop (repeated short lines
+    of one run joined exceed 10 000 chars). Unlike v1.10, a single giant line is not degenerate: it is cut.
+
+    Args:
+        text: The model's raw output.
+
+    Returns:
+        True when the output looks like a repetition loop.
+    """
+    sanitized = sanitize_lines(text)
+    if len(sanitized) < DEGENERATE_MIN_CHARS:
+        return False
+    lines = _collapse_bounded_runs(sanitized.split("\n"))
+    return _window_strategy(lines) or _duplicate_line_strategy(lines) or _short_line_loop_strategy(lines)
+
+
+def detect_degenerate(text: str, strategy: DegenerateStrategy = "v1.10") -> bool:
+    """Run the chosen degenerate-repetition detector.
+
+    Args:
+        text: The model's raw output.
+        strategy: ``"v1.10"`` (benchmark-era, default) or ``"head"`` (three-strategy detector).
+
+    Returns:
+        True when the output looks like a repetition loop.
+
+    Raises:
+        ValueError: For an unknown strategy.
+    """
+    if strategy == "v1.10":
+        return is_degenerate(text)
+    if strategy == "head":
+        return is_degenerate_strict(text)
+    raise ValueError(f"unknown degenerate-detection strategy {strategy!r}")
+
+
+# --------------------------------------------------------------------------- shared helpers
+
+
+def _normalize_newlines(text: str) -> str:
+    return _NEWLINES.sub("\n", text)
+
+
+def _non_empty(value: str) -> str | None:
+    stripped = value.strip()
+    return stripped or None
+
+
+def _first_group(pattern: re.Pattern[str], text: str) -> str | None:
+    match = pattern.search(text)
+    return _non_empty(match.group(1)) if match else None
+
+
+def _observation_blocks(text: str) -> str | None:
+    """All line-anchored ``<observations>`` blocks, each trimmed, empty ones dropped, joined with ``\\n``.
+    None when there is no such block at all (the caller then falls back)."""
+    matches = _OBSERVATIONS_BLOCK.findall(text)
+    if not matches:
+        return None
+    return "\n".join(body.strip() for body in matches if body.strip())
+
+
+def extract_list_items(text: str) -> str:
+    """Keep only list lines (``- ``, ``* ``, ``N. ``; indentation allowed), the missing-tags fallback.
+
+    Args:
+        text: Model output without a usable ``<observations>`` block.
+
+    Returns:
+        The list lines joined with ``\\n`` and stripped ("" when there are none).
+    """
+    return "\n".join(line for line in text.split("\n") if _LIST_ITEM.match(line)).strip()
+
+
+# --------------------------------------------------------------------------- Observer (§2.5)
+
+
+def parse_observer_output(text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10") -> ObserverOutput:
+    """Parse one single-thread Observer response.
+
+    Args:
+        text: The model's raw output.
+        degenerate_strategy: Which repetition detector to run first.
+
+    Returns:
+        The parsed result; ``ObserverOutput("", degenerate=True)`` when the detector fired.
+    """
+    if detect_degenerate(text, degenerate_strategy):
+        return ObserverOutput(observations="", degenerate=True)
+    content = _normalize_newlines(text)
+    blocks = _observation_blocks(content)
+    observations = blocks if blocks is not None else extract_list_items(content)
+    return ObserverOutput(
+        observations=sanitize_lines(observations).strip(),
+        current_task=_first_group(_CURRENT_TASK_ANCHORED, content),
+        suggested_response=_first_group(_SUGGESTED_RESPONSE_ANCHORED, content),
+        thread_title=_first_group(_THREAD_TITLE_ANCHORED, content),
+    )
+
+
+def _take_tag(pattern: re.Pattern[str], body: str) -> tuple[str | None, str]:
+    """First unanchored match of ``pattern`` in ``body``: (its trimmed contents or None, body without it)."""
+    match = pattern.search(body)
+    if match is None:
+        return None, body
+    return _non_empty(match.group(1)), body[: match.start()] + body[match.end() :]
+
+
+def _parse_thread_block(body: str) -> ObserverOutput:
+    current_task, body = _take_tag(_CURRENT_TASK, body)
+    suggested_response, body = _take_tag(_SUGGESTED_RESPONSE, body)
+    thread_title, body = _take_tag(_THREAD_TITLE, body)
+    return ObserverOutput(
+        observations=sanitize_lines(body.strip()),
+        current_task=current_task,
+        suggested_response=suggested_response,
+        thread_title=thread_title,
+    )
+
+
+def parse_multi_thread_output(
+    text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10"
+) -> MultiThreadOutput:
+    """Parse one batched Observer response that covers several threads.
+
+    Takes the first line-anchored ``<observations>`` block (or the whole output), then every
+    ``<thread id="X">…</thread>`` block in it. In each, the first ``<current-task>``, ``<suggested-response>``
+    and ``<thread-title>`` (no line anchoring) are extracted and removed; the trimmed, sanitised remainder is
+    that thread's observations. Blocks with an empty body are skipped; a repeated id keeps the last block.
+
+    Args:
+        text: The model's raw output.
+        degenerate_strategy: Which repetition detector to run first.
+
+    Returns:
+        The per-thread results; ``MultiThreadOutput({}, degenerate=True)`` when the detector fired.
+    """
+    if detect_degenerate(text, degenerate_strategy):
+        return MultiThreadOutput(threads={}, degenerate=True)
+    content = _normalize_newlines(text)
+    block = _OBSERVATIONS_BLOCK.search(content)
+    scope = block.group(1) if block else content
+    threads: dict[str, ObserverOutput] = {}
+    for thread_id, body in _THREAD_BLOCK.findall(scope):
+        if body:
+            threads[thread_id] = _parse_thread_block(body)
+    return MultiThreadOutput(threads=threads)
+
+
+# --------------------------------------------------------------------------- Reflector (§3.6)
+
+
+def parse_reflector_output(text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10") -> ReflectorOutput:
+    """Parse one Reflector response.
+
+    Observations come from the line-anchored ``<observations>`` blocks; without any, from the list lines; without
+    those, the whole trimmed output (unlike the Observer, which would keep nothing). ``<current-task>`` is ignored
+    (per-thread metadata is preserved elsewhere); the first ``<suggested-response>`` (unanchored) is returned.
+    Anchor ids are stripped and lines sanitised.
+
+    Args:
+        text: The model's raw output.
+        degenerate_strategy: Which repetition detector to run first.
+
+    Returns:
+        The parsed result; ``ReflectorOutput("", degenerate=True)`` when the detector fired.
+    """
+    if detect_degenerate(text, degenerate_strategy):
+        return ReflectorOutput(observations="", degenerate=True)
+    content = _normalize_newlines(text)
+    blocks = _observation_blocks(content)
+    observations = blocks if blocks is not None else (extract_list_items(content) or content.strip())
+    return ReflectorOutput(
+        observations=sanitize_lines(strip_anchor_ids(observations)).strip(),
+        suggested_response=_first_group(_SUGGESTED_RESPONSE, content),
+    )

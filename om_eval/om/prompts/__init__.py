@@ -1,0 +1,43 @@
+"""Prompt texts as versioned data: one TOML file per prompt family, each with an ``id``.
+
+Placeholders are written ``{name}`` and filled with :func:`fill` (plain replacement, so other braces are safe).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from functools import lru_cache
+from importlib import resources
+from typing import Any
+
+PROMPT_FILES = (
+    "observer_shared",
+    "observer_current",
+    "observer_legacy",
+    "observer_condensed",
+    "observer_request",
+    "reflector",
+    "context",
+)
+
+
+@lru_cache(maxsize=None)
+def load_prompts(name: str) -> dict[str, Any]:
+    """The parsed contents of ``<name>.toml``; raises ``FileNotFoundError`` naming the file when missing."""
+    if name not in PROMPT_FILES:
+        raise FileNotFoundError(f"no prompt file {name}.toml; known: {', '.join(PROMPT_FILES)}")
+    text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
+    return tomllib.loads(text)
+
+
+def fill(template: str, **values: object) -> str:
+    """Replace each ``{key}`` in ``template`` by its value."""
+    for key, value in values.items():
+        template = template.replace("{" + key + "}", str(value))
+    return template
+
+
+def text_hash(text: str) -> str:
+    """Short, stable identity of a rendered prompt (first 16 hex digits of its sha256)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]

@@ -1,0 +1,255 @@
+"""A deterministic offline model for tests and demos. Not a language model: a rule-based stand-in.
+
+It reads the prompts OM sends and answers in the expected shape, so the whole engine can run end to end with no
+network and no weights:
+
+* as the **Observer** it turns each user message into dated ``User stated`` / ``User asked`` lines (and each
+  assistant message into a short 🟡 line), grouped under ``Date:`` headers, per thread when asked;
+* as the **Reflector** it shortens every observation line to a word budget that shrinks with the compression
+  level it is asked for, and drops low-priority lines at higher levels;
+* as the **actor** it answers with the observation line that shares the most words with the question.
+
+It can be told to misbehave, per stage, in order: ``ScriptedModel(faults={"observer": ["degenerate"]})`` makes
+the first Observer call return a repetition loop and later calls behave. Faults: ``degenerate``,
+``missing_tags`` (list lines without XML), ``prose`` (text with no tags and no list lines), ``empty``,
+``no_compression`` (the Reflector echoes its input), ``error`` (raises :class:`ScriptedModelError`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from om_eval.om.anchors import strip_anchor_ids
+from om_eval.om.config import ModelSettings
+from om_eval.om.model import ChatMessage, ModelReply, Stage
+from om_eval.om.prompts import load_prompts
+
+FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "error")
+#: Words kept per observation line at each compression level.
+WORDS_PER_LEVEL = {0: 18, 1: 13, 2: 9, 3: 6, 4: 4}
+
+_HEADER = re.compile(
+    r"^\*\*(?P<role>[A-Za-z]+) \((?P<time>[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2} [AP]M)\):\*\*$", re.MULTILINE
+)
+_THREAD = re.compile(r'<thread id="(?P<id>[^"]+)">\n(?P<body>.*?)\n</thread>', re.DOTALL)
+_SENTENCE = re.compile(r"[^.!?]+[.!?]?")
+_OBS_LINE = re.compile(r"^(?P<indent>\s*)\* (?P<emoji>🔴|🟡|🟢|✅) \((?P<time>\d{2}:\d{2})\) (?P<text>.*)$")
+_WORD = re.compile(r"[a-z0-9']+")
+_STOPWORDS = frozenset(
+    "a an the i my me you your is are was were do did does what which who when where how to of in on for "
+    "and or with at by from about have has had be been it that this there user stated asked".split()
+)
+
+
+class ScriptedModelError(RuntimeError):
+    """A fault the scripted model was told to raise."""
+
+
+@dataclass
+class ScriptedCall:
+    stage: str
+    messages: list[dict[str, str]]
+    fault: str | None
+    reply: str
+
+
+def _approx_tokens(text: str) -> int:
+    return max(1, len(text) // 4)
+
+
+def _first_sentences(text: str, count: int, max_words: int) -> list[str]:
+    sentences = [s.strip() for s in _SENTENCE.findall(" ".join(text.split())) if s.strip()]
+    return [" ".join(s.split()[:max_words]) for s in sentences[:count]]
+
+
+def _parse_history(history: str) -> list[tuple[str, datetime, str]]:
+    """(role, time, content) for every ``**Role (time):**`` block of a formatted history."""
+    headers = list(_HEADER.finditer(history))
+    messages = []
+    for index, header in enumerate(headers):
+        end = headers[index + 1].start() if index + 1 < len(headers) else len(history)
+        content = history[header.end() : end].strip()
+        content = re.sub(r"\n\n---\s*$", "", content).strip()
+        when = datetime.strptime(header.group("time"), "%b %d, %Y, %I:%M %p")
+        messages.append((header.group("role").lower(), when, content))
+    return messages
+
+
+def _observation_lines(messages: Sequence[tuple[str, datetime, str]], question_emoji: str) -> str:
+    lines: list[str] = []
+    current_date = None
+    for role, when, content in messages:
+        header = f"Date: {when:%b} {when.day}, {when.year}"
+        if header != current_date:
+            lines.append(header)
+            current_date = header
+        stamp = f"({when:%H:%M})"
+        if role == "user":
+            for sentence in _first_sentences(content, 2, 40):
+                if sentence.endswith("?"):
+                    lines.append(f"* {question_emoji} {stamp} User asked: {sentence}")
+                else:
+                    lines.append(f"* 🔴 {stamp} User stated: {sentence}")
+        elif role == "assistant":
+            for sentence in _first_sentences(content, 1, 14):
+                lines.append(f"* 🟡 {stamp} Assistant replied: {sentence}")
+    return "\n".join(lines)
+
+
+def _compress(observations: str, level: int) -> str:
+    limit = WORDS_PER_LEVEL[level]
+    kept: list[str] = []
+    seen: set[str] = set()
+    for line in observations.splitlines():
+        match = _OBS_LINE.match(line)
+        if match is None:
+            if line.strip() and (not kept or kept[-1] != line):
+                kept.append(line)
+            continue
+        emoji = match.group("emoji")
+        if (level >= 2 and emoji == "🟢") or (level >= 3 and emoji == "🟡"):
+            continue
+        text = " ".join(match.group("text").split()[:limit])
+        if text in seen:
+            continue
+        seen.add(text)
+        kept.append(f"{match.group('indent')}* {emoji} ({match.group('time')}) {text}")
+    return "\n".join(kept)
+
+
+def _content_words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 2}
+
+
+@dataclass
+class ScriptedModel:
+    """The offline stand-in model. ``faults`` maps a stage to the faults of its next calls, in order."""
+
+    faults: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    latency: float = 0.0
+    name: str = "scripted/om-eval"
+    calls: list[ScriptedCall] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for stage, faults in self.faults.items():
+            for fault in faults:
+                if fault not in FAULTS:
+                    raise ValueError(f"scripted fault {fault!r} for {stage} is unknown: use one of {', '.join(FAULTS)}")
+        self._pending = {stage: list(faults) for stage, faults in self.faults.items()}
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, stage: Stage, settings: ModelSettings
+    ) -> ModelReply:
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        return self.reply(messages, stage=stage, model=settings.model)
+
+    def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None) -> ModelReply:
+        """Answer synchronously (used by the async path and by the litellm provider wrapper)."""
+        stage = stage or detect_stage(messages)
+        queue = self._pending.get(stage)
+        fault = queue.pop(0) if queue else None
+        plain = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        if fault == "error":
+            self.calls.append(ScriptedCall(stage, plain, fault, ""))
+            raise ScriptedModelError(f"scripted {stage} fault: simulated provider error")
+        text = self._answer(plain, stage, fault)
+        self.calls.append(ScriptedCall(stage, plain, fault, text))
+        prompt = sum(_approx_tokens(m["content"]) for m in plain)
+        return ModelReply(text, model or self.name, prompt_tokens=prompt, completion_tokens=_approx_tokens(text))
+
+    def calls_for(self, stage: str) -> list[ScriptedCall]:
+        return [c for c in self.calls if c.stage == stage]
+
+    # -- behaviours -----------------------------------------------------------------------------------------
+
+    def _answer(self, messages: list[dict[str, str]], stage: str, fault: str | None) -> str:
+        if fault == "degenerate":
+            return "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
+        if fault == "empty":
+            return ""
+        if fault == "prose":
+            return "I looked at the conversation and there is nothing in the requested format to report."
+        if stage == "observer":
+            return self._observe(messages, fault)
+        if stage == "reflector":
+            return self._reflect(messages, fault)
+        return self._act(messages)
+
+    def _observe(self, messages: list[dict[str, str]], fault: str | None) -> str:
+        texts = load_prompts("observer_request")
+        user = "\n\n".join(m["content"] for m in messages if m["role"] == "user")
+        history = user.split(texts["history_heading"], 1)[-1].split(texts["task_heading"], 1)[0]
+        question_emoji = "🟡"
+        threads = list(_THREAD.finditer(history))
+        if threads:
+            blocks = []
+            for thread in threads:
+                body = _observation_lines(_parse_history(thread.group("body")), question_emoji)
+                blocks.append(
+                    f'<thread id="{thread.group("id")}">\n{body}\n'
+                    "<current-task>\nPrimary: follow up on what the user shared in this thread\n</current-task>\n"
+                    "</thread>"
+                )
+            inner = "\n".join(blocks)
+        else:
+            inner = _observation_lines(_parse_history(history), question_emoji)
+        if fault == "missing_tags":
+            return re.sub(r"</?(observations|thread)[^>]*>\n?", "", inner)
+        tail = "" if threads else (
+            "\n<current-task>\nPrimary: continue helping with the user's latest request\n</current-task>\n"
+            "<suggested-response>\nAcknowledge the latest message and ask how to continue.\n</suggested-response>"
+        )
+        return f"<observations>\n{inner}\n</observations>{tail}"
+
+    def _reflect(self, messages: list[dict[str, str]], fault: str | None) -> str:
+        texts = load_prompts("reflector")
+        request = messages[-1]["content"]
+        body = request.split(texts["request_heading"], 1)[-1].split("\n\n---\n\n", 1)[0]
+        observations = strip_anchor_ids(body).strip()
+        if fault == "no_compression":
+            return f"<observations>\n{observations}\n</observations>"
+        level = compression_level_of(request)
+        compressed = _compress(observations, level)
+        if fault == "missing_tags":
+            return compressed
+        return f"<observations>\n{compressed}\n</observations>"
+
+    def _act(self, messages: list[dict[str, str]]) -> str:
+        question = messages[-1]["content"] if messages else ""
+        wanted = _content_words(question.split("Question:", 1)[-1])
+        best, best_score = None, 0
+        for message in messages[:-1]:
+            for line in message["content"].splitlines():
+                text = line.strip().lstrip("*").strip()
+                if not text or text.startswith(("Date:", "<", "[")):
+                    continue
+                score = len(wanted & _content_words(text))
+                if score > best_score:
+                    best, best_score = text, score
+        if best is None:
+            return "I don't know: nothing in my memory answers that."
+        return re.sub(r"^(?:🔴|✅)?\s*(?:\(\d{2}:\d{2}\)\s*)?", "", best)
+
+
+def detect_stage(messages: Sequence[ChatMessage]) -> str:
+    """Tell observer, reflector and actor requests apart by the headings our prompts use."""
+    joined = "\n".join(str(m.get("content", "")) for m in messages)
+    if load_prompts("observer_request")["history_heading"] in joined:
+        return "observer"
+    if load_prompts("reflector")["request_heading"] in joined:
+        return "reflector"
+    return "actor"
+
+
+def compression_level_of(request: str) -> int:
+    """The compression level a Reflector request asks for (0 when it carries no guidance)."""
+    compression = load_prompts("reflector")["compression"]
+    for level in (4, 3, 2, 1):
+        if compression[f"level_{level}"].splitlines()[0] in request:
+            return level
+    return 0

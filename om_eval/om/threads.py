@@ -1,0 +1,100 @@
+"""Thread sections in resource-scope observations (om-reference §1.9 steps 3-4).
+
+In resource scope one memory spans many threads, so each thread's observations are kept inside a
+``<thread id="...">`` section. Thread ids may be obscured (hashed) so that identifiers which carry meaning,
+such as benchmark session ids, never reach a model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+_THREAD_TAG_LINE = re.compile(r"^[ \t]*</?thread\b[^>]*>[ \t]*$", re.MULTILINE)
+_DATE_LINE = re.compile(r"^Date:.*$", re.MULTILINE)
+
+
+def obscure_thread_id(thread_id: str) -> str:
+    """A short stable stand-in for a thread id (8 hex digits of blake2b; Mastra uses a 32-bit xxhash)."""
+    return hashlib.blake2b(thread_id.encode("utf-8"), digest_size=4).hexdigest()
+
+
+def strip_thread_tags(text: str) -> str:
+    """Remove ``<thread>`` tag lines a model emitted inside its own output."""
+    return _THREAD_TAG_LINE.sub("", text).strip()
+
+
+def _section_span(text: str, thread_id: str) -> tuple[int, int] | None:
+    """Start of the last section for ``thread_id`` and the index of its closing tag."""
+    opening = f'<thread id="{thread_id}">'
+    start = text.rfind(opening)
+    if start < 0:
+        return None
+    end = text.find("</thread>", start)
+    return None if end < 0 else (start, end)
+
+
+def replace_or_append_thread_section(existing: str, thread_id: str, observations: str, separator: str) -> str:
+    """Add ``observations`` to ``thread_id``'s section.
+
+    When the thread's latest section already holds the same ``Date:`` line that the new observations start
+    with, the new lines (minus that repeated header) go inside it, before ``</thread>``. Otherwise a new section
+    is appended after ``separator`` (a message-boundary delimiter or a blank line).
+    """
+    observations = strip_thread_tags(observations)
+    if not observations:
+        return existing
+    span = _section_span(existing, thread_id)
+    first_date = _DATE_LINE.search(observations)
+    if span is not None and first_date is not None:
+        start, end = span
+        section_dates = {line.strip() for line in _DATE_LINE.findall(existing[start:end])}
+        if first_date.group(0).strip() in section_dates:
+            lines = observations.splitlines()
+            lines.remove(first_date.group(0))
+            body = "\n".join(lines).strip("\n")
+            if body:
+                return existing[:end].rstrip("\n") + "\n" + body + "\n" + existing[end:]
+            return existing
+    section = f'<thread id="{thread_id}">\n{observations}\n</thread>'
+    return section if not existing.strip() else existing + separator + section
+
+
+@dataclass(frozen=True)
+class ThreadLoad:
+    """A thread waiting to be observed: its id, token count and oldest message time (sortable)."""
+
+    thread_id: str
+    tokens: int
+    oldest: object
+
+
+def select_threads(loads: Sequence[ThreadLoad], threshold: float, take_all: bool = False) -> list[ThreadLoad]:
+    """Largest threads first until their tokens reach ``threshold``, then oldest-first (§1.9 step 2)."""
+    by_size = sorted(loads, key=lambda load: -load.tokens)
+    chosen: list[ThreadLoad] = []
+    total = 0
+    for load in by_size:
+        if not take_all and chosen and total >= threshold:
+            break
+        chosen.append(load)
+        total += load.tokens
+    return sorted(chosen, key=lambda load: load.oldest)  # type: ignore[arg-type, return-value]
+
+
+def pack_batches(loads: Iterable[ThreadLoad], max_tokens: int) -> list[list[ThreadLoad]]:
+    """Pack threads, in order, into batches of at most ``max_tokens``; an oversized thread is a batch alone."""
+    batches: list[list[ThreadLoad]] = []
+    current: list[ThreadLoad] = []
+    current_tokens = 0
+    for load in loads:
+        if current and current_tokens + load.tokens > max_tokens:
+            batches.append(current)
+            current, current_tokens = [], 0
+        current.append(load)
+        current_tokens += load.tokens
+    if current:
+        batches.append(current)
+    return batches

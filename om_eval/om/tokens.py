@@ -1,0 +1,174 @@
+"""Token counting for thresholds (om-reference §5).
+
+Why pluggable: OM's thresholds are compared against *estimated* tokens, and the estimator changed across
+Mastra releases (js-tiktoken ``o200k_base`` up to 1.6, the ``tokenx`` heuristic from 1.7). The trigger points,
+and therefore the scores, depend on which one ran, so every memory records the estimator's name.
+
+``o200k_base`` must work with no network: tiktoken normally downloads its BPE file, but litellm's wheel ships
+it, so we point ``TIKTOKEN_CACHE_DIR`` at that folder without importing litellm (which is slow to import).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any, Protocol, runtime_checkable
+
+from om_eval.om.thresholds import js_round
+
+#: Fixed overhead per message (role markers and separators), as in the reference.
+TOKENS_PER_MESSAGE = 3.8
+#: Fixed overhead per conversation, added once to a non-empty message list.
+TOKENS_PER_CONVERSATION = 24
+#: JSON punctuation compensation for structured tool arguments and results.
+JSON_OBJECT_ADJUSTMENT = -12
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that turns text into a token count. ``name`` is recorded with every memory."""
+
+    name: str
+
+    def count_text(self, text: str) -> int: ...
+
+
+class TokenizerUnavailableError(RuntimeError):
+    """The tiktoken encoding file cannot be found offline."""
+
+
+def _litellm_tokenizer_dir() -> str | None:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return None
+    folder = os.path.join(os.path.dirname(spec.origin), "litellm_core_utils", "tokenizers")
+    return folder if os.path.isdir(folder) else None
+
+
+@lru_cache(maxsize=4)
+def _load_encoding(name: str) -> Any:
+    if not os.environ.get("TIKTOKEN_CACHE_DIR"):
+        folder = _litellm_tokenizer_dir()
+        if folder is not None:
+            os.environ["TIKTOKEN_CACHE_DIR"] = folder
+    import tiktoken
+
+    try:
+        return tiktoken.get_encoding(name)
+    except Exception as error:  # tiktoken raises requests/urllib errors when it tries to download
+        raise TokenizerUnavailableError(
+            f"tiktoken encoding {name!r} is not available offline ({error.__class__.__name__}). "
+            "Install litellm (its wheel ships the o200k_base file) or set TIKTOKEN_CACHE_DIR to a folder that "
+            "holds it; or choose the 'chars' estimator."
+        ) from error
+
+
+class TiktokenCounter:
+    """Exact BPE counts with tiktoken (default ``o200k_base``, what the benchmark-era OM used)."""
+
+    def __init__(self, encoding: str = "o200k_base") -> None:
+        self.encoding_name = encoding
+        self.name = f"tiktoken/{encoding}"
+        self._encoding = _load_encoding(encoding)
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        # 'all' special tokens allowed, like the reference's encode(text, 'all').
+        return len(self._encoding.encode(text, allowed_special="all"))
+
+
+class CharRatioCounter:
+    """A fast heuristic: characters divided by a ratio (4 approximates ``tokenx`` used by 1.7+)."""
+
+    def __init__(self, chars_per_token: float = 4.0) -> None:
+        if chars_per_token <= 0:
+            raise ValueError(f"chars_per_token={chars_per_token!r} is invalid: must be > 0")
+        self.chars_per_token = chars_per_token
+        self.name = f"chars/{chars_per_token:g}"
+
+    def count_text(self, text: str) -> int:
+        return math.ceil(len(text) / self.chars_per_token)
+
+
+ESTIMATORS = ("tiktoken", "chars")
+
+
+def make_counter(name: str = "tiktoken") -> TokenCounter:
+    """Build a counter by name: ``tiktoken`` (o200k_base), ``tiktoken/<encoding>``, ``chars`` or ``chars/<r>``."""
+    kind, _, arg = name.partition("/")
+    if kind == "tiktoken":
+        return TiktokenCounter(arg or "o200k_base")
+    if kind == "chars":
+        return CharRatioCounter(float(arg) if arg else 4.0)
+    raise ValueError(f"token estimator {name!r} is unknown: use one of tiktoken, tiktoken/<encoding>, chars, chars/<r>")
+
+
+@lru_cache(maxsize=1)
+def default_counter() -> TokenCounter:
+    """The process-wide default: tiktoken ``o200k_base``."""
+    return TiktokenCounter()
+
+
+def count_text(text: str, counter: TokenCounter | None = None) -> int:
+    """Tokens in ``text`` (``o200k_base`` unless another counter is given)."""
+    return (counter or default_counter()).count_text(text)
+
+
+def _field(message: Any, name: str, default: Any = None) -> Any:
+    if isinstance(message, Mapping):
+        return message.get(name, default)
+    return getattr(message, name, default)
+
+
+def _count_part(part: Mapping[str, Any], counter: TokenCounter) -> float:
+    kind = part.get("type", "text")
+    if kind == "text":
+        return counter.count_text(str(part.get("text", "")))
+    if kind == "tool-call":
+        args = part.get("args", {})
+        if isinstance(args, str):
+            return counter.count_text(str(part.get("tool_name", ""))) + counter.count_text(args)
+        return (
+            counter.count_text(str(part.get("tool_name", "")))
+            + counter.count_text(json.dumps(args, ensure_ascii=False))
+            + JSON_OBJECT_ADJUSTMENT
+        )
+    if kind == "tool-result":
+        result = part.get("result", "")
+        if isinstance(result, str):
+            return counter.count_text(result) + TOKENS_PER_MESSAGE
+        serialised = json.dumps(result, ensure_ascii=False, indent=2)
+        return counter.count_text(serialised) + TOKENS_PER_MESSAGE + JSON_OBJECT_ADJUSTMENT
+    if kind.startswith("data-") or kind == "reasoning":
+        return 0  # UI markers and hidden reasoning never reach the model (1.9+ rule)
+    return counter.count_text(json.dumps(dict(part), ensure_ascii=False, default=str))
+
+
+def count_message(message: Any, counter: TokenCounter | None = None) -> int:
+    """Tokens of one message: role + payload + a fixed 3.8 overhead, rounded half up.
+
+    ``message`` is a mapping or an object with ``role`` and ``content``; content is text or a list of parts
+    (``{"type": "text"|"tool-call"|"tool-result"|...}``).
+    """
+    counter = counter or default_counter()
+    role = str(_field(message, "role", "user"))
+    content = _field(message, "content", "")
+    if isinstance(content, str):
+        payload: float = counter.count_text(content)
+    else:
+        payload = sum(_count_part(part, counter) for part in content)
+    return js_round(counter.count_text(role) + payload + TOKENS_PER_MESSAGE)
+
+
+def count_messages(messages: Iterable[Any], counter: TokenCounter | None = None) -> int:
+    """Tokens of a message list: 24 per conversation plus each message; 0 for an empty list."""
+    counter = counter or default_counter()
+    counts = [count_message(m, counter) for m in messages]
+    if not counts:
+        return 0
+    return TOKENS_PER_CONVERSATION + sum(counts)

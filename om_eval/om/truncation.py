@@ -1,0 +1,235 @@
+"""Fitting prior observations into the Observer's ``previousObserverTokens`` budget (om-reference §1.14).
+
+Why: from Mastra 1.8.2 on, the Observer no longer sees all prior observations, only a truncated view that
+keeps the most recent lines verbatim plus the older *important* lines (🔴 or ✅), with the hidden stretches
+replaced by ``[N observations truncated here]``. The benchmark-era runs passed everything (budget ``false``),
+so this only matters for the newer-version variants, but then it decides what the Observer can avoid repeating.
+
+The algorithm follows ``truncateObservationsToTokenBudget``: every split point ``t`` gives a candidate made of
+the raw tail ``lines[t:]`` plus up to ``len(tail)`` of the newest important lines before ``t``; important
+lines are dropped, oldest first, until a lower bound of the kept text fits; the candidate with the most
+important lines wins, ties going to the longest tail, provided its real token count fits.
+
+How the work is bounded (observations can be ~1500 lines / 40k tokens):
+
+* ``count_tokens`` runs once per line and never again on a line alone; prefix sums give any tail's or any
+  set of newest-important-lines' cost in O(1), so each split point's lower-bound-feasible important count is
+  found by binary search: O(n log n) arithmetic in total.
+* The real ``count_tokens`` runs only on rendered candidates (each at most about ``budget`` tokens plus
+  markers). Candidates are visited best first, grouped by their number of important lines; within a group
+  (longest tail first) the first fitting one is found by galloping then binary search, i.e. O(log n) real
+  counts per group, and the search stops at the first group with a fit. For a fixed number of important
+  lines the lower bound shrinks monotonically as the tail shrinks, so this finds the same candidate as
+  Mastra's linear scan whenever the real count is monotone too; otherwise it returns another candidate that
+  was verified to fit.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import Final, Literal
+
+__all__ = [
+    "IMPORTANT_MARKERS",
+    "TokenCountFn",
+    "is_important_line",
+    "prepare_previous_observations",
+    "truncated_marker",
+    "truncate_to_token_budget",
+]
+
+TokenCountFn = Callable[[str], int]
+
+#: A line is important when it contains one of these (1.9+; 1.8.2 had only 🔴).
+IMPORTANT_MARKERS: Final = ("🔴", "✅")
+
+
+def truncated_marker(hidden_lines: int) -> str:
+    """The placeholder for a stretch of hidden lines.
+
+    Args:
+        hidden_lines: How many lines the placeholder stands for.
+
+    Returns:
+        ``[<hidden_lines> observations truncated here]``.
+    """
+    return f"[{hidden_lines} observations truncated here]"
+
+
+def is_important_line(line: str) -> bool:
+    """Tell whether a line survives truncation preferentially (it contains 🔴 or ✅).
+
+    Args:
+        line: One observation line.
+
+    Returns:
+        True for an important line.
+    """
+    return any(marker in line for marker in IMPORTANT_MARKERS)
+
+
+@dataclass(frozen=True, slots=True)
+class _LineCosts:
+    """Per-line token counts, computed once, with the prefix sums the search needs."""
+
+    lines: list[str]
+    #: ``tail_cost[t]`` = tokens of ``lines[t:]`` (length n + 1).
+    tail_cost: list[int]
+    #: Indexes of the important lines, ascending.
+    important: list[int]
+    #: ``important_cost[j]`` = tokens of the first j important lines (length len(important) + 1).
+    important_cost: list[int]
+
+    @classmethod
+    def measure(cls, lines: list[str], count_tokens: TokenCountFn) -> _LineCosts:
+        costs = [count_tokens(line) for line in lines]
+        tail_cost = list(accumulate(reversed(costs), initial=0))[::-1]
+        important = [index for index, line in enumerate(lines) if is_important_line(line)]
+        important_cost = list(accumulate((costs[index] for index in important), initial=0))
+        return cls(lines, tail_cost, important, important_cost)
+
+    def feasible_keep(self, tail_start: int, budget: int) -> int | None:
+        """Most newest-important head lines (at most the tail length) whose lower bound fits, or None when
+        not even the bare tail fits."""
+        tail = self.tail_cost[tail_start]
+        if tail > budget:
+            return None
+        head_important = bisect_left(self.important, tail_start)
+        low, high = 0, min(head_important, len(self.lines) - tail_start)
+        while low < high:
+            mid = (low + high + 1) // 2
+            kept_cost = self.important_cost[head_important] - self.important_cost[head_important - mid]
+            if tail + kept_cost <= budget:
+                low = mid
+            else:
+                high = mid - 1
+        return low
+
+    def render(self, tail_start: int, keep: int) -> str:
+        """The candidate text: the ``keep`` newest important lines before ``tail_start``, then the tail, with
+        each hidden stretch replaced by a marker (a stretch of one line keeps the line itself)."""
+        head_important = bisect_left(self.important, tail_start)
+        kept = self.important[head_important - keep : head_important] if keep else []
+        output: list[str] = []
+        previous = -1
+        for index in [*kept, *range(tail_start, len(self.lines))]:
+            hidden = index - previous - 1
+            if hidden == 1:
+                output.append(self.lines[previous + 1])
+            elif hidden > 1:
+                output.append(truncated_marker(hidden))
+            output.append(self.lines[index])
+            previous = index
+        return "\n".join(output)
+
+
+def _group_candidates(costs: _LineCosts, budget: int) -> dict[int, list[int]]:
+    """Split points whose lower bound fits, grouped by the number of important lines kept (tails ascending)."""
+    groups: dict[int, list[int]] = {}
+    for tail_start in range(1, len(costs.lines)):
+        keep = costs.feasible_keep(tail_start, budget)
+        if keep is not None:
+            groups.setdefault(keep, []).append(tail_start)
+    return groups
+
+
+def _first_fit(count: int, try_at: Callable[[int], str | None]) -> str | None:
+    """Earliest index in ``range(count)`` whose candidate fits (assuming fits form a suffix): gallop forward
+    (offsets 0, 1, 3, 7, …) to the first fit, then binary-search the gap before it. O(log count) calls."""
+    if count == 0:
+        return None
+    last_miss, probe, step = -1, 0, 1
+    found = try_at(probe)
+    while found is None:
+        if probe == count - 1:
+            return None
+        last_miss, probe, step = probe, min(count - 1, probe + step), step * 2
+        found = try_at(probe)
+    low, high = last_miss + 1, probe - 1
+    while low <= high:
+        mid = (low + high) // 2
+        candidate = try_at(mid)
+        if candidate is None:
+            low = mid + 1
+        else:
+            found, high = candidate, mid - 1
+    return found
+
+
+def _truncate(observations: str, budget: int, count_tokens: TokenCountFn) -> str:
+    """The search itself, for text known to exceed a positive budget."""
+    lines = observations.split("\n")
+    costs = _LineCosts.measure(lines, count_tokens)
+    groups = _group_candidates(costs, budget)
+    for keep in sorted(groups, reverse=True):
+        tail_starts = groups[keep]
+
+        def try_at(position: int, keep: int = keep, tail_starts: Sequence[int] = tail_starts) -> str | None:
+            candidate = costs.render(tail_starts[position], keep)
+            return candidate if count_tokens(candidate) <= budget else None
+
+        best = _first_fit(len(tail_starts), try_at)
+        if best is not None:
+            return best
+    return truncated_marker(len(lines))
+
+
+def _check_budget(budget: int) -> None:
+    if isinstance(budget, bool) or budget < 0:
+        raise ValueError(f"token budget must be a non-negative int, got {budget!r}")
+
+
+def truncate_to_token_budget(observations: str, budget: int, count_tokens: TokenCountFn) -> str:
+    """Shrink observations to ``budget`` tokens, keeping the recent tail and the older important lines.
+
+    Args:
+        observations: The observation text (lines separated by ``\\n``).
+        budget: Token budget, >= 0. 0 gives "".
+        count_tokens: The token counter (the same one that measures the budget).
+
+    Returns:
+        The text unchanged when it fits; otherwise the best candidate that fits (see the module docstring),
+        or ``[<n> observations truncated here]`` when none does (that marker itself may exceed a tiny budget).
+
+    Raises:
+        ValueError: If the budget is negative or a bool.
+    """
+    _check_budget(budget)
+    if budget == 0:
+        return ""
+    if count_tokens(observations) <= budget:
+        return observations
+    return _truncate(observations, budget, count_tokens)
+
+
+def prepare_previous_observations(
+    observations: str,
+    budget: int | None | Literal[False],
+    count_tokens: TokenCountFn,
+) -> tuple[str, bool]:
+    """Apply ``previousObserverTokens`` to the prior observations shown to the Observer (§1.14 steps 1, 3, 4).
+
+    Step 2 (splicing a buffered reflection over the reflected prefix) is the caller's job and happens before.
+
+    Args:
+        observations: The prior observations.
+        budget: ``False``/None: no limit (benchmark era); 0: omit them; otherwise the token budget.
+        count_tokens: The token counter.
+
+    Returns:
+        ``(text, was_truncated)``; ``was_truncated`` adds the truncation notice to the Observer prompt.
+
+    Raises:
+        ValueError: If the budget is negative or ``True``.
+    """
+    if budget is None or budget is False:
+        return observations, False
+    _check_budget(budget)
+    if budget == 0:
+        return "", True
+    if count_tokens(observations) <= budget:
+        return observations, False
+    return _truncate(observations, budget, count_tokens), True

@@ -1,0 +1,431 @@
+"""Tests for om_eval.om.parsing (reference §2.5–§2.7 Observer parsing, §3.6 Reflector parsing)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from om_eval.om.parsing import (
+    MAX_OBSERVATION_LINE_CHARS,
+    MultiThreadOutput,
+    ObserverOutput,
+    ReflectorOutput,
+    detect_degenerate,
+    extract_list_items,
+    is_degenerate,
+    is_degenerate_strict,
+    parse_multi_thread_output,
+    parse_observer_output,
+    parse_reflector_output,
+    sanitize_lines,
+)
+
+CANONICAL = """<observations>
+Date: Dec 4, 2025
+* 🔴 (14:30) User prefers direct answers
+  * -> because long answers waste time
+* 🟡 (14:32) User might prefer dark mode
+
+Date: Dec 5, 2025
+* 🔴 (09:15) Continued work on feature X
+</observations>
+
+<current-task>
+Primary: implement dark mode toggle
+</current-task>
+
+<suggested-response>
+I've added the toggle — want me to walk through the changes?
+</suggested-response>
+<thread-title>Dark mode toggle</thread-title>
+"""
+
+# --------------------------------------------------------------------------- sanitize_lines
+
+
+def test_sanitize_cuts_long_lines_only() -> None:
+    long_line = "x" * (MAX_OBSERVATION_LINE_CHARS + 5)
+    exact = "y" * MAX_OBSERVATION_LINE_CHARS
+    result = sanitize_lines(f"short\n{long_line}\n{exact}")
+    assert result.split("\n") == ["short", "x" * MAX_OBSERVATION_LINE_CHARS + " … [truncated]", exact]
+
+
+def test_sanitize_leaves_short_text_untouched() -> None:
+    assert sanitize_lines("") == ""
+    assert sanitize_lines("a\n\n  b") == "a\n\n  b"
+
+
+@given(st.text())
+def test_sanitized_lines_are_bounded(text: str) -> None:
+    limit = MAX_OBSERVATION_LINE_CHARS + len(" … [truncated]")
+    assert all(len(line) <= limit for line in sanitize_lines(text).split("\n"))
+
+
+# --------------------------------------------------------------------------- Observer
+
+
+def test_canonical_observer_output() -> None:
+    result = parse_observer_output(CANONICAL)
+    assert result == ObserverOutput(
+        observations=(
+            "Date: Dec 4, 2025\n"
+            "* 🔴 (14:30) User prefers direct answers\n"
+            "  * -> because long answers waste time\n"
+            "* 🟡 (14:32) User might prefer dark mode\n"
+            "\n"
+            "Date: Dec 5, 2025\n"
+            "* 🔴 (09:15) Continued work on feature X"
+        ),
+        current_task="Primary: implement dark mode toggle",
+        suggested_response="I've added the toggle — want me to walk through the changes?",
+        thread_title="Dark mode toggle",
+    )
+
+
+def test_inline_mentions_of_tags_are_not_matched() -> None:
+    text = (
+        "The user discussed <observations> tags and </observations> in prose.\n"
+        "<observations>\n* 🔴 real item\n</observations>"
+    )
+    assert parse_observer_output(text).observations == "* 🔴 real item"
+
+
+def test_closing_tag_must_start_a_line() -> None:
+    text = "<observations>\n* a </observations>\n* b\n  </observations>"
+    assert parse_observer_output(text).observations == "* a </observations>\n* b"
+
+
+def test_indented_tags_are_accepted() -> None:
+    text = "  <observations>\n* a\n\t</observations>"
+    assert parse_observer_output(text).observations == "* a"
+
+
+def test_multiple_blocks_are_joined_and_empty_ones_dropped() -> None:
+    text = (
+        "<observations>\n* a\n</observations>\nprose\n"
+        "<observations>\n</observations>\n<observations>\n* b\n</observations>"
+    )
+    assert parse_observer_output(text).observations == "* a\n* b"
+
+
+def test_tags_are_case_insensitive() -> None:
+    assert parse_observer_output("<OBSERVATIONS>\n* a\n</Observations>").observations == "* a"
+
+
+def test_nested_indentation_is_preserved() -> None:
+    text = "<observations>\n* top\n  * -> nested\n    * -> deeper\n\t* -> tabbed\n</observations>"
+    assert parse_observer_output(text).observations == "* top\n  * -> nested\n    * -> deeper\n\t* -> tabbed"
+
+
+def test_missing_tags_keep_only_list_lines() -> None:
+    text = "Here are my notes:\n- first\n  * nested\n12. numbered\n-not a list\n*also not\nClosing prose."
+    result = parse_observer_output(text)
+    assert result.observations == "- first\n  * nested\n12. numbered"
+    assert extract_list_items(text) == result.observations
+
+
+def test_prose_only_output_gives_empty_observations() -> None:
+    result = parse_observer_output("I could not find anything worth noting in this conversation.")
+    assert result == ObserverOutput(observations="")
+
+
+def test_empty_output() -> None:
+    assert parse_observer_output("") == ObserverOutput(observations="")
+    assert parse_observer_output("   \n\n") == ObserverOutput(observations="")
+
+
+def test_crlf_line_endings() -> None:
+    text = CANONICAL.replace("\n", "\r\n")
+    assert parse_observer_output(text) == parse_observer_output(CANONICAL)
+
+
+def test_current_task_and_suggested_response_need_line_start_tags() -> None:
+    text = (
+        "<observations>\n* a\n</observations>\n"
+        "I will mention <current-task>not this</current-task> inline.\n"
+        "<current-task>\n  first task  \n</current-task>\n"
+        "<current-task>\nsecond\n</current-task>\n"
+        "<suggested-response>one line</suggested-response>\n"
+    )
+    result = parse_observer_output(text)
+    assert result.current_task == "first task"
+    assert result.suggested_response is None  # the closing tag does not start a line
+
+
+def test_empty_metadata_tags_give_none() -> None:
+    text = "<observations>\n* a\n</observations>\n<current-task>\n   \n</current-task>\n<thread-title></thread-title>"
+    result = parse_observer_output(text)
+    assert result.current_task is None
+    assert result.thread_title is None
+
+
+def test_thread_title_closing_tag_may_share_the_line() -> None:
+    assert parse_observer_output("* a\n  <thread-title> Auth bug fix </thread-title>").thread_title == "Auth bug fix"
+    assert parse_observer_output("* a\nTitle: <thread-title>No</thread-title>").thread_title is None
+    assert parse_observer_output("* a\n<thread-title>\nMulti line\n</thread-title>").thread_title == "Multi line"
+
+
+def test_observer_output_lines_are_sanitised() -> None:
+    long_item = "* " + " ".join(f"w{i}" for i in range(2_500))
+    result = parse_observer_output(f"<observations>\n{long_item}\n* short\n</observations>")
+    first, second = result.observations.split("\n")
+    assert first.endswith(" … [truncated]")
+    assert len(first) == MAX_OBSERVATION_LINE_CHARS + len(" … [truncated]")
+    assert second == "* short"
+
+
+def test_degenerate_observer_output() -> None:
+    loop = "<observations>\n" + "* 🟡 The agent called the same tool again and again\n" * 200 + "</observations>"
+    assert parse_observer_output(loop) == ObserverOutput(observations="", degenerate=True)
+
+
+# --------------------------------------------------------------------------- multi-thread
+
+
+MULTI = """<observations>
+<thread id="thread1">
+Date: Dec 4, 2025
+* 🔴 (14:30) User prefers direct answers
+<current-task>Working on feature X</current-task>
+<suggested-response>Continue with the implementation</suggested-response>
+<thread-title>Feature X implementation</thread-title>
+</thread>
+<thread id="thread2">
+Date: Dec 5, 2025
+* 🔴 (09:15) User asked about deployment
+  * -> nested detail
+<current-task>Discussing deployment options</current-task>
+</thread>
+</observations>
+<thread id="outside">* ignored, outside the first observations block</thread>
+"""
+
+
+def test_multi_thread_canonical() -> None:
+    result = parse_multi_thread_output(MULTI)
+    assert not result.degenerate
+    assert list(result.threads) == ["thread1", "thread2"]
+    assert result.threads["thread1"] == ObserverOutput(
+        observations="Date: Dec 4, 2025\n* 🔴 (14:30) User prefers direct answers",
+        current_task="Working on feature X",
+        suggested_response="Continue with the implementation",
+        thread_title="Feature X implementation",
+    )
+    assert result.threads["thread2"] == ObserverOutput(
+        observations="Date: Dec 5, 2025\n* 🔴 (09:15) User asked about deployment\n  * -> nested detail",
+        current_task="Discussing deployment options",
+    )
+
+
+def test_multi_thread_without_observations_block_uses_whole_output() -> None:
+    text = 'Notes:\n<thread id="a">\n* x\n</thread>\n<THREAD id="b">* y</THREAD>'
+    result = parse_multi_thread_output(text)
+    assert {key: value.observations for key, value in result.threads.items()} == {"a": "* x", "b": "* y"}
+
+
+def test_multi_thread_skips_empty_blocks_and_keeps_last_duplicate() -> None:
+    text = '<thread id="a"></thread><thread id="b">* first</thread><thread id="b">* second</thread>'
+    assert {key: value.observations for key, value in parse_multi_thread_output(text).threads.items()} == {
+        "b": "* second"
+    }
+
+
+def test_multi_thread_removes_only_first_metadata_tag_and_empty_tags() -> None:
+    text = (
+        '<thread id="a">\n* x\n<current-task></current-task>\n'
+        "<suggested-response>one</suggested-response>\n<suggested-response>two</suggested-response>\n</thread>"
+    )
+    thread = parse_multi_thread_output(text).threads["a"]
+    assert thread.current_task is None
+    assert thread.suggested_response == "one"
+    assert thread.observations == "* x\n\n\n<suggested-response>two</suggested-response>"
+
+
+def test_multi_thread_no_threads_and_crlf() -> None:
+    assert parse_multi_thread_output("just prose") == MultiThreadOutput(threads={})
+    crlf = parse_multi_thread_output(MULTI.replace("\n", "\r\n"))
+    assert crlf == parse_multi_thread_output(MULTI)
+
+
+def test_multi_thread_degenerate() -> None:
+    loop = '<observations>\n<thread id="a">\n' + "* the same looping observation line\n" * 200 + "</thread>\n"
+    assert parse_multi_thread_output(loop) == MultiThreadOutput(threads={}, degenerate=True)
+
+
+# --------------------------------------------------------------------------- Reflector
+
+
+def test_reflector_blocks_strip_anchors_and_ignore_current_task() -> None:
+    text = (
+        "<observations>\n[O1] * 🔴 (10:00) Fact one\n  [O1-N1] * -> detail\n</observations>\n"
+        "<current-task>ignored</current-task>\n"
+        "Text with <suggested-response>inline hint</suggested-response> is fine for the reflector."
+    )
+    assert parse_reflector_output(text) == ReflectorOutput(
+        observations="* 🔴 (10:00) Fact one\n  * -> detail", suggested_response="inline hint"
+    )
+
+
+def test_reflector_falls_back_to_list_items_then_whole_text() -> None:
+    assert parse_reflector_output("Summary:\n- a\n  - b\nDone.").observations == "- a\n  - b"
+    prose = "  The user is a teacher in Ohio.\nShe likes hiking.  \n"
+    assert parse_reflector_output(prose) == ReflectorOutput(
+        observations="The user is a teacher in Ohio.\nShe likes hiking."
+    )
+
+
+def test_reflector_inline_mentions_and_empty_output() -> None:
+    text = "I will put the <observations> here:\n* kept as a list line"
+    assert parse_reflector_output(text).observations == "* kept as a list line"
+    assert parse_reflector_output("") == ReflectorOutput(observations="")
+
+
+def test_reflector_empty_blocks_do_not_fall_back() -> None:
+    assert parse_reflector_output("<observations>\n</observations>\n- stray").observations == ""
+
+
+def test_reflector_crlf_and_sanitising() -> None:
+    long_line = "* " + "".join(format(i, "x").rjust(5, "0") for i in range(2_100))
+    text = f"<observations>\r\n[O1] * a\r\n{long_line}\r\n</observations>\r\n"
+    lines = parse_reflector_output(text).observations.split("\n")
+    assert lines[0] == "* a"
+    assert lines[1].endswith(" … [truncated]")
+
+
+def test_reflector_degenerate() -> None:
+    loop = "<observations>\n" + "* 🟡 The reflector repeated this same line forever\n" * 200
+    assert parse_reflector_output(loop) == ReflectorOutput(observations="", degenerate=True)
+
+
+# --------------------------------------------------------------------------- degenerate detection, v1.10
+
+
+def test_v110_short_text_is_never_degenerate() -> None:
+    assert not is_degenerate("ab" * 999)
+    assert is_degenerate("ab" * 1000)  # 2000 chars of a 2-char period: every window repeats
+
+
+def test_v110_varied_text_is_fine() -> None:
+    text = "\n".join(f"* 🔴 ({i % 24:02d}:00) User fact number {i} about topic {i * 7919}" for i in range(200))
+    assert not is_degenerate(text)
+
+
+def test_v110_single_giant_line_is_degenerate() -> None:
+    giant = "- 🟡 Build output: " + " ".join(f"step{i}" for i in range(12_000))
+    assert len(giant) > 50_000
+    assert is_degenerate(giant)
+    assert parse_observer_output(f"<observations>\n{giant}\n</observations>").degenerate
+
+
+def test_v110_faithful_repetitive_tool_summary_is_flagged() -> None:
+    # The quirk HEAD fixed (#24354): a bounded run of identical short tool lines trips the window sampler.
+    text = "- 🔴 User asked to run the build\n" + "\n".join(["  * -> pnpm build → ok"] * 200) + "\n- 🟡 All ok"
+    assert is_degenerate(text)
+    assert not is_degenerate_strict(text)
+
+
+def test_detect_degenerate_dispatch() -> None:
+    text = "ab" * 1000
+    assert detect_degenerate(text) is is_degenerate(text)
+    assert detect_degenerate(text, "head") is is_degenerate_strict(text)
+    with pytest.raises(ValueError):
+        detect_degenerate(text, "v9")  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- degenerate detection, HEAD
+
+GIANT_LINE = "- 🟡 Build output: " + " ".join(f"step{i}" for i in range(12_000))
+
+
+def _wrap(body: str) -> str:
+    return f"<observations>\n{body}\n</observations>"
+
+
+def _alternating(n: int) -> str:
+    return "\n".join("  * -> pnpm build → ok" if i % 2 == 0 else "  * -> pnpm test → ok" for i in range(n))
+
+
+def test_head_giant_line_is_cut_not_flagged() -> None:
+    result = parse_observer_output(_wrap(GIANT_LINE), degenerate_strategy="head")
+    assert not result.degenerate
+    assert "Build output" in result.observations
+    assert result.observations.endswith("[truncated]")
+    assert len(result.observations) < 11_000
+    multi = f'<observations>\n<thread id="t1">\n{GIANT_LINE}\n</thread>\n</observations>'
+    threads = parse_multi_thread_output(multi, degenerate_strategy="head").threads
+    assert threads["t1"].observations.endswith("[truncated]")
+    assert not parse_reflector_output(_wrap(GIANT_LINE), degenerate_strategy="head").degenerate
+
+
+@pytest.mark.parametrize("n", range(100, 301, 7))
+def test_head_alternating_short_tool_lines_are_fine(n: int) -> None:
+    body = f"- 🔴 User asked to build and test repeatedly\n{_alternating(n)}\n- 🟡 Every run passed"
+    assert not is_degenerate_strict(_wrap(body))
+
+
+@pytest.mark.parametrize("n", [30, 60, 100, 150])
+def test_head_bounded_run_of_long_tool_lines_is_fine(n: int) -> None:
+    tool_line = "  * -> pnpm --filter ./packages/memory build → ok"
+    body = "- 🔴 User asked to rebuild memory\n" + "\n".join([tool_line] * n) + "\n- 🟡 Every build succeeded"
+    assert not is_degenerate_strict(_wrap(body))
+
+
+def test_head_flags_non_consecutive_multi_line_loop() -> None:
+    block = "\n".join(f"- 🟡 Looping observation number {i} about the same repeated topic" for i in range(5))
+    assert is_degenerate_strict(_wrap("\n".join([block] * 20)))
+
+
+def test_head_flags_one_long_line_repeated_back_to_back() -> None:
+    line = "- 🟡 The agent called the same tool again with identical arguments and got the same result"
+    assert is_degenerate_strict(_wrap("\n".join([line] * 300)))
+
+
+def test_head_duplicate_line_minimum_for_sanitised_giant_repeats() -> None:
+    body = "".join(format(i, "x").rjust(5, "0") for i in range(12_000))
+    giant = f"- 🟡 Progress: {body}"
+    assert not is_degenerate_strict(_wrap("\n".join([giant] * 19)))
+    assert is_degenerate_strict(_wrap("\n".join([giant] * 20)))
+
+
+def test_head_periodic_giant_line_with_surroundings_is_fine() -> None:
+    periodic = "====>" * 12_000
+    detail = "".join(format(i, "x").rjust(5, "0") for i in range(600))
+    for size in range(0, 3001, 125):
+        text = _wrap(f"- 🔴 Lint passed {detail[:size]}\n- 🟡 Install log: {periodic}\n- 🟢 Tests: 41 passed.")
+        assert not is_degenerate_strict(text), size
+
+
+def test_head_short_line_loop() -> None:
+    assert is_degenerate_strict("\n".join(["  * -> pnpm build → ok"] * 1000))
+    assert not is_degenerate_strict("ok" + " " * 10_050)
+    assert not is_degenerate_strict("\n".join(["* Ran the build", *["  * -> pnpm build → ok"] * 200]))
+
+
+def test_head_many_distinct_short_lines_share_one_budget() -> None:
+    short_lines = [f"  * step {i} → ok" for i in range(14)]
+    first, last = "- 🔴 The build emitted many short progress updates", "- 🟡 The build never advanced"
+    body = "\n".join([first, *short_lines * 400, last])
+    assert is_degenerate_strict(_wrap(body))
+
+
+def test_head_short_line_aggregate_boundary() -> None:
+    eight, nine = "* abcdef", "* abcdefg"
+    at_budget = [*[eight] * 554, nine, *[eight] * 555, nine]  # joined repeated lines: exactly 10 000 chars
+    above = [*[eight] * 554, nine, *[eight] * 554, nine, nine]  # 10 001 chars
+    assert not is_degenerate_strict(_wrap("\n".join(at_budget)))
+    assert is_degenerate_strict(_wrap("\n".join(above)))
+
+
+def test_head_short_line_runs_reset_at_long_lines() -> None:
+    run = "\n".join(["* built pkg ok #"] * 400)  # 400 * 17 - 1 = 6 799 chars per run
+    separator = "- 🟡 A long separator line between runs"
+    assert not is_degenerate_strict(f"{run}\n{separator}\n{run}")
+    assert is_degenerate_strict(f"{run}\n{run}")  # one run of 800: too long to collapse, and over budget
+
+
+def test_head_short_text_is_never_degenerate() -> None:
+    run = ["a substantial repeated observation line"] * 10
+    text = "\n".join([*run, "a different substantial observation line", *run])
+    assert len(text) < 2000
+    assert not is_degenerate_strict(text)

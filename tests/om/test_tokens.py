@@ -1,0 +1,65 @@
+"""Token counting: offline o200k_base, reference overheads, pluggable estimators."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from om_eval.om.records import Message
+from om_eval.om.tokens import (
+    CharRatioCounter,
+    TiktokenCounter,
+    count_message,
+    count_messages,
+    count_text,
+    make_counter,
+)
+
+
+def test_o200k_base_counts_offline() -> None:
+    counter = TiktokenCounter()
+    assert counter.name == "tiktoken/o200k_base"
+    assert count_text("hello world") == 2
+    assert count_text("") == 0
+    assert count_text("<|endoftext|>") >= 1  # special tokens are allowed, not rejected
+
+
+def test_message_overhead_is_role_plus_payload_plus_3_8_rounded() -> None:
+    counter = TiktokenCounter()
+    message = {"role": "user", "content": "hello world"}
+    expected = round(counter.count_text("user") + counter.count_text("hello world") + 3.8)
+    assert count_message(message) == expected == 7
+
+
+def test_conversation_overhead_once_and_empty_list_is_zero() -> None:
+    messages = [{"role": "user", "content": "hello world"}, {"role": "assistant", "content": "hi"}]
+    assert count_messages([]) == 0
+    assert count_messages(messages) == 24 + count_message(messages[0]) + count_message(messages[1])
+
+
+def test_message_objects_and_parts() -> None:
+    when = datetime(2025, 1, 1)
+    text = Message("m1", "t", "user", "hello world", when)
+    parts = Message("m2", "t", "user", ({"type": "text", "text": "hello world"},), when)
+    assert count_message(text) == count_message(parts)
+    counter = TiktokenCounter()
+    call = {"role": "assistant", "content": [{"type": "tool-call", "tool_name": "search", "args": {"q": "cats"}}]}
+    expected = (
+        counter.count_text("assistant") + counter.count_text("search") + counter.count_text('{"q": "cats"}') - 12 + 3.8
+    )
+    assert count_message(call) == round(expected)
+    result = {"role": "tool", "content": [{"type": "tool-result", "tool_name": "search", "result": "ok"}]}
+    assert count_message(result) == round(counter.count_text("tool") + counter.count_text("ok") + 3.8 + 3.8)
+    marker = {"role": "assistant", "content": [{"type": "data-om-status", "data": {"x": 1}}]}
+    assert count_message(marker) == round(counter.count_text("assistant") + 3.8)
+
+
+def test_pluggable_estimators_record_their_name() -> None:
+    chars = make_counter("chars")
+    assert isinstance(chars, CharRatioCounter) and chars.name == "chars/4"
+    assert chars.count_text("abcdefgh") == 2 and chars.count_text("abcdefghi") == 3
+    assert make_counter("chars/3").count_text("abcdef") == 2
+    assert make_counter("tiktoken/cl100k_base").name == "tiktoken/cl100k_base"
+    with pytest.raises(ValueError, match="token estimator 'bpe' is unknown"):
+        make_counter("bpe")
