@@ -251,12 +251,13 @@ class ObserverCall:
 
 
 def _usable_single(output: ObserverOutput, raw: str) -> bool:
-    # An explicit empty <observations/> is a valid "nothing to note"; text with no tags and no list lines is not.
-    return not output.degenerate and (bool(output.observations) or "<observations>" in raw or not raw.strip())
+    # An explicit empty <observations> block is a valid "nothing to note"; an empty reply, or text with no tags
+    # and no list lines, is a failure (mastra PR#13356: such replies used to mark messages observed).
+    return not output.degenerate and (bool(output.observations) or "<observations>" in raw)
 
 
 def _usable_multi(output: MultiThreadOutput, raw: str) -> bool:
-    return not output.degenerate and (bool(output.threads) or not raw.strip())
+    return not output.degenerate and (bool(output.threads) or "<observations>" in raw)
 
 
 async def call_observer(

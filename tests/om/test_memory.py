@@ -1,0 +1,320 @@
+"""The engine end to end with the scripted model, plus one regression test per known Mastra failure."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+import pytest
+
+from om_eval.demo import make_conversation
+from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.observer import ObserverOutputError
+from om_eval.om.reflector import ReflectionError
+from om_eval.om.scripted import ScriptedModel, ScriptedModelError
+from om_eval.om.threads import obscure_thread_id
+from om_eval.om.tokens import TOKENS_PER_CONVERSATION
+
+MESSAGE_TOKENS = 6000
+BATCH_TOKENS = 2500
+REFLECT_TOKENS = 2500
+
+
+def resource_config(**changes: object) -> OMConfig:
+    config = OMConfig(
+        scope="resource",
+        obscure_thread_ids=True,
+        observation=ObservationConfig(message_tokens=MESSAGE_TOKENS, max_tokens_per_batch=BATCH_TOKENS),
+        reflection=ReflectionConfig(observation_tokens=REFLECT_TOKENS),
+    )
+    return replace(config, **changes)
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+class TestLongConversationInResourceScope:
+    """24 sessions, ~34k tokens, fed pair by pair with a threshold-checked observe after each pair."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def replay(cls) -> dict:
+        model = ScriptedModel()
+        memory = ObservationalMemory(resource_config(), observer=model, resource_id="user-1")
+        sessions = make_conversation(24, 6, seed=7)
+        checks = []
+        for session in sessions:
+            for start in range(0, len(session.messages), 2):
+                memory.add_messages(session.messages[start : start + 2])
+                pending = memory.pending_tokens()
+                outcome = run(memory.observe())
+                checks.append((pending, outcome))
+        return {"memory": memory, "model": model, "checks": checks, "sessions": sessions}
+
+    def test_conversation_is_big_enough(self, replay: dict) -> None:
+        total = sum(len(s.messages) for s in replay["sessions"])
+        tokens = sum(replay["memory"]._message_tokens.values())
+        assert len(replay["sessions"]) >= 20 and total == 288 and tokens > 30_000
+
+    def test_observation_fires_exactly_at_the_threshold(self, replay: dict) -> None:
+        fired = [pending for pending, outcome in replay["checks"] if outcome is not None]
+        quiet = [pending for pending, outcome in replay["checks"] if outcome is None]
+        assert len(fired) >= 4
+        assert all(p >= MESSAGE_TOKENS for p in fired) and all(p < MESSAGE_TOKENS for p in quiet)
+
+    def test_selected_threads_reach_the_threshold_and_batches_respect_the_limit(self, replay: dict) -> None:
+        for pending, outcome in replay["checks"]:
+            if outcome is None:
+                continue
+            assert sum(outcome.batch_tokens) >= MESSAGE_TOKENS
+            for batch, tokens in zip(outcome.batches, outcome.batch_tokens):
+                assert tokens <= BATCH_TOKENS or len(batch) == 1
+            assert outcome.message_tokens <= pending
+
+    def test_each_batch_is_one_multi_thread_observer_call_with_obscured_ids(self, replay: dict) -> None:
+        observer_calls = replay["model"].calls_for("observer")
+        batches = sum(len(o.batches) for _, o in replay["checks"] if o is not None)
+        assert len(observer_calls) == batches
+        history = observer_calls[0].messages[-1]["content"]
+        assert "session-0" not in history and f'<thread id="{obscure_thread_id("session-000")}">' in history
+
+    def test_reflection_fires_above_threshold_and_escalates(self, replay: dict) -> None:
+        memory = replay["memory"]
+        reflections = [e for e in memory.events if e.kind == "reflection"]
+        assert reflections, "reflection never fired"
+        assert all(e.observation_tokens_before > REFLECT_TOKENS for e in reflections)
+        assert any(len(e.levels) > 1 and e.levels == tuple(range(e.levels[0], e.levels[-1] + 1)) for e in reflections)
+        assert len(memory.generations()) == len(reflections) + 1
+        assert [g.generation_count for g in memory.generations()] == list(range(len(reflections) + 1))
+        # Below-threshold observation counts never trigger a reflection.
+        for event in memory.events:
+            if event.kind.startswith("reflection"):
+                assert event.observation_tokens_before > REFLECT_TOKENS
+
+    def test_snapshot_round_trips_exactly(self, replay: dict) -> None:
+        memory = replay["memory"]
+        snapshot = memory.snapshot()
+        restored = ObservationalMemory.from_snapshot(json.loads(json.dumps(snapshot)), observer=ScriptedModel())
+        assert restored.snapshot() == snapshot
+        assert restored.pending_tokens() == memory.pending_tokens()
+
+    def test_actor_context_has_annotated_optimised_observations_and_raw_tail(self, replay: dict) -> None:
+        memory = replay["memory"]
+        last = replay["sessions"][-1]
+        now = last.started_at + timedelta(days=10)
+        context = memory.build_context(now)
+        text = "\n".join(m["content"] for m in context.memory_messages)
+        assert "<observations>" in text
+        assert "(10 days ago)" in text or "weeks ago)" in text  # dated headers relative to now
+        assert "🟡" not in text and "🔴" in text  # optimised: low-priority markers removed
+        assert "START_OTHER_CONVERSATIONS_BLOCK" in text
+        unobserved = memory.unobserved_messages()
+        assert unobserved and unobserved[-1].text()[:60] in text  # the raw, unobserved tail
+        assert context.memory_messages[-1]["content"].startswith("<system-reminder>")
+
+
+def test_restored_memory_continues_like_the_original() -> None:
+    sessions = make_conversation(10, 6, seed=3)
+    first, rest = sessions[:6], sessions[6:]
+
+    def feed(memory: ObservationalMemory, part: list) -> None:
+        for session in part:
+            for start in range(0, len(session.messages), 2):
+                memory.add_messages(session.messages[start : start + 2])
+                run(memory.observe())
+
+    original = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    feed(original, first)
+    restored = ObservationalMemory.from_snapshot(json.loads(json.dumps(original.snapshot())), observer=ScriptedModel())
+    feed(original, rest)
+    feed(restored, rest)
+    assert restored.snapshot() == original.snapshot()
+
+
+def test_thread_scope_keeps_one_memory_per_thread() -> None:
+    config = OMConfig(observation=ObservationConfig(message_tokens=600, buffer_tokens=False))
+    memory = ObservationalMemory(config, observer=ScriptedModel())
+    for session in make_conversation(3, 6, seed=1):
+        for start in range(0, len(session.messages), 2):
+            memory.add_messages(session.messages[start : start + 2])
+            run(memory.observe(session.thread_id))
+    for thread_id in memory.thread_ids:
+        record = memory.record(thread_id)
+        assert record.thread_id == thread_id and record.active_observations
+        assert "--- message boundary (" in record.active_observations  # 1.10 delimiters between observations
+        assert memory.pending_tokens(thread_id) < 600
+    with pytest.raises(ValueError, match="thread scope needs a thread_id"):
+        memory.pending_tokens()
+
+
+def test_sequential_batches_see_the_previous_batch() -> None:
+    model = ScriptedModel()
+    config = resource_config(observation=replace(resource_config().observation, batch_mode="sequential"))
+    memory = ObservationalMemory(config, observer=model)
+    for session in make_conversation(5, 6, seed=2):
+        memory.add_messages(session.messages)
+    outcome = run(memory.observe(force=True))
+    assert len(outcome.batches) >= 2
+    calls = model.calls_for("observer")
+    assert "## Previous Observations" not in calls[0].messages[1]["content"]
+    assert "## Previous Observations" in calls[1].messages[1]["content"]
+
+
+def test_parallel_batches_share_the_same_prior_observations() -> None:
+    model = ScriptedModel()
+    memory = ObservationalMemory(resource_config(), observer=model)
+    for session in make_conversation(5, 6, seed=2):
+        memory.add_messages(session.messages)
+    run(memory.observe(force=True))
+    tasks = {c.messages[1]["content"] for c in model.calls_for("observer")}
+    assert len(tasks) == 1  # identical task message (same prior observations) for every batch
+
+
+def test_force_flushes_everything_below_threshold() -> None:
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    memory.add_messages(make_conversation(2, 2, seed=5)[0].messages)
+    assert run(memory.observe()) is None
+    assert run(memory.observe(force=True)) is not None
+    assert memory.pending_tokens() == 0 and run(memory.observe(force=True)) is None
+
+
+def one_message(text: str, thread: str = "t1", minutes: int = 0, ident: str | None = None) -> Message:
+    when = datetime(2025, 3, 1, 9) + timedelta(minutes=minutes)
+    return Message(ident or f"{thread}-{minutes}", thread, "user", text, when)
+
+
+# -- regression tests for known Mastra failures (lessons-from-peers §4) ----------------------------------------
+
+
+def test_single_oversized_message_triggers_observation() -> None:
+    # mastra#16523: one message larger than the threshold never triggered observation.
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    memory.add_message(one_message("I keep bees on my roof. " * 1500))
+    assert memory.pending_tokens() > MESSAGE_TOKENS
+    assert run(memory.observe()) is not None and memory.pending_tokens() == 0
+
+
+@pytest.mark.parametrize("faults", [["error"], ["degenerate", "degenerate"], ["prose", "empty"]])
+def test_failed_observer_marks_nothing_observed(faults: list[str]) -> None:
+    # mastra PR#13356: a failed or empty observation still advanced the cursor.
+    model = ScriptedModel(faults={"observer": faults})
+    memory = ObservationalMemory(resource_config(), observer=model)
+    memory.add_message(one_message("I keep bees on my roof. " * 1500))
+    before = memory.snapshot()
+    with pytest.raises((ObserverOutputError, ScriptedModelError)):
+        run(memory.observe())
+    after = memory.snapshot()
+    assert after["generations"] == before["generations"] and after["threads"] == before["threads"]
+    assert after["messages"] == before["messages"]
+    assert memory.events[-1].kind == "observation_failed"
+    assert run(memory.observe()) is not None  # the next call, now well-behaved, observes them
+
+
+def test_degenerate_observer_output_is_retried_once() -> None:
+    model = ScriptedModel(faults={"observer": ["degenerate"]})
+    memory = ObservationalMemory(resource_config(), observer=model)
+    memory.add_message(one_message("I keep bees on my roof. " * 1500))
+    run(memory.observe())
+    assert [c.fault for c in model.calls_for("observer")] == ["degenerate", None]
+    assert memory.events[-1].calls == 2
+
+
+def test_zero_observations_still_advance_the_watermark() -> None:
+    # pi-observational-memory#23: an empty-but-valid answer never advanced the cursor, so it re-fired forever.
+    class NothingToNote(ScriptedModel):
+        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+            return "<observations>\n</observations>"
+
+    memory = ObservationalMemory(resource_config(), observer=NothingToNote())
+    memory.add_message(one_message("Hmm. " * 3000))
+    run(memory.observe())
+    assert memory.pending_tokens() == 0 and memory.record().active_observations == ""
+
+
+def test_missing_tags_fall_back_to_list_lines() -> None:
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel(faults={"observer": ["missing_tags"]}))
+    memory.add_message(one_message("I keep bees on my roof. " * 1500))
+    run(memory.observe())
+    assert "User stated: I keep bees" in memory.record().active_observations
+
+
+def test_uncompressible_observations_do_not_loop() -> None:
+    # mastra#14109: reflect -> new generation -> reflect forever when observations cannot shrink.
+    model = ScriptedModel(faults={"reflector": ["no_compression"] * 100})
+    config = resource_config(reflection=ReflectionConfig(observation_tokens=300, retry_after_growth=0.5))
+    memory = ObservationalMemory(config, observer=model)
+    for minute in range(6):
+        memory.add_message(one_message(f"Fact number {minute}: I collect vintage maps of Lisbon. " * 120,
+                                       thread=f"t{minute}", minutes=minute))
+        run(memory.observe(force=True))
+    kinds = [e.kind for e in memory.events]
+    assert kinds.count("reflection_unproductive") >= 1 and "reflection" not in kinds
+    assert "reflection_deferred" in kinds  # backed off instead of reflecting after every observation
+    reflector_calls = len(model.calls_for("reflector"))
+    assert reflector_calls == 4 * kinds.count("reflection_unproductive")  # each ladder is bounded (levels 0-3)
+    assert len(memory.generations()) == 1  # memory never replaced by a no-smaller reflection
+
+
+def test_all_degenerate_reflection_keeps_memory() -> None:
+    model = ScriptedModel(faults={"reflector": ["degenerate"] * 4})
+    config = resource_config(reflection=ReflectionConfig(observation_tokens=300))
+    memory = ObservationalMemory(config, observer=model)
+    for minute in range(12):
+        memory.add_message(one_message(f"I collect vintage maps of city number {minute}. They hang in my hall.",
+                                       thread=f"t{minute}", minutes=minute))
+    with pytest.raises(ReflectionError):
+        run(memory.observe(force=True))
+    record = memory.record()
+    assert record.active_observations and len(memory.generations()) == 1
+    assert memory.pending_tokens() == 0  # the observation itself was kept
+
+
+def test_forced_reflect_with_guidance_creates_a_generation() -> None:
+    model = ScriptedModel()
+    memory = ObservationalMemory(resource_config(), observer=model)
+    memory.add_messages(make_conversation(2, 6, seed=4)[0].messages)
+    run(memory.observe(force=True))
+    outcome = run(memory.reflect(guidance="Keep every city name."))
+    assert outcome.applied and memory.record().generation_count == 1
+    assert "Keep every city name." in model.calls_for("reflector")[0].messages[1]["content"]
+    assert memory.generations()[0].active_observations != memory.record().active_observations
+
+
+def test_same_date_observations_merge_into_the_thread_section() -> None:
+    memory = ObservationalMemory(resource_config(obscure_thread_ids=False), observer=ScriptedModel())
+    memory.add_message(one_message("I keep bees on my roof.", thread="t1", minutes=0))
+    run(memory.observe(force=True))
+    memory.add_message(one_message("I also grow tomatoes.", thread="t1", minutes=5))
+    run(memory.observe(force=True))
+    text = memory.record().active_observations
+    assert text.count('<thread id="t1">') == 1 and text.count("Date: Mar 1, 2025") == 1
+    assert text.index("bees") < text.index("tomatoes")
+
+
+def test_pending_tokens_are_counted_once_per_message() -> None:
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    message = one_message("I keep bees on my roof.")
+    memory.add_message(message)
+    memory.add_message(message)  # identical re-add is a no-op
+    from om_eval.om.tokens import count_message
+
+    assert memory.pending_tokens() == TOKENS_PER_CONVERSATION + count_message(message)
+    with pytest.raises(ValueError, match="already added with different content"):
+        memory.add_message(replace(message, content="something else"))
+
+
+def test_messages_at_or_before_the_cursor_count_as_observed() -> None:
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    memory.add_message(one_message("I keep bees.", minutes=10))
+    run(memory.observe(force=True))
+    memory.add_message(one_message("An old message replayed late.", minutes=5, ident="late"))
+    assert memory.pending_tokens() == 0
+
+
+def test_shared_token_budget_raises_the_observation_threshold() -> None:
+    config = resource_config(share_token_budget=True)
+    memory = ObservationalMemory(config, observer=ScriptedModel())
+    assert memory.observation_threshold() == MESSAGE_TOKENS + REFLECT_TOKENS

@@ -1,0 +1,150 @@
+"""Observer prompts (golden), message formatting, request layouts and the degenerate-retry rule."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+import pytest
+
+from om_eval.om.config import ModelSettings
+from om_eval.om.observer import (
+    ObserverOutputError,
+    ObserverRequest,
+    ThreadHints,
+    call_observer,
+    format_message,
+    format_message_time,
+    format_messages,
+    format_thread_blocks,
+    render_observer_request,
+    render_observer_system_prompt,
+)
+from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
+from om_eval.om.records import Message
+from tests.golden import assert_golden
+from tests.om.fakes import QueueModel
+
+VARIANTS = ("current", "legacy", "condensed")
+SETTINGS = ModelSettings(model="test/observer")
+WHEN = datetime(2025, 12, 4, 14, 30)
+GOOD = "<observations>\nDate: Dec 4, 2025\n* 🔴 (14:30) User stated they have a beagle.\n</observations>"
+LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("multi_thread", [False, True], ids=["single", "multi"])
+def test_system_prompt_golden(variant: str, multi_thread: bool) -> None:
+    prompt = render_observer_system_prompt(variant, multi_thread=multi_thread)
+    assert_golden(f"observer_{variant}_{'multi' if multi_thread else 'single'}.txt", prompt)
+
+
+def test_system_prompt_sections_and_variant_differences() -> None:
+    single = render_observer_system_prompt("current", multi_thread=False)
+    multi = render_observer_system_prompt("current", multi_thread=True)
+    assert "=== IMPORTANT: THREAD ATTRIBUTION ===" in single and "THREAD ATTRIBUTION" not in multi
+    assert "=== MULTI-THREAD INPUT ===" in multi and "MULTI-THREAD" not in single
+    assert "{question_emoji}" not in single
+    legacy = render_observer_system_prompt("legacy", multi_thread=False)
+    condensed = render_observer_system_prompt("condensed", multi_thread=False)
+    # Sizes of the same order as the reference table (§2.1): current ~14k chars, legacy and condensed ~6k.
+    assert 11_000 < len(single) < 20_000
+    assert 4_000 < len(legacy) < 9_000 and 4_000 < len(condensed) < 9_000
+    assert "(meaning" in single and "(meaning" not in legacy
+
+
+def test_custom_instruction_and_thread_title_are_appended() -> None:
+    prompt = render_observer_system_prompt("legacy", multi_thread=False, instruction="  Track pet names.  ",
+                                           thread_title=True)
+    assert prompt.endswith("=== CUSTOM INSTRUCTIONS ===\n\nTrack pet names.")
+    assert "<thread-title>" in prompt
+    assert "CUSTOM INSTRUCTIONS" not in render_observer_system_prompt("legacy", multi_thread=False, instruction=" ")
+
+
+def test_message_time_is_en_us_12_hour() -> None:
+    assert format_message_time(datetime(2025, 12, 4, 14, 30)) == "Dec 4, 2025, 2:30 PM"
+    assert format_message_time(datetime(2025, 1, 9, 0, 5)) == "Jan 9, 2025, 12:05 AM"
+    assert format_message_time(datetime(2025, 1, 9, 12, 0)) == "Jan 9, 2025, 12:00 PM"
+
+
+def test_message_formatting_parts_caps_and_empty_messages() -> None:
+    text = Message("m1", "t", "user", "I have a beagle.", WHEN)
+    tool = Message("m2", "t", "assistant", (
+        {"type": "tool-call", "tool_name": "search", "args": {"q": "beagle"}},
+        {"type": "tool-result", "tool_name": "search", "result": {"hits": 3}},
+        {"type": "data-om-status", "data": {}},
+        {"type": "image", "name": "dog.png"},
+    ), WHEN)
+    empty = Message("m3", "t", "user", "   ", WHEN)
+    assert format_message(text) == "**User (Dec 4, 2025, 2:30 PM):**\nI have a beagle."
+    assert format_message(tool) == (
+        "**Assistant (Dec 4, 2025, 2:30 PM):**\n[Tool Call: search]\n{\n  \"q\": \"beagle\"\n}\n"
+        "[Tool Result: search]\n{\n  \"hits\": 3\n}\n[Image #1: dog.png]"
+    )
+    assert format_message(empty) is None
+    assert format_messages([text, empty, text]).count("\n\n---\n\n") == 1
+    long = Message("m4", "t", "user", "x" * 600, WHEN)
+    assert format_message(long, max_part_length=500).endswith("x... [truncated 100 characters]")
+
+
+def test_request_layouts() -> None:
+    history = format_messages([Message("m1", "t", "user", "I have a beagle.", WHEN)])
+    request = ObserverRequest(
+        history=history,
+        previous_observations="Date: Dec 1, 2025\n* 🔴 (09:00) User stated they live in Porto.",
+        previous_truncated=True,
+        hints={"": ThreadHints(current_task="Plan the trip", suggested_response=None)},
+    )
+    split = render_observer_request(request, "split")
+    single = render_observer_request(request, "single")
+    assert len(split) == 2 and len(single) == 1
+    assert split[1]["content"].startswith("## New Message History to Observe") and history in split[1]["content"]
+    assert "- prior current-task: Plan the trip" in split[0]["content"]
+    assert "suggested-response" not in split[0]["content"].split("## Prior Thread Metadata")[1].split("\n\n")[1]
+    assert "shortened" in split[0]["content"]  # the truncation notice is shown whenever truncation happened
+    assert single[0]["content"].index("## New Message History") < single[0]["content"].index("## Your Task")
+    assert_golden("observer_request_split.txt", "\n\n=====\n\n".join(m["content"] for m in split))
+    assert_golden("observer_request_single.txt", single[0]["content"])
+
+
+def test_multi_thread_request_names_thread_count_and_hints_per_thread() -> None:
+    blocks = format_thread_blocks({"a1": [Message("m1", "x", "user", "Hi.", WHEN)], "b2": []})
+    request = ObserverRequest(history=blocks, thread_count=2, hints={"a1": ThreadHints(current_task="Say hi")},
+                              skip_continuation_hints=True)
+    task, history = render_observer_request(request)
+    assert "2 different threads" in history["content"] and '<thread id="a1">' in history["content"]
+    assert '<thread id="a1">\n- prior current-task: Say hi\n</thread>' in task["content"]
+    assert "output only the <observations> block" in task["content"]
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+def test_good_answer_is_accepted_first_time() -> None:
+    model = QueueModel([GOOD])
+    call = run(call_observer(model, SETTINGS, "system", [{"role": "user", "content": "x"}], multi_thread=False))
+    assert isinstance(call.output, ObserverOutput) and "beagle" in call.output.observations
+    assert len(call.replies) == 1 and model.requests[0][0] == {"role": "system", "content": "system"}
+
+
+@pytest.mark.parametrize("bad", [LOOP, "There is nothing in the requested format."])
+def test_degenerate_or_unusable_answer_is_retried_once(bad: str) -> None:
+    call = run(call_observer(QueueModel([bad, GOOD]), SETTINGS, "s", [], multi_thread=False))
+    assert len(call.replies) == 2 and "beagle" in call.output.observations
+
+
+def test_twice_degenerate_raises() -> None:
+    with pytest.raises(ObserverOutputError, match="degenerate or unusable output 2 times"):
+        run(call_observer(QueueModel([LOOP, LOOP]), SETTINGS, "s", [], multi_thread=False))
+
+
+def test_explicit_empty_observations_are_a_valid_answer() -> None:
+    call = run(call_observer(QueueModel(["<observations>\n</observations>"]), SETTINGS, "s", [], multi_thread=False))
+    assert call.output.observations == ""
+
+
+def test_multi_thread_answer_without_thread_blocks_is_retried() -> None:
+    good = '<observations>\n<thread id="a1">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
+    call = run(call_observer(QueueModel(["just prose", good]), SETTINGS, "s", [], multi_thread=True))
+    assert isinstance(call.output, MultiThreadOutput) and set(call.output.threads) == {"a1"}
