@@ -121,8 +121,15 @@ def _compress(observations: str, level: int) -> str:
     return "\n".join(kept)
 
 
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s", "e", "d"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
 def _content_words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 2}
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOPWORDS and len(w) > 2}
 
 
 @dataclass

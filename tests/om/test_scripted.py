@@ -1,0 +1,84 @@
+"""The scripted offline model: stage detection, behaviours, faults."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+
+import pytest
+
+from om_eval.om.config import ModelSettings
+from om_eval.om.observer import ObserverRequest, format_messages, render_observer_request
+from om_eval.om.parsing import parse_observer_output, parse_reflector_output
+from om_eval.om.records import Message
+from om_eval.om.reflector import render_reflector_request
+from om_eval.om.scripted import ScriptedModel, ScriptedModelError, compression_level_of, detect_stage
+
+SETTINGS = ModelSettings(model="scripted/test")
+WHEN = datetime(2025, 5, 2, 8, 30)
+
+
+def observer_messages() -> list[dict[str, str]]:
+    history = format_messages([
+        Message("m1", "t", "user", "I moved to Ghent last month. Where can I learn Dutch?", WHEN),
+        Message("m2", "t", "assistant", "Congratulations on the move! Try the city's evening classes.", WHEN),
+    ])
+    return [{"role": "system", "content": "observer system"}, *render_observer_request(ObserverRequest(history))]
+
+
+def complete(model: ScriptedModel, messages: list[dict[str, str]], stage: str) -> str:
+    return asyncio.run(model.complete(messages, stage=stage, settings=SETTINGS)).text
+
+
+def test_stage_detection_by_prompt_headings() -> None:
+    assert detect_stage(observer_messages()) == "observer"
+    assert detect_stage([{"role": "user", "content": render_reflector_request("* 🔴 x", 0)}]) == "reflector"
+    assert detect_stage([{"role": "user", "content": "Question: where do I live?"}]) == "actor"
+
+
+def test_observer_output_parses_and_is_dated() -> None:
+    parsed = parse_observer_output(complete(ScriptedModel(), observer_messages(), "observer"))
+    assert parsed.observations.splitlines() == [
+        "Date: May 2, 2025",
+        "* 🔴 (08:30) User stated: I moved to Ghent last month.",
+        "* 🟡 (08:30) User asked: Where can I learn Dutch?",
+        "* 🟡 (08:30) Assistant replied: Congratulations on the move!",
+    ]
+    assert parsed.current_task and parsed.suggested_response
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3, 4])
+def test_reflector_compresses_more_at_higher_levels(level: int) -> None:
+    observations = "Date: May 2, 2025\n" + "\n".join(
+        f"* 🔴 (08:{i:02d}) User stated a long fact number {i} about their garden and the roses in it today" for i in range(9)
+    ) + "\n* 🟡 (09:00) Assistant replied with many details about pruning roses in spring and autumn"
+    request = render_reflector_request(observations, level)
+    assert compression_level_of(request) == level
+    out = parse_reflector_output(complete(ScriptedModel(), [{"role": "user", "content": request}], "reflector"))
+    longest = max(len(line.split()) for line in out.observations.splitlines() if line.startswith("*"))
+    assert longest <= 3 + {0: 18, 1: 13, 2: 9, 3: 6, 4: 4}[level]
+    assert ("🟡" in out.observations) == (level < 3)
+
+
+def test_actor_answers_from_the_best_matching_line() -> None:
+    messages = [
+        {"role": "system", "content": "* 🔴 (08:30) User stated: I moved to Ghent last month.\n* 🔴 (08:31) User has a cat."},
+        {"role": "user", "content": "Current Date: 2025/06/01\nQuestion: Which city did I move to?"},
+    ]
+    assert complete(ScriptedModel(), messages, "actor") == "User stated: I moved to Ghent last month."
+    assert complete(ScriptedModel(), messages[-1:], "actor").startswith("I don't know")
+
+
+def test_faults_apply_in_order_then_normal_behaviour() -> None:
+    model = ScriptedModel(faults={"observer": ["error", "missing_tags", "empty"]})
+    with pytest.raises(ScriptedModelError):
+        complete(model, observer_messages(), "observer")
+    assert "<observations>" not in complete(model, observer_messages(), "observer")
+    assert complete(model, observer_messages(), "observer") == ""
+    assert complete(model, observer_messages(), "observer").startswith("<observations>")
+    assert [c.fault for c in model.calls] == ["error", "missing_tags", "empty", None]
+
+
+def test_unknown_fault_is_rejected() -> None:
+    with pytest.raises(ValueError, match="scripted fault 'slow' for observer is unknown"):
+        ScriptedModel(faults={"observer": ["slow"]})
