@@ -300,8 +300,8 @@ class OMConfig:
             isinstance(level, bool) or not isinstance(level, int) or not 0 <= level <= MAX_COMPRESSION_LEVEL
         ):
             _fail("reflection.start_level", level, f"allowed: 'auto' or a whole number 0-{MAX_COMPRESSION_LEVEL}")
-        if not _is_number(ref.retry_after_growth) or ref.retry_after_growth < 0:
-            _fail("reflection.retry_after_growth", ref.retry_after_growth, "must be a number >= 0")
+        if not _is_number(ref.retry_after_growth) or ref.retry_after_growth <= 0:
+            _fail("reflection.retry_after_growth", ref.retry_after_growth, "must be a number > 0")
         if ref.instruction is not None and not isinstance(ref.instruction, str):
             _fail("reflection.instruction", ref.instruction, "must be text or null")
         ref.model.validate("reflection.model")
@@ -349,10 +349,21 @@ def _section(cls: type, data: Any, name: str) -> Any:
     values = _take_known(cls, data, name + ".")
     if "model" in values and not isinstance(values["model"], ModelSettings):
         if isinstance(values["model"], str):
-            values["model"] = dataclasses.replace(cls().model, model=values["model"])
+            values["model"] = _model_from_id(cls().model, values["model"])
         else:
             values["model"] = ModelSettings(**_take_known(ModelSettings, values["model"], name + ".model."))
     return cls(**values)
+
+
+def _model_from_id(default: ModelSettings, model: str) -> ModelSettings:
+    """Settings for a model given by id: the default's sampling, but Gemini-only options only for Gemini.
+
+    1.10 applies ``maxOutputTokens`` and thinking budgets only to its default model; most other providers
+    reject a 100k output cap.
+    """
+    if model == default.model:
+        return default
+    return dataclasses.replace(default, model=model, max_output_tokens=None, provider_options={})
 
 
 def _plain(value: Any) -> Any:

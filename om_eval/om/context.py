@@ -111,10 +111,8 @@ def continuation_reminder() -> dict[str, str]:
 def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
     """The memory messages placed before the conversation's unobserved tail."""
     texts = load_prompts("context")
-    shown = [annotate_observations(optimize_for_context(c), inputs.now) for c in split_observation_chunks(
-        inputs.observations
-    )]
-    shown = [chunk for chunk in shown if chunk]
+    # Optimise and annotate the whole text before splitting, so gap markers between chunks survive.
+    shown = split_observation_chunks(annotate_observations(optimize_for_context(inputs.observations), inputs.now))
     other = _other_block(texts, inputs)
     if layout == "single":
         parts = ["\n" + texts["preamble"]]
@@ -132,9 +130,7 @@ def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[
         if shown:
             messages.append({"role": "system", "content": "<observations>"})
             messages += [{"role": "system", "content": chunk} for chunk in shown]
-        hints = _hints(inputs)
-        if hints:
-            messages.append({"role": "system", "content": "\n\n".join(hints)})
+        messages += [{"role": "system", "content": hint} for hint in _hints(inputs)]
     else:
         raise ValueError(f"context_layout={layout!r} is invalid: allowed values are chunked, single")
     if inputs.observations.strip():

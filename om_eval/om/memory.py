@@ -12,9 +12,10 @@ accepted, so a failed or degenerate call leaves the memory exactly as it was.
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -23,6 +24,7 @@ from om_eval.om.context import ContextInputs, build_actor_context
 from om_eval.om.dates import format_boundary
 from om_eval.om.model import ChatModel, ModelReply
 from om_eval.om.observer import (
+    ObserverCall,
     ObserverRequest,
     ThreadHints,
     call_observer,
@@ -80,6 +82,8 @@ class ObservationOutcome:
     message_tokens: int
     observation_tokens: int
     reflection: ReflectionOutcome | None = None
+    reflection_error: str | None = None
+    """Set when the reflection that followed failed; the observation itself was saved and memory kept."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,11 @@ class ActorContext:
     @property
     def messages(self) -> list[dict[str, str]]:
         return [*self.memory_messages, *self.tail_messages]
+
+
+def _canonical(message: Message) -> str:
+    """A message's identity for duplicate checks (lists and tuples of parts compare equal)."""
+    return json.dumps(message.to_dict(), sort_keys=True, default=str)
 
 
 def _usage(replies: Iterable[ModelReply]) -> tuple[int, int, int]:
@@ -159,6 +168,8 @@ class ObservationalMemory:
         self._threads: dict[str, ThreadState] = {}
         self._generations: dict[str, list[OMRecord]] = {}
         self._reflection_hold: dict[str, int] = {}
+        self._reflection_failures: dict[str, int] = {}
+        self._observed_ids: set[str] = set()
         self._latest_time: datetime | None = None
         self._lock = asyncio.Lock()
         self._warned_async = False
@@ -186,27 +197,35 @@ class ObservationalMemory:
         return obscure_thread_id(thread_id) if self.config.obscure_thread_ids else thread_id
 
     def record(self, thread_id: str | None = None) -> OMRecord:
-        """The active record (latest generation) for ``thread_id`` (ignored in resource scope)."""
+        """The active record (latest generation) for ``thread_id`` (ignored in resource scope).
+
+        Reading never changes the memory: a thread with no record yet gets a fresh, unsaved one.
+        """
         key = self._key(thread_id)
         generations = self._generations.get(key)
-        if not generations:
-            now = self._now()
-            record = OMRecord(
-                id=f"om-{key}-gen0",
-                scope=self.config.scope,
-                resource_id=self.resource_id,
-                thread_id=None if self.resource_scope else key,
-                created_at=now,
-                updated_at=now,
-                config=self.config.to_dict(),
-            )
-            generations = self._generations[key] = [record]
-        return generations[-1]
+        return generations[-1] if generations else self._new_record(key)
+
+    def _new_record(self, key: str) -> OMRecord:
+        now = self._now()
+        return OMRecord(
+            id=f"om-{key}-gen0",
+            scope=self.config.scope,
+            resource_id=self.resource_id,
+            thread_id=None if self.resource_scope else key,
+            created_at=now,
+            updated_at=now,
+            config=self.config.to_dict(),
+        )
+
+    def _ensure_record(self, thread_id: str | None) -> OMRecord:
+        key = self._key(thread_id)
+        if key not in self._generations:
+            self._generations[key] = [self._new_record(key)]
+        return self._generations[key][-1]
 
     def generations(self, thread_id: str | None = None) -> list[OMRecord]:
         """All generations, oldest first; the last one is active."""
-        self.record(thread_id)
-        return list(self._generations[self._key(thread_id)])
+        return list(self._generations.get(self._key(thread_id)) or [self.record(thread_id)])
 
     def thread_state(self, thread_id: str) -> ThreadState:
         state = self._threads.get(thread_id)
@@ -228,35 +247,38 @@ class ObservationalMemory:
     # -- ingestion ------------------------------------------------------------------------------------------
 
     def add_message(self, message: Message) -> None:
-        """Ingest one message. Re-adding an identical message is a no-op; a conflicting one is an error."""
-        known = self._messages.get(message.id)
-        if known is not None:
-            if known != message:
-                raise ValueError(f"message id {message.id!r} was already added with different content")
-            return
+        """Ingest one message. Re-adding an identical message is a no-op; a conflicting one is an error.
+
+        A message counts as observed only when its id was observed. Unlike Mastra, a message timestamped at or
+        before the observation cursor is not dropped: it waits for the next observation like any other.
+        """
         if not isinstance(message.created_at, datetime):
             raise TypeError(f"message {message.id!r}: created_at must be a datetime, got {message.created_at!r}")
+        known = self._messages.get(message.id)
+        if known is not None:
+            if _canonical(known) != _canonical(message):
+                raise ValueError(f"message id {message.id!r} was already added with different content")
+            return
+        if self._latest_time is not None and (message.created_at.tzinfo is None) != (self._latest_time.tzinfo is None):
+            raise TypeError(
+                f"message {message.id!r}: created_at {message.created_at.isoformat()} mixes timezone-aware and "
+                "naive datetimes with earlier messages; use one kind for the whole memory"
+            )
+        tokens = count_message(message, self.counter)
         self._messages[message.id] = message
-        tokens = self._message_tokens[message.id] = count_message(message, self.counter)
-        state = self.thread_state(message.thread_id)
-        record = self.record(message.thread_id)
+        self._message_tokens[message.id] = tokens
+        self.thread_state(message.thread_id)
+        record = self._ensure_record(message.thread_id)
         if self._latest_time is None or message.created_at > self._latest_time:
             self._latest_time = message.created_at
-        if self._already_observed(message, state, record):
-            return
         queue = self._queues.setdefault(message.thread_id, _ThreadQueue())
         queue.messages.append(message)
         queue.tokens += tokens
+        record.pending_message_tokens = self.pending_tokens(message.thread_id)
 
     def add_messages(self, messages: Iterable[Message]) -> None:
         for message in messages:
             self.add_message(message)
-
-    def _already_observed(self, message: Message, state: ThreadState, record: OMRecord) -> bool:
-        if message.id in record.observed_message_ids:
-            return True
-        cursor = state.last_observed_at if self.resource_scope else record.last_observed_at
-        return cursor is not None and message.created_at <= cursor
 
     # -- thresholds -----------------------------------------------------------------------------------------
 
@@ -304,10 +326,11 @@ class ObservationalMemory:
                 outcome = await self._observe_resource(force)
             else:
                 outcome = await self._observe_thread(self._key(thread_id))
-            reflection = await self._maybe_reflect(thread_id)
-            if reflection is not None:
-                outcome = ObservationOutcome(**{**outcome.__dict__, "reflection": reflection})
-            return outcome
+            try:
+                reflection = await self._maybe_reflect(thread_id)
+            except Exception as error:  # the observation is saved; report the failed reflection, keep memory
+                return replace(outcome, reflection_error=f"{type(error).__name__}: {error}")
+            return outcome if reflection is None else replace(outcome, reflection=reflection)
 
     def _warn_async_once(self) -> None:
         if self.config.async_observation_enabled and not self._warned_async:
@@ -338,6 +361,7 @@ class ObservationalMemory:
         queue.messages = [m for m in queue.messages if m.id not in observed_ids]
         queue.tokens -= tokens
         record.observed_message_ids.extend(m.id for m in messages)
+        self._observed_ids.update(observed_ids)
         state = self.thread_state(thread_id)
         latest = max(messages, key=lambda m: m.created_at)
         if state.last_observed_at is None or latest.created_at >= state.last_observed_at:
@@ -366,7 +390,7 @@ class ObservationalMemory:
         return ThreadHints(state.current_task, state.suggested_response, state.thread_title)
 
     async def _observe_thread(self, thread_id: str) -> ObservationOutcome:
-        record = self.record(thread_id)
+        record = self._ensure_record(thread_id)
         messages = list(self._queues[thread_id].messages)
         previous, truncated = self._previous(record)
         obs = self.config.observation
@@ -417,39 +441,44 @@ class ObservationalMemory:
         return loads
 
     async def _observe_resource(self, take_all: bool) -> ObservationOutcome:
-        record = self.record()
+        record = self._ensure_record(None)
         selected = select_threads(self._thread_loads(), self.observation_threshold(), take_all=take_all)
         batches = pack_batches(selected, self.config.observation.max_tokens_per_batch)
-        before = record.observation_token_count
         thread_ids = tuple(load.thread_id for load in selected)
+        # The messages each thread had when the call started: later arrivals wait for the next observation.
+        sent = {t: list(self._queues[t].messages) for t in thread_ids}
+        applied: list[int] = []
         try:
             if self.config.observation.batch_mode == "parallel":
                 previous = self._previous(record)
-                calls = await asyncio.gather(*(self._observe_batch(batch, previous) for batch in batches))
-                message_tokens = sum(self._apply_batch(record, b, c) for b, c in zip(batches, calls))
+                calls = await asyncio.gather(*(self._observe_batch(batch, sent, previous) for batch in batches))
+                applied += [self._apply_batch(record, b, sent, c) for b, c in zip(batches, calls)]
             else:
-                message_tokens = 0
                 for batch in batches:
-                    call = await self._observe_batch(batch, self._previous(record))
-                    message_tokens += self._apply_batch(record, batch, call)
+                    call = await self._observe_batch(batch, sent, self._previous(record))
+                    applied.append(self._apply_batch(record, batch, sent, call))
         except Exception as error:
             self._emit("observation_failed", record, thread_ids=thread_ids, detail=str(error))
             raise
-        observed_at = max(self.thread_state(t).last_observed_at for t in thread_ids)  # type: ignore[type-var]
-        self._finish_record(record, observed_at, message_tokens)
+        finally:
+            if applied:  # sequential mode keeps the batches that finished before a failure
+                done = [load.thread_id for batch in batches[: len(applied)] for load in batch]
+                self._finish_record(record, max(m.created_at for t in done for m in sent[t]), sum(applied))
         return ObservationOutcome(
             thread_ids,
             tuple(tuple(load.thread_id for load in batch) for batch in batches),
             tuple(sum(load.tokens for load in batch) for batch in batches),
-            message_tokens,
+            sum(applied),
             record.observation_token_count,
-        ) if before is not None else None  # pragma: no branch
+        )
 
-    async def _observe_batch(self, batch: Sequence[ThreadLoad], previous: tuple[str, bool]) -> Any:
+    async def _observe_batch(
+        self, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], previous: tuple[str, bool]
+    ) -> ObserverCall:
         obs = self.config.observation
         shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
         request = ObserverRequest(
-            history=format_thread_blocks({shown[t]: self._queues[t].messages for t in shown}),
+            history=format_thread_blocks({shown[t]: sent[t] for t in shown}),
             previous_observations=previous[0],
             previous_truncated=previous[1],
             thread_count=len(batch),
@@ -461,10 +490,12 @@ class ObservationalMemory:
         )
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-            multi_thread=True,
+            multi_thread=True, thread_ids=tuple(shown.values()),
         )
 
-    def _apply_batch(self, record: OMRecord, batch: Sequence[ThreadLoad], call: Any) -> int:
+    def _apply_batch(
+        self, record: OMRecord, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], call: ObserverCall
+    ) -> int:
         output = call.output
         assert isinstance(output, MultiThreadOutput)
         before = record.observation_token_count
@@ -473,7 +504,7 @@ class ObservationalMemory:
             thread_id = load.thread_id
             shown = self.shown_thread_id(thread_id)
             result = output.threads.get(shown, ObserverOutput(observations=""))
-            messages = list(self._queues[thread_id].messages)
+            messages = sent[thread_id]
             observed_at = max(m.created_at for m in messages)
             record.active_observations = replace_or_append_thread_section(
                 record.active_observations, shown, result.observations, self._separator(observed_at)
@@ -514,6 +545,8 @@ class ObservationalMemory:
     async def _reflect(self, thread_id: str | None, guidance: str | None) -> ReflectionOutcome:
         key = self._key(thread_id)
         record = self.record(thread_id)
+        if not record.active_observations.strip():
+            raise ValueError(f"there are no observations to reflect on yet for {key!r}")
         ref = self.config.reflection
         before = record.observation_token_count
         try:
@@ -523,7 +556,7 @@ class ObservationalMemory:
                 counter=self.counter, variant=self.config.prompt_variant, instruction=ref.instruction,
                 guidance=guidance,
             )
-        except ReflectionError as error:
+        except Exception as error:  # degenerate ladder or provider failure: memory stays as it is
             self._hold_reflection(key, before)
             self._emit("reflection_failed", record, observation_tokens_before=before, detail=str(error))
             raise
@@ -543,6 +576,7 @@ class ObservationalMemory:
             self.thread_state(thread_id).suggested_response = result.suggested_response
         if result.below_target:
             self._reflection_hold.pop(key, None)
+            self._reflection_failures.pop(key, None)
         else:
             self._hold_reflection(key, result.tokens)
         self._emit(
@@ -552,8 +586,11 @@ class ObservationalMemory:
         return ReflectionOutcome(True, result, new_record.generation_count)
 
     def _hold_reflection(self, key: str, tokens: int) -> None:
+        """Wait for growth before the next automatic reflection; the wait doubles with each failure in a row."""
         ref = self.config.reflection
-        self._reflection_hold[key] = tokens + round(ref.retry_after_growth * ref.observation_tokens)
+        failures = self._reflection_failures[key] = self._reflection_failures.get(key, 0) + 1
+        growth = ref.retry_after_growth * ref.observation_tokens * 2 ** (failures - 1)
+        self._reflection_hold[key] = tokens + round(growth)
 
     # -- events ---------------------------------------------------------------------------------------------
 
@@ -599,7 +636,6 @@ class ObservationalMemory:
 
     def snapshot(self) -> dict[str, Any]:
         """The whole state as JSON-ready data; :meth:`from_snapshot` restores it exactly."""
-        unobserved = {m.id for queue in self._queues.values() for m in queue.messages}
         return {
             "format": SNAPSHOT_FORMAT,
             "resource_id": self.resource_id,
@@ -608,10 +644,13 @@ class ObservationalMemory:
             "generations": {k: [r.to_dict() for r in gens] for k, gens in self._generations.items()},
             "threads": {k: s.to_dict() for k, s in self._threads.items()},
             "messages": [
-                {**m.to_dict(), "tokens": self._message_tokens[m.id], "observed": m.id not in unobserved}
+                {**m.to_dict(), "tokens": self._message_tokens[m.id], "observed": m.id in self._observed_ids}
                 for m in self._messages.values()
             ],
+            # Queue order decides tie-breaks in thread selection and the order of other conversations.
+            "queues": {t: [m.id for m in q.messages] for t, q in self._queues.items()},
             "reflection_hold": dict(self._reflection_hold),
+            "reflection_failures": dict(self._reflection_failures),
         }
 
     @classmethod
@@ -625,7 +664,11 @@ class ObservationalMemory:
         clock: Callable[[], datetime] | None = None,
         on_event: Callable[[OMEvent], None] | None = None,
     ) -> ObservationalMemory:
-        """Rebuild a memory saved by :meth:`snapshot`. Token counts are reused when the estimator matches."""
+        """Rebuild a memory saved by :meth:`snapshot`.
+
+        With the same token estimator the state is restored exactly. With another one, message and observation
+        tokens are recounted with it and reflection back-off is reset (its token marks were in the old units).
+        """
         if data.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(
                 f"snapshot format {data.get('format')!r} is not supported: expected {SNAPSHOT_FORMAT!r}"
@@ -637,16 +680,28 @@ class ObservationalMemory:
         same_counter = memory.counter.name == data["token_counter"]
         memory._threads = {k: ThreadState.from_dict(v) for k, v in data["threads"].items()}
         memory._generations = {k: [OMRecord.from_dict(r) for r in gens] for k, gens in data["generations"].items()}
-        memory._reflection_hold = dict(data.get("reflection_hold", {}))
+        if same_counter:
+            memory._reflection_hold = dict(data.get("reflection_hold", {}))
+            memory._reflection_failures = dict(data.get("reflection_failures", {}))
+        else:
+            for generations in memory._generations.values():
+                for record in generations:
+                    record.observation_token_count = memory.counter.count_text(record.active_observations)
         for item in data["messages"]:
             message = Message.from_dict(item)
             memory._messages[message.id] = message
             tokens = item["tokens"] if same_counter else count_message(message, memory.counter)
             memory._message_tokens[message.id] = tokens
+            if item["observed"]:
+                memory._observed_ids.add(message.id)
             if memory._latest_time is None or message.created_at > memory._latest_time:
                 memory._latest_time = message.created_at
-            if not item["observed"]:
-                queue = memory._queues.setdefault(message.thread_id, _ThreadQueue())
-                queue.messages.append(message)
-                queue.tokens += tokens
+        for thread_id, message_ids in data["queues"].items():
+            queue = memory._queues[thread_id] = _ThreadQueue()
+            for message_id in message_ids:
+                queue.messages.append(memory._messages[message_id])
+                queue.tokens += memory._message_tokens[message_id]
+        if not same_counter:
+            for key, generations in memory._generations.items():
+                generations[-1].pending_message_tokens = memory.pending_tokens(None if memory.resource_scope else key)
         return memory

@@ -256,8 +256,24 @@ def _usable_single(output: ObserverOutput, raw: str) -> bool:
     return not output.degenerate and (bool(output.observations) or "<observations>" in raw)
 
 
-def _usable_multi(output: MultiThreadOutput, raw: str) -> bool:
-    return not output.degenerate and (bool(output.threads) or "<observations>" in raw)
+def _read_multi(raw: str, thread_ids: Sequence[str]) -> MultiThreadOutput | None:
+    """The multi-thread answer, or None when it is unusable.
+
+    Usable: at least one thread of the batch answered; or an explicit, empty ``<observations>`` block (nothing
+    to note). A reply whose thread blocks name none of the batch's threads would otherwise mark the whole batch
+    observed with nothing recorded. A one-thread batch answered in single-thread format is attributed to it.
+    """
+    multi = parse_multi_thread_output(raw)
+    if multi.degenerate:
+        return None
+    if any(thread_id in multi.threads for thread_id in thread_ids) or (not thread_ids and multi.threads):
+        return multi
+    single = parse_observer_output(raw)
+    if single.observations:
+        if len(thread_ids) == 1 and not multi.threads:
+            return MultiThreadOutput({thread_ids[0]: single}, degenerate=False)
+        return None
+    return multi if "<observations>" in raw and not multi.threads else None
 
 
 async def call_observer(
@@ -267,16 +283,20 @@ async def call_observer(
     user_messages: Sequence[Mapping[str, str]],
     *,
     multi_thread: bool,
+    thread_ids: Sequence[str] = (),
 ) -> ObserverCall:
-    """Call the Observer, retrying once on a degenerate or unusable answer, then raising."""
+    """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
+
+    ``thread_ids`` (multi-thread only) are the ids the model was shown; an answer must cover one of them.
+    """
     messages = [{"role": "system", "content": system_prompt}, *user_messages]
     replies: list[ModelReply] = []
     for _ in range(OBSERVER_ATTEMPTS):
         reply = await model.complete(messages, stage="observer", settings=settings)
         replies.append(reply)
         if multi_thread:
-            multi = parse_multi_thread_output(reply.text)
-            if _usable_multi(multi, reply.text):
+            multi = _read_multi(reply.text, thread_ids)
+            if multi is not None:
                 return ObserverCall(multi, tuple(replies))
         else:
             single = parse_observer_output(reply.text)

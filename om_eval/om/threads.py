@@ -26,38 +26,41 @@ def strip_thread_tags(text: str) -> str:
     return _THREAD_TAG_LINE.sub("", text).strip()
 
 
-def _section_span(text: str, thread_id: str) -> tuple[int, int] | None:
-    """Start of the last section for ``thread_id`` and the index of its closing tag."""
+def _sections(text: str, thread_id: str) -> list[tuple[int, int]]:
+    """(start, index of ``</thread>``) of every section for ``thread_id``, in order."""
     opening = f'<thread id="{thread_id}">'
-    start = text.rfind(opening)
-    if start < 0:
-        return None
-    end = text.find("</thread>", start)
-    return None if end < 0 else (start, end)
+    spans = []
+    start = text.find(opening)
+    while start >= 0:
+        end = text.find("</thread>", start)
+        if end < 0:
+            break
+        spans.append((start, end))
+        start = text.find(opening, end)
+    return spans
 
 
 def replace_or_append_thread_section(existing: str, thread_id: str, observations: str, separator: str) -> str:
-    """Add ``observations`` to ``thread_id``'s section.
+    """Add ``observations`` to ``thread_id``'s observations (§1.9 step 4).
 
-    When the thread's latest section already holds the same ``Date:`` line that the new observations start
-    with, the new lines (minus that repeated header) go inside it, before ``</thread>``. Otherwise a new section
-    is appended after ``separator`` (a message-boundary delimiter or a blank line).
+    When a section of this thread opens with the same ``Date:`` line as the new observations, the new lines
+    (minus that repeated header) go inside the first such section, before its ``</thread>``. Otherwise a new
+    section is appended after ``separator`` (a message-boundary delimiter or a blank line).
     """
     observations = strip_thread_tags(observations)
     if not observations:
         return existing
-    span = _section_span(existing, thread_id)
-    first_date = _DATE_LINE.search(observations)
-    if span is not None and first_date is not None:
-        start, end = span
-        section_dates = {line.strip() for line in _DATE_LINE.findall(existing[start:end])}
-        if first_date.group(0).strip() in section_dates:
-            lines = observations.splitlines()
-            lines.remove(first_date.group(0))
-            body = "\n".join(lines).strip("\n")
-            if body:
+    new_date = _DATE_LINE.search(observations)
+    if new_date is not None:
+        for start, end in _sections(existing, thread_id):
+            section_date = _DATE_LINE.search(existing, start, end)
+            if section_date is not None and section_date.group(0).strip() == new_date.group(0).strip():
+                lines = observations.splitlines()
+                lines.remove(new_date.group(0))
+                body = "\n".join(lines).strip("\n")
+                if not body:
+                    return existing
                 return existing[:end].rstrip("\n") + "\n" + body + "\n" + existing[end:]
-            return existing
     section = f'<thread id="{thread_id}">\n{observations}\n</thread>'
     return section if not existing.strip() else existing + separator + section
 

@@ -258,18 +258,22 @@ def test_uncompressible_observations_do_not_loop() -> None:
     assert len(memory.generations()) == 1  # memory never replaced by a no-smaller reflection
 
 
-def test_all_degenerate_reflection_keeps_memory() -> None:
-    model = ScriptedModel(faults={"reflector": ["degenerate"] * 4})
+@pytest.mark.parametrize("fault", ["degenerate", "error"])
+def test_failed_reflection_keeps_memory_and_the_observation(fault: str) -> None:
+    model = ScriptedModel(faults={"reflector": [fault] * 8})
     config = resource_config(reflection=ReflectionConfig(observation_tokens=300))
     memory = ObservationalMemory(config, observer=model)
     for minute in range(12):
         memory.add_message(one_message(f"I collect vintage maps of city number {minute}. They hang in my hall.",
                                        thread=f"t{minute}", minutes=minute))
-    with pytest.raises(ReflectionError):
-        run(memory.observe(force=True))
+    outcome = run(memory.observe(force=True))
+    assert outcome is not None and outcome.reflection is None and outcome.reflection_error
+    assert [e.kind for e in memory.events][-1] == "reflection_failed"
     record = memory.record()
     assert record.active_observations and len(memory.generations()) == 1
     assert memory.pending_tokens() == 0  # the observation itself was kept
+    with pytest.raises(Exception):  # an explicit reflect() reports the failure to its caller
+        run(memory.reflect())
 
 
 def test_forced_reflect_with_guidance_creates_a_generation() -> None:
@@ -306,15 +310,149 @@ def test_pending_tokens_are_counted_once_per_message() -> None:
         memory.add_message(replace(message, content="something else"))
 
 
-def test_messages_at_or_before_the_cursor_count_as_observed() -> None:
+def test_messages_at_or_before_the_cursor_are_not_lost() -> None:
+    # Same-timestamp and late messages wait for the next observation instead of vanishing (review finding).
     memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
     memory.add_message(one_message("I keep bees.", minutes=10))
     run(memory.observe(force=True))
+    memory.add_message(one_message("Same minute, different message.", minutes=10, ident="same"))
     memory.add_message(one_message("An old message replayed late.", minutes=5, ident="late"))
-    assert memory.pending_tokens() == 0
+    assert [m.id for m in memory.unobserved_messages()] == ["same", "late"]
+    run(memory.observe(force=True))
+    assert memory.pending_tokens() == 0 and "replayed late" in memory.record().active_observations
 
 
 def test_shared_token_budget_raises_the_observation_threshold() -> None:
     config = resource_config(share_token_budget=True)
     memory = ObservationalMemory(config, observer=ScriptedModel())
     assert memory.observation_threshold() == MESSAGE_TOKENS + REFLECT_TOKENS
+
+
+def test_multi_thread_reply_naming_no_batch_thread_marks_nothing_observed() -> None:
+    wrong = '<observations>\n<thread id="1">\n* 🔴 (09:00) User stated something.\n</thread>\n</observations>'
+
+    class WrongIds(ScriptedModel):
+        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+            return wrong
+
+    memory = ObservationalMemory(resource_config(), observer=WrongIds())
+    memory.add_message(one_message("I keep bees.", thread="a"))
+    memory.add_message(one_message("I grow tomatoes.", thread="b", minutes=1))
+    with pytest.raises(ObserverOutputError):
+        run(memory.observe(force=True))
+    assert memory.pending_tokens() > 0 and memory.record().active_observations == ""
+
+
+def test_one_thread_batch_answered_in_single_thread_format_is_attributed() -> None:
+    class SingleFormat(ScriptedModel):
+        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+            return "<observations>\nDate: Mar 1, 2025\n* 🔴 (09:00) User stated they keep bees.\n</observations>"
+
+    memory = ObservationalMemory(resource_config(obscure_thread_ids=False), observer=SingleFormat())
+    memory.add_message(one_message("I keep bees.", thread="a"))
+    run(memory.observe(force=True))
+    assert '<thread id="a">' in memory.record().active_observations and memory.pending_tokens() == 0
+
+
+def test_messages_arriving_during_an_observer_call_stay_pending() -> None:
+    class Slow(ScriptedModel):
+        async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+            memory.add_message(one_message("Arrived mid-call.", thread="a", minutes=30, ident="mid"))
+            return await super().complete(messages, stage=stage, settings=settings)
+
+    memory = ObservationalMemory(resource_config(), observer=Slow())
+    memory.add_message(one_message("I keep bees.", thread="a"))
+    run(memory.observe(force=True))
+    assert [m.id for m in memory.unobserved_messages()] == ["mid"]
+
+
+def test_sequential_failure_keeps_finished_batches_consistent() -> None:
+    config = resource_config(observation=replace(resource_config().observation, batch_mode="sequential"))
+
+    class FailSecond(ScriptedModel):
+        def reply(self, messages, *, stage=None, model=None):  # noqa: ANN001, ANN201
+            if len(self.calls) == 1:
+                self.calls.append(None)  # type: ignore[arg-type]
+                raise ScriptedModelError("second batch fails")
+            return super().reply(messages, stage=stage, model=model)
+
+    memory = ObservationalMemory(config, observer=FailSecond())
+    for session in make_conversation(5, 6, seed=2):
+        memory.add_messages(session.messages)
+    before = memory.pending_tokens()
+    with pytest.raises(ScriptedModelError):
+        run(memory.observe(force=True))
+    record = memory.record()
+    assert 0 < memory.pending_tokens() < before
+    assert record.last_observed_at is not None and record.total_tokens_observed > 0
+    assert record.pending_message_tokens == memory.pending_tokens()
+    assert record.observation_token_count > 0
+
+
+def test_restored_memory_keeps_thread_order() -> None:
+    memory = ObservationalMemory(resource_config(obscure_thread_ids=False), observer=ScriptedModel())
+    memory.add_message(one_message("Second thread first.", thread="b", minutes=5))
+    memory.add_message(one_message("First thread later.", thread="a", minutes=1))
+    restored = ObservationalMemory.from_snapshot(json.loads(json.dumps(memory.snapshot())), observer=ScriptedModel())
+    now = datetime(2025, 3, 2)
+    assert restored.build_context(now).messages == memory.build_context(now).messages
+
+
+def test_reading_does_not_change_the_snapshot() -> None:
+    memory = ObservationalMemory(OMConfig(observation=ObservationConfig(buffer_tokens=False)), observer=ScriptedModel())
+    before = memory.snapshot()
+    memory.record("t9")
+    memory.generations("t9")
+    memory.build_context(datetime(2025, 1, 1), "t9")
+    memory.observation_threshold("t9")
+    assert memory.snapshot() == before
+
+
+def test_mixed_naive_and_aware_times_are_rejected_before_any_change() -> None:
+    from datetime import timezone
+
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    memory.add_message(one_message("naive"))
+    aware = Message("aware", "t1", "user", "aware", datetime(2025, 3, 2, tzinfo=timezone.utc))
+    before = memory.snapshot()
+    with pytest.raises(TypeError, match="mixes timezone-aware and naive"):
+        memory.add_message(aware)
+    assert memory.snapshot() == before
+
+
+def test_list_and_tuple_parts_are_the_same_message() -> None:
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    when = datetime(2025, 3, 1)
+    memory.add_message(Message("m1", "t", "user", ({"type": "text", "text": "hi"},), when))
+    memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "hi"}], when))  # type: ignore[arg-type]
+
+
+def test_restore_with_another_estimator_recounts_everything() -> None:
+    from om_eval.om.tokens import CharRatioCounter
+
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+    for session in make_conversation(4, 6, seed=2):
+        memory.add_messages(session.messages)
+    run(memory.observe(force=True))
+    memory.add_messages(make_conversation(5, 6, seed=2)[4].messages)
+    chars = CharRatioCounter()
+    restored = ObservationalMemory.from_snapshot(memory.snapshot(), observer=ScriptedModel(), token_counter=chars)
+    assert restored.record().observation_token_count == chars.count_text(memory.record().active_observations)
+    assert restored.pending_tokens() != memory.pending_tokens()
+    assert restored.snapshot()["token_counter"] == "chars/4"
+
+
+def test_reflection_backoff_doubles_after_each_unproductive_ladder() -> None:
+    model = ScriptedModel(faults={"reflector": ["no_compression"] * 400})
+    config = resource_config(reflection=ReflectionConfig(observation_tokens=300, retry_after_growth=0.1))
+    memory = ObservationalMemory(config, observer=model)
+    for minute in range(30):
+        memory.add_message(one_message(f"Fact {minute}: I collect vintage maps of Lisbon and old coins too.",
+                                       thread=f"t{minute}", minutes=minute))
+        run(memory.observe(force=True))
+    ladders = [e for e in memory.events if e.kind == "reflection_unproductive"]
+    deferred = [e for e in memory.events if e.kind == "reflection_deferred"]
+    # The growth required doubles with each failed ladder: 30, 60, 120, ... tokens.
+    hold = memory.snapshot()["reflection_hold"]["default"]
+    assert hold == ladders[-1].observation_tokens_before + 30 * 2 ** (len(ladders) - 1)
+    assert len(deferred) > 2 * len(ladders)  # most observations no longer pay for a ladder
