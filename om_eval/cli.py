@@ -7,9 +7,11 @@ import sys
 from collections.abc import Sequence
 
 DEMO_EXAMPLES = """examples:
-  om-eval demo                                  # 24 sessions through OM, resource scope, scripted model
-  om-eval demo --variant legacy --message-tokens 4000 --observation-tokens 3000
-  om-eval demo --scope thread --show-context --save-snapshot results/demo-memory.json
+  om-eval demo                                  # the local model (needs om-eval[local]), a short conversation
+  om-eval demo --model scripted                 # 24 sessions with the offline scripted model, in seconds
+  om-eval demo --model scripted --variant legacy --message-tokens 4000 --observation-tokens 3000
+  om-eval demo --model openai/gpt-4o-mini --show-context     # any litellm model id (needs its API key)
+  om-eval demo --model scripted --scope thread --save-snapshot results/demo-memory.json
 """
 
 
@@ -22,14 +24,18 @@ def _demo_parser(commands: argparse._SubParsersAction) -> None:
         epilog=DEMO_EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    demo.add_argument("--sessions", type=int, default=24, help="number of sessions (default 24)")
-    demo.add_argument("--pairs", type=int, default=6, help="user/assistant pairs per session (default 6)")
+    demo.add_argument("--model", default="local",
+                      help="a config in configs/model (local, scripted, gpt-4o-mini, ...) or a litellm model id")
+    demo.add_argument("--sessions", type=int, help="number of sessions (local: 3, otherwise 24)")
+    demo.add_argument("--pairs", type=int, help="user/assistant pairs per session (local: 3, otherwise 6)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the synthetic conversation")
     demo.add_argument("--scope", choices=("resource", "thread"), default="resource")
     demo.add_argument("--variant", choices=("current", "legacy", "condensed"), default="current")
-    demo.add_argument("--message-tokens", type=int, default=6000, help="observation threshold (default 6000)")
-    demo.add_argument("--observation-tokens", type=int, default=3000, help="reflection threshold (default 3000)")
-    demo.add_argument("--batch-tokens", type=int, default=4000, help="max tokens per observer batch")
+    demo.add_argument("--message-tokens", type=int, help="observation threshold (local: 1200, otherwise 6000)")
+    demo.add_argument("--observation-tokens", type=int, help="reflection threshold (local: 1500, otherwise 3000)")
+    demo.add_argument("--batch-tokens", type=int, help="max tokens per observer batch")
+    demo.add_argument("--cache-dir", help="model-answer cache folder (default: om-eval cache path)")
+    demo.add_argument("--no-cache", action="store_true", help="call the model even for answers already cached")
     demo.add_argument("--show-context", action="store_true", help="print the actor's full context at the end")
     demo.add_argument("--save-snapshot", metavar="PATH", help="write the memory snapshot as JSON")
 
@@ -41,6 +47,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _demo_parser(commands)
+    from om_eval.llm.cache_cli import add_cache_parser
+
+    add_cache_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -49,6 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from om_eval.run_demo import run_demo
 
         return run_demo(args)
+    if args.command == "cache":
+        from om_eval.llm.cache_cli import run_cache_command
+
+        return run_cache_command(args)
     parser.error(f"unknown command {args.command!r}")
     return 2
 

@@ -1,10 +1,12 @@
-"""``om-eval demo``: a conversation through OM with the scripted model, shown with rich."""
+"""``om-eval demo``: a synthetic conversation through OM, every model call through the litellm client."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import json
+import time
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
@@ -13,76 +15,127 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from om_eval.demo import make_conversation
-from om_eval.om.config import ConfigError, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.config import ConfigError, ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.memory import ObservationalMemory
-from om_eval.om.scripted import ScriptedModel
 
 
-def _config(args: argparse.Namespace) -> OMConfig:
+@dataclass(frozen=True)
+class DemoSize:
+    """How much conversation to feed and at which thresholds."""
+
+    sessions: int
+    pairs: int
+    message_tokens: int
+    observation_tokens: int
+    batch_tokens: int
+
+
+#: A real local model reads ~60 tokens/s on 2 cores, so its demo is small enough to finish in minutes.
+LOCAL_SIZE = DemoSize(sessions=3, pairs=3, message_tokens=1200, observation_tokens=1500, batch_tokens=1200)
+SCRIPTED_SIZE = DemoSize(sessions=24, pairs=6, message_tokens=6000, observation_tokens=3000, batch_tokens=4000)
+
+
+def _size(args: argparse.Namespace, model: ModelSettings) -> DemoSize:
+    base = LOCAL_SIZE if model.model.startswith("local/") else SCRIPTED_SIZE
+    chosen = {name: getattr(args, name) for name in DemoSize.__dataclass_fields__}
+    return DemoSize(**{name: base.__dict__[name] if value is None else value for name, value in chosen.items()})
+
+
+def _config(args: argparse.Namespace, model: ModelSettings, size: DemoSize) -> OMConfig:
     return OMConfig(
         scope=args.scope,
         prompt_variant=args.variant,
         obscure_thread_ids=True,
         observation=ObservationConfig(
-            message_tokens=args.message_tokens, max_tokens_per_batch=args.batch_tokens, buffer_tokens=False
+            message_tokens=size.message_tokens, max_tokens_per_batch=size.batch_tokens, buffer_tokens=False,
+            model=model,
         ),
-        reflection=ReflectionConfig(observation_tokens=args.observation_tokens),
+        reflection=ReflectionConfig(observation_tokens=size.observation_tokens, model=model),
     )
 
 
-async def _ingest(memory: ObservationalMemory, args: argparse.Namespace, console: Console) -> None:
-    sessions = make_conversation(args.sessions, args.pairs, seed=args.seed)
+def _status(memory: ObservationalMemory, client: object, thread: str | None) -> str:
+    totals = client.ledger.totals()  # type: ignore[attr-defined]
+    record = memory.record(thread)
+    return (
+        f"pending {memory.pending_tokens(thread):>6} tok · observations {record.observation_token_count:>5} tok · "
+        f"calls {totals.calls} ({totals.cached} cached) · {totals.prompt_tokens + totals.completion_tokens} tok"
+    )
+
+
+async def _ingest(memory: ObservationalMemory, client: object, size: DemoSize, seed: int, console: Console) -> None:
+    sessions = make_conversation(size.sessions, size.pairs, seed=seed)
     columns = (TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
-        task = progress.add_task("", total=len(sessions))
+    with Progress(*columns, console=console) as progress:
+        task = progress.add_task("", total=size.sessions * size.pairs)
         for session in sessions:
+            thread = None if memory.resource_scope else session.thread_id
             for start in range(0, len(session.messages), 2):
                 memory.add_messages(session.messages[start : start + 2])
+                progress.update(task, description=_status(memory, client, thread) + " · observing…")
                 await memory.observe(session.thread_id)
-            record = memory.record(session.thread_id)
-            progress.update(
-                task, advance=1,
-                description=f"pending {memory.pending_tokens(session.thread_id):>6} tok · observations "
-                f"{record.observation_token_count:>6} tok · generation {record.generation_count}",
-            )
+                progress.update(task, advance=1, description=_status(memory, client, thread))
 
 
-def _summary(memory: ObservationalMemory) -> Table:
+def _summary(memory: ObservationalMemory, client: object) -> Table:
     table = Table(title="What the memory did")
-    table.add_column("event")
-    table.add_column("count", justify="right")
-    table.add_column("model calls", justify="right")
-    table.add_column("detail")
+    for column in ("event", "count", "model calls", "detail"):
+        table.add_column(column, justify="right" if column in ("count", "model calls") else "left")
     kinds: dict[str, list] = {}
     for event in memory.events:
         kinds.setdefault(event.kind, []).append(event)
     for kind, events in kinds.items():
-        detail = ""
-        if kind == "reflection":
-            detail = "levels " + ", ".join("→".join(map(str, e.levels)) for e in events)
+        detail = "levels " + ", ".join("→".join(map(str, e.levels)) for e in events) if kind == "reflection" else ""
         table.add_row(kind, str(len(events)), str(sum(e.calls for e in events)), detail)
+    totals = client.ledger.totals()  # type: ignore[attr-defined]
+    table.caption = (
+        f"{totals.calls} model calls, {totals.cached} from cache, {totals.retries} retries, "
+        f"{totals.prompt_tokens:,} prompt + {totals.completion_tokens:,} completion tokens, "
+        f"${totals.cost_usd:.4f}"
+    )
     return table
 
 
 def run_demo(args: argparse.Namespace) -> int:
     console = Console()
+    from om_eval.llm import ClientSettings, LLMCallError, LLMClient
+    from om_eval.llm.cache import ResponseCache
+    from om_eval.llm.models import model_settings
+
     try:
-        config = _config(args)
+        model = model_settings(args.model)
+        size = _size(args, model)
+        config = _config(args, model, size)
     except ConfigError as error:
         console.print(f"[red]invalid option:[/red] {error}")
         return 2
-    memory = ObservationalMemory(config, observer=ScriptedModel(), resource_id="demo-user")
-    asyncio.run(_ingest(memory, args, console))
-    console.print(_summary(memory))
+    cache = None if args.no_cache else ResponseCache(args.cache_dir)
+    client = LLMClient(cache=cache, settings=ClientSettings(default_concurrency=4))
+    memory = ObservationalMemory(config, observer=client, resource_id="demo-user")
+    console.print(
+        f"model [bold]{model.model}[/bold] · {size.sessions} sessions x {size.pairs} pairs · observe at "
+        f"{size.message_tokens} tokens, reflect above {size.observation_tokens} · prompt variant {args.variant}"
+        + (f" · cache {cache.root}" if cache else " · no cache")
+    )
+    started = time.perf_counter()
+    try:
+        asyncio.run(_ingest(memory, client, size, args.seed, console))
+    except LLMCallError as error:
+        console.print(f"[red]model call failed:[/red] {error}")
+        return 1
+    finally:
+        if cache is not None:
+            cache.close()
+    console.print(_summary(memory, client))
     thread = None if config.scope == "resource" else memory.thread_ids[-1]
     record = memory.record(thread)
     console.print(
-        f"token estimator {memory.counter.name} · active observations {record.observation_token_count} tokens · "
-        f"{len(memory.generations(thread))} generation(s) · unobserved {memory.pending_tokens(thread)} tokens"
+        f"{time.perf_counter() - started:.1f} s · token estimator {memory.counter.name} · active observations "
+        f"{record.observation_token_count} tokens · {len(memory.generations(thread))} generation(s) · "
+        f"unobserved {memory.pending_tokens(thread)} tokens"
     )
-    now = record.updated_at + timedelta(days=1)  # "the next day": relative dates read naturally
-    context = memory.build_context(now, thread)
+    context = memory.build_context(record.updated_at + timedelta(days=1), thread)
     if args.show_context:
         for message in context.messages:
             console.rule(message["role"])

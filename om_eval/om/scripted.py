@@ -12,7 +12,9 @@ network and no weights:
 It can be told to misbehave, per stage, in order: ``ScriptedModel(faults={"observer": ["degenerate"]})`` makes
 the first Observer call return a repetition loop and later calls behave. Faults: ``degenerate``,
 ``missing_tags`` (list lines without XML), ``prose`` (text with no tags and no list lines), ``empty``,
-``no_compression`` (the Reflector echoes its input), ``error`` (raises :class:`ScriptedModelError`).
+``no_compression`` (the Reflector echoes its input), and provider errors that raise :class:`ScriptedModelError`
+with an HTTP status: ``error``/``server_error`` (500), ``rate_limit`` (429), ``timeout`` (408), ``bad_request``
+(400), ``auth_error`` (401).
 """
 
 from __future__ import annotations
@@ -28,7 +30,16 @@ from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
 from om_eval.om.prompts import load_prompts
 
-FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "error")
+#: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
+ERROR_FAULTS = {
+    "error": 500,
+    "server_error": 500,
+    "rate_limit": 429,
+    "timeout": 408,
+    "bad_request": 400,
+    "auth_error": 401,
+}
+FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", *ERROR_FAULTS)
 #: Words kept per observation line at each compression level.
 WORDS_PER_LEVEL = {0: 18, 1: 13, 2: 9, 3: 6, 4: 4}
 
@@ -46,7 +57,11 @@ _STOPWORDS = frozenset(
 
 
 class ScriptedModelError(RuntimeError):
-    """A fault the scripted model was told to raise."""
+    """A fault the scripted model was told to raise; ``status_code`` is what a provider would answer."""
+
+    def __init__(self, message: str, status_code: int = 500) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 @dataclass
@@ -161,9 +176,9 @@ class ScriptedModel:
         queue = self._pending.get(stage)
         fault = queue.pop(0) if queue else None
         plain = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-        if fault == "error":
+        if fault in ERROR_FAULTS:
             self.calls.append(ScriptedCall(stage, plain, fault, ""))
-            raise ScriptedModelError(f"scripted {stage} fault: simulated provider error")
+            raise ScriptedModelError(f"scripted {stage} fault: simulated {fault}", ERROR_FAULTS[fault])
         text = self._answer(plain, stage, fault)
         self.calls.append(ScriptedCall(stage, plain, fault, text))
         prompt = sum(_approx_tokens(m["content"]) for m in plain)

@@ -1,0 +1,250 @@
+"""The one door to every model: litellm, a persistent cache, a ledger, and rate-limit handling in one place.
+
+:class:`LLMClient` implements OM's :class:`~om_eval.om.model.ChatModel` protocol, so the engine, the actor and the
+judge all reach models the same way. Per call it:
+
+1. builds the final :class:`~om_eval.llm.request.LLMRequest` (model id, messages, every parameter);
+2. computes the cache key once, from that request plus the caller's scope, *before* the call;
+3. serves a hit, or calls ``litellm.acompletion`` under a per-model concurrency limit with a timeout;
+4. retries rate limits (429), timeouts and server errors (5xx, connection errors) with jittered exponential
+   backoff, a bounded number of times; any other error (400, 401, 404, ...) fails at once with the provider's
+   message;
+5. stores the answer (only deterministic requests, unless the caller opts in) and records a ledger entry.
+
+A paid call is written to the cache before it is returned, so a crash afterwards never loses it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from om_eval.llm.cache import CachedResponse, ResponseCache
+from om_eval.llm.ledger import CallRecord, Ledger
+from om_eval.llm.pricing import call_cost
+from om_eval.llm.request import LLMRequest, cache_key
+from om_eval.om.config import ModelSettings
+from om_eval.om.model import ChatMessage, ModelReply
+
+#: HTTP statuses worth retrying: request timeout, conflict, too early, rate limit; every 5xx is too.
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
+#: Mastra names Gemini models ``google/...``; litellm calls the AI Studio provider ``gemini/...``.
+PROVIDER_ALIASES = {"google": "gemini"}
+GEMINI_PROVIDERS = ("gemini", "vertex_ai")
+
+
+class LLMCallError(RuntimeError):
+    """A model call failed for good. Names the stage, the model, the cause and how many retries were made."""
+
+    def __init__(self, stage: str, model: str, cause: BaseException, retries: int) -> None:
+        status = getattr(cause, "status_code", None)
+        status_text = f" (HTTP {status})" if status else ""
+        tries = f" after {retries} retries" if retries else ""
+        super().__init__(f"{stage} call to {model} failed{tries}{status_text}: {type(cause).__name__}: {cause}")
+        self.stage = stage
+        self.model = model
+        self.cause = cause
+        self.retries = retries
+        self.status_code = status
+
+
+@dataclass(frozen=True)
+class ClientSettings:
+    """How the client calls providers. None of these change answers, so none are part of a cache key."""
+
+    timeout_s: float = 600.0
+    max_retries: int = 5
+    backoff_base_s: float = 1.0
+    backoff_max_s: float = 60.0
+    default_concurrency: int = 16
+    concurrency: Mapping[str, int] = field(default_factory=dict)
+    """Per-model limits on calls in flight, keyed by litellm model id."""
+    cache_nondeterministic: bool = False
+    """Also cache requests with temperature > 0 and no seed (off: such calls are repeated on purpose)."""
+
+
+def litellm_model_id(model: str) -> str:
+    """Translate Mastra-style ids (``google/gemini-2.5-flash``) into litellm's (``gemini/gemini-2.5-flash``)."""
+    provider, sep, name = model.partition("/")
+    return f"{PROVIDER_ALIASES.get(provider, provider)}{sep}{name}" if sep else model
+
+
+def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """litellm parameters from OM's ``provider_options``.
+
+    ``google.thinkingConfig.thinkingBudget`` becomes litellm's ``thinking`` budget on Gemini models and is
+    dropped elsewhere; ``openai.reasoningEffort`` becomes ``reasoning_effort`` on OpenAI models; everything
+    under ``litellm`` is passed through verbatim (e.g. ``{"litellm": {"num_ctx": 8192}}``).
+    """
+    provider = model.partition("/")[0]
+    params: dict[str, Any] = {}
+    google = options.get("google") or {}
+    budget = (google.get("thinkingConfig") or {}).get("thinkingBudget")
+    if budget is not None and provider in GEMINI_PROVIDERS:
+        params["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    effort = (options.get("openai") or {}).get("reasoningEffort")
+    if effort is not None and provider in ("openai", "azure"):
+        params["reasoning_effort"] = effort
+    params.update(options.get("litellm") or {})
+    return params
+
+
+def build_request(messages: Sequence[ChatMessage], settings: ModelSettings) -> LLMRequest:
+    """The final request for ``settings``: model id, temperature, output cap and provider parameters."""
+    model = litellm_model_id(settings.model)
+    return LLMRequest.build(
+        model,
+        messages,
+        temperature=settings.temperature,
+        max_tokens=settings.max_output_tokens,
+        **provider_params(model, settings.provider_options),
+    )
+
+
+def is_retryable(error: BaseException) -> bool:
+    """Rate limits, timeouts, connection and server errors are worth retrying; other client errors are not."""
+    if isinstance(error, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        return status in RETRYABLE_STATUS or status >= 500
+    name = type(error).__name__
+    return name in {"APIConnectionError", "Timeout", "APITimeoutError", "RateLimitError", "InternalServerError",
+                    "ServiceUnavailableError", "BadGatewayError"}
+
+
+def _retry_after(error: BaseException) -> float | None:
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+class LLMClient:
+    """Async access to any litellm model, with cache, ledger, limits and retries.
+
+    Args:
+        cache: where answers persist; ``None`` disables caching.
+        ledger: collects one record per call; a fresh one is made when omitted.
+        settings: timeouts, retries and concurrency.
+        scope: folded into every cache key (e.g. prompt-variant hash); a call may add its own.
+        sleep: the backoff sleeper (tests pass a fake).
+        seed: seeds the backoff jitter.
+    """
+
+    def __init__(
+        self,
+        *,
+        cache: ResponseCache | None = None,
+        ledger: Ledger | None = None,
+        settings: ClientSettings | None = None,
+        scope: Any = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        seed: int | None = None,
+    ) -> None:
+        self.cache = cache
+        self.ledger = ledger if ledger is not None else Ledger()
+        self.settings = settings or ClientSettings()
+        self.scope = scope
+        self._sleep = sleep
+        self._random = random.Random(seed)
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+
+    # -- the ChatModel protocol -----------------------------------------------------------------------------
+
+    async def complete(
+        self, messages: Sequence[ChatMessage], *, stage: str, settings: ModelSettings, scope: Any = None
+    ) -> ModelReply:
+        """Call the model ``settings`` names with ``messages`` (the engine's entry point)."""
+        return await self.call(build_request(messages, settings), stage=stage, scope=scope)
+
+    # -- the general entry point ----------------------------------------------------------------------------
+
+    async def call(
+        self, request: LLMRequest, *, stage: str, scope: Any = None, cache: bool | None = None
+    ) -> ModelReply:
+        """Send ``request``. ``cache`` forces caching on or off; by default only deterministic calls are."""
+        started = time.time()
+        use_cache = self.cache is not None and (
+            cache if cache is not None else (request.deterministic or self.settings.cache_nondeterministic)
+        )
+        key = cache_key(request, {"client": self.scope, "call": scope}) if use_cache else None
+        if key is not None:
+            hit = self.cache.get(key)  # type: ignore[union-attr]
+            if hit is not None:
+                self.ledger.add(CallRecord(
+                    stage, request.model, hit.prompt_tokens, hit.completion_tokens, True,
+                    time.time() - started, 0, 0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started,
+                ))
+                return ModelReply(hit.text, hit.model, hit.prompt_tokens, hit.completion_tokens, cached=True)
+
+        retries = 0
+        async with self._semaphore(request.model):
+            while True:
+                try:
+                    reply, cost = await self._send(request)
+                    break
+                except Exception as error:  # classified below: retried, or recorded and raised
+                    if is_retryable(error) and retries < self.settings.max_retries:
+                        await self._sleep(self._backoff(retries, error))
+                        retries += 1
+                        continue
+                    self.ledger.add(CallRecord(
+                        stage, request.model, None, None, False, time.time() - started, retries, None,
+                        error=f"{type(error).__name__}: {error}", cache_key=key, started_at=started,
+                    ))
+                    raise LLMCallError(stage, request.model, error, retries) from error
+        if key is not None:
+            entry = CachedResponse(
+                text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens, cost_usd=cost,
+                created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model,
+            )
+            # Stored (with fsync) before the answer is returned; off the event loop so other calls proceed.
+            await asyncio.to_thread(self.cache.put, key, entry, request=request, stage=stage, scope=scope)  # type: ignore[union-attr]
+        self.ledger.add(CallRecord(
+            stage, request.model, reply.prompt_tokens, reply.completion_tokens, False, time.time() - started,
+            retries, cost, cache_key=key, started_at=started,
+        ))
+        return reply
+
+    # -- internals ------------------------------------------------------------------------------------------
+
+    def _semaphore(self, model: str) -> asyncio.Semaphore:
+        semaphore = self._semaphores.get(model)
+        if semaphore is None:
+            limit = self.settings.concurrency.get(model, self.settings.default_concurrency)
+            semaphore = self._semaphores[model] = asyncio.Semaphore(limit)
+        return semaphore
+
+    def _backoff(self, retries: int, error: BaseException) -> float:
+        """Full-jitter exponential backoff, at least the provider's Retry-After when it sent one."""
+        ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**retries)
+        delay = self._random.uniform(0, ceiling)
+        hinted = _retry_after(error)
+        return max(delay, min(hinted, self.settings.backoff_max_s)) if hinted is not None else delay
+
+    async def _send(self, request: LLMRequest) -> tuple[ModelReply, float | None]:
+        from om_eval.llm._litellm import litellm_module
+
+        litellm = litellm_module()
+        timeout = self.settings.timeout_s
+        response = await asyncio.wait_for(
+            litellm.acompletion(**request.litellm_kwargs(), timeout=timeout, num_retries=0),
+            timeout=timeout + 5,
+        )
+        text = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        completion_tokens = getattr(usage, "completion_tokens", None)
+        answered_by = getattr(response, "model", None) or request.model
+        cost = call_cost(request.model, prompt_tokens, completion_tokens)
+        return ModelReply(text, answered_by, prompt_tokens, completion_tokens), cost

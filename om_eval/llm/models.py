@@ -1,0 +1,53 @@
+"""Models as configuration: ``configs/model/<name>.yaml`` files turned into :class:`ModelSettings`.
+
+Each role (observer, reflector, actor, judge) names its own model; a name is either a file in the model config
+group or a litellm model id (``openai/gpt-4o-mini``), which gets temperature 0 and the provider's output cap.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from om_eval.om.config import ConfigError, ModelSettings
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+MODEL_GROUP = CONFIG_DIR / "model"
+
+
+def known_models() -> list[str]:
+    """Names of the model configs shipped in ``configs/model``."""
+    return sorted(p.stem for p in MODEL_GROUP.glob("*.yaml")) if MODEL_GROUP.is_dir() else []
+
+
+def load_model_file(path: Path) -> ModelSettings:
+    """Read one model config file; errors name the file and the field."""
+    from omegaconf import OmegaConf
+
+    data = OmegaConf.to_container(OmegaConf.load(path), resolve=True)
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a model config must be a mapping with at least 'model'")
+    unknown = sorted(set(data) - {"model", "temperature", "max_output_tokens", "provider_options"})
+    if unknown:
+        raise ConfigError(f"{path}: unknown field {unknown[0]!r}; allowed: model, temperature, max_output_tokens, "
+                          "provider_options")
+    if "model" not in data:
+        raise ConfigError(f"{path}: missing field 'model' (a litellm model id such as openai/gpt-4o-mini)")
+    settings = ModelSettings(**data)
+    try:
+        settings.validate(path.stem)
+    except ConfigError as error:
+        raise ConfigError(f"{path}: {error}") from error
+    return settings
+
+
+def model_settings(name: str) -> ModelSettings:
+    """Settings for a model config name (``local``, ``gpt-4o``...) or a bare litellm model id."""
+    path = MODEL_GROUP / f"{name}.yaml"
+    if path.is_file():
+        return load_model_file(path)
+    if "/" in name:
+        return ModelSettings(model=name, temperature=0.0, max_output_tokens=None, provider_options={})
+    raise ConfigError(
+        f"model {name!r} is neither a config in {MODEL_GROUP} ({', '.join(known_models()) or 'none found'}) "
+        "nor a litellm model id like 'openai/gpt-4o-mini'"
+    )

@@ -1,0 +1,108 @@
+"""Offline providers registered with litellm, so they go through the same client, cache and ledger.
+
+* ``scripted/<name>``: the deterministic scripted model (a test and demo tool). ``scripted/om-eval`` is the
+  default instance; tests register others (for example one told to fail) with :func:`register_scripted`.
+* ``local/<model>``: a real instruction-tuned model run in-process with llama-cpp-python (see ``local.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from types import ModuleType
+from typing import Any
+
+from om_eval.om.scripted import ScriptedModel, ScriptedModelError
+
+DEFAULT_SCRIPTED = "om-eval"
+_scripted: dict[str, ScriptedModel] = {}
+_lock = threading.Lock()
+
+
+def register_scripted(name: str, model: ScriptedModel) -> str:
+    """Make ``model`` answer for ``scripted/<name>``; returns that model id."""
+    with _lock:
+        _scripted[name] = model
+    return f"scripted/{name}"
+
+
+def scripted_model(name: str = DEFAULT_SCRIPTED) -> ScriptedModel:
+    """The instance behind ``scripted/<name>`` (the default one is created on first use)."""
+    with _lock:
+        if name not in _scripted:
+            if name != DEFAULT_SCRIPTED:
+                known = ", ".join(sorted({DEFAULT_SCRIPTED, *_scripted}))
+                raise KeyError(f"no scripted model named {name!r}; known: {known} (register_scripted adds one)")
+            _scripted[name] = ScriptedModel(name=f"scripted/{name}")
+        return _scripted[name]
+
+
+def _scripted_provider_class(litellm: ModuleType) -> type:
+    from litellm.llms.custom_llm import CustomLLM, CustomLLMError
+
+    class ScriptedProvider(CustomLLM):
+        """litellm handler that answers with a :class:`ScriptedModel`."""
+
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+            name = model.split("/", 1)[-1]
+            try:
+                instance = scripted_model(name)
+                reply = instance.reply(messages, model=f"scripted/{name}")
+            except KeyError as error:
+                raise CustomLLMError(status_code=404, message=str(error)) from error
+            except ScriptedModelError as error:
+                raise CustomLLMError(status_code=error.status_code, message=str(error)) from error
+            return litellm.ModelResponse(
+                model=f"scripted/{name}",
+                created=int(time.time()),
+                choices=[{"index": 0, "finish_reason": "stop",
+                          "message": {"role": "assistant", "content": reply.text}}],
+                usage={
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
+                },
+            )
+
+        async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
+            instance_latency = scripted_model(model.split("/", 1)[-1]).latency if "/" in model else 0.0
+            if instance_latency:
+                await asyncio.sleep(instance_latency)
+            return self.completion(model, messages, *args, **kwargs)
+
+    return ScriptedProvider
+
+
+def _lazy_local_class() -> type:
+    from litellm.llms.custom_llm import CustomLLM
+
+    class LazyLocalProvider(CustomLLM):
+        """Loads the llama-cpp provider (and its weights) only when a ``local/...`` model is first called."""
+
+        def completion(self, *args: Any, **kwargs: Any) -> Any:
+            from om_eval.llm.local import get_local_provider
+
+            return get_local_provider().completion(*args, **kwargs)
+
+        async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
+            from om_eval.llm.local import get_local_provider
+
+            return await get_local_provider().acompletion(*args, **kwargs)
+
+    return LazyLocalProvider
+
+
+def register_providers(litellm: ModuleType) -> None:
+    """Add the ``scripted`` and ``local`` providers to litellm's custom provider map (idempotent)."""
+    present = {entry.get("provider") for entry in (litellm.custom_provider_map or [])}
+    entries = list(litellm.custom_provider_map or [])
+    if "scripted" not in present:
+        entries.append({"provider": "scripted", "custom_handler": _scripted_provider_class(litellm)()})
+    if "local" not in present:
+        entries.append({"provider": "local", "custom_handler": _lazy_local_class()()})
+    litellm.custom_provider_map = entries
+    # litellm reads the map into its provider list when set through its setter helper.
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()

@@ -1,0 +1,92 @@
+"""The final request sent to a model, and its cache key.
+
+Why this module: a cache key that misses one parameter silently serves the wrong answer (litellm#9844:
+``reasoning_effort`` left out of the key; litellm#7316: the key computed from a list mutated after the call).
+Here the request is frozen *before* the call, it is exactly what litellm receives, and the key is the sha256 of
+its canonical JSON plus a caller-supplied scope (prompt-variant hash, judge identity, ...). Nothing that reaches
+the provider can be left out of the key, because the key is computed from the same object that is sent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Bump when the key's layout changes, so old entries are never served for new requests.
+KEY_VERSION = 1
+
+
+def _freeze(value: Any) -> Any:
+    """Deep-copy into JSON-ready plain types, so later mutation of the caller's objects cannot reach us."""
+    if isinstance(value, Mapping):
+        return {str(k): _freeze(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_freeze(v) for v in value]
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"request value {value!r} is not finite and cannot be sent or cached")
+        if value.is_integer():
+            return int(value)  # temperature 0 and 0.0 are the same request
+
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"request value of type {type(value).__name__} is not JSON-serialisable: {value!r}")
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON: sorted keys, no whitespace, unicode kept, whole floats written as ints."""
+    return json.dumps(_freeze(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One chat-completion request, exactly as litellm will receive it.
+
+    The request is serialised once, when it is made; what is sent and what is hashed both come from that
+    serialisation, so mutating the caller's lists or dicts afterwards cannot make them differ.
+
+    Attributes:
+        model: the litellm model id (``provider/name``), e.g. ``openai/gpt-4o-mini`` or ``scripted/om-eval``.
+        messages: the final chat messages.
+        params: every other argument passed to ``litellm.acompletion``: sampling (``temperature``,
+            ``max_tokens``, ``seed``, ``top_p``), reasoning (``reasoning_effort``, ``thinking``), tools,
+            ``response_format`` and provider-specific parameters.
+    """
+
+    model: str
+    messages: tuple[Mapping[str, Any], ...]
+    params: Mapping[str, Any] = field(default_factory=dict)
+    payload: str = field(init=False, repr=False, compare=False)
+    """The canonical JSON of everything sent."""
+
+    def __post_init__(self) -> None:
+        body = {"model": self.model, "messages": list(self.messages), **self.params}
+        object.__setattr__(self, "payload", canonical_json(body))
+
+    @classmethod
+    def build(cls, model: str, messages: Sequence[Mapping[str, Any]], **params: Any) -> LLMRequest:
+        """Freeze a request; ``None`` parameters are dropped (they are not sent)."""
+        frozen_messages = tuple(_freeze(m) for m in messages)
+        frozen_params = {k: _freeze(v) for k, v in params.items() if v is not None}
+        return cls(model=model, messages=frozen_messages, params=frozen_params)
+
+    def litellm_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments for ``litellm.acompletion`` (fresh copies every time)."""
+        return json.loads(self.payload)
+
+    @property
+    def deterministic(self) -> bool:
+        """Temperature 0, or an explicit seed: the only requests cached without an opt-in."""
+        temperature = self.params.get("temperature")
+        zero = isinstance(temperature, (int, float)) and not isinstance(temperature, bool) and temperature == 0
+        return zero or self.params.get("seed") is not None
+
+
+def cache_key(request: LLMRequest, scope: Any = None) -> str:
+    """sha256 of the canonical request plus ``scope`` (anything JSON-ready that distinguishes callers)."""
+    text = f'{{"v":{KEY_VERSION},"request":{request.payload},"scope":{canonical_json(scope)}}}'
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

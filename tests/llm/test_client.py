@@ -1,0 +1,196 @@
+"""The litellm client against the scripted provider: retries, caching policy, ledger, the engine through it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from om_eval.llm.cache import ResponseCache
+from om_eval.llm.client import (
+    ClientSettings,
+    LLMCallError,
+    LLMClient,
+    build_request,
+    is_retryable,
+    litellm_model_id,
+    provider_params,
+)
+from om_eval.llm.providers import register_scripted
+from om_eval.llm.request import LLMRequest
+from om_eval.om.config import ModelSettings
+from om_eval.om.scripted import ScriptedModel
+
+QUESTION = [{"role": "user", "content": "Question: Which city did I move to?"}]
+
+
+class FakeSleep:
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, delay: float) -> None:
+        self.delays.append(delay)
+
+
+def client(tmp_path: Path | None = None, **settings: object) -> tuple[LLMClient, FakeSleep]:
+    sleep = FakeSleep()
+    cache = ResponseCache(tmp_path / "cache") if tmp_path is not None else None
+    return LLMClient(cache=cache, settings=ClientSettings(**settings), sleep=sleep, seed=1), sleep
+
+
+def scripted(name: str, faults: list[str] | None = None) -> ModelSettings:
+    register_scripted(name, ScriptedModel(faults={"actor": faults or []}))
+    return ModelSettings(model=f"scripted/{name}", temperature=0, max_output_tokens=None)
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+def test_scripted_provider_answers_through_litellm() -> None:
+    llm, _ = client()
+    reply = run(llm.complete(QUESTION, stage="actor", settings=scripted("plain")))
+    assert reply.text.startswith("I don't know") and reply.model == "scripted/plain"
+    assert reply.prompt_tokens and reply.completion_tokens
+    record = llm.ledger.records[-1]
+    assert record.stage == "actor" and record.cost_usd == 0.0 and not record.cached and record.retries == 0
+
+
+@pytest.mark.parametrize("fault", ["rate_limit", "server_error", "timeout", "error"])
+def test_transient_errors_are_retried_with_growing_jittered_backoff(fault: str) -> None:
+    llm, sleep = client(max_retries=5, backoff_base_s=1.0, backoff_max_s=60.0)
+    reply = run(llm.complete(QUESTION, stage="actor", settings=scripted(f"flaky-{fault}", [fault] * 3)))
+    assert reply.text and llm.ledger.records[-1].retries == 3
+    assert len(sleep.delays) == 3
+    assert all(0 <= d <= 2**i for i, d in enumerate(sleep.delays))  # full jitter under 1, 2, 4 s
+
+
+@pytest.mark.parametrize(("fault", "status"), [("bad_request", 400), ("auth_error", 401)])
+def test_client_errors_fail_at_once_with_the_providers_message(fault: str, status: int) -> None:
+    llm, sleep = client()
+    with pytest.raises(LLMCallError) as error:
+        run(llm.complete(QUESTION, stage="judge", settings=scripted(f"broken-{fault}", [fault])))
+    assert sleep.delays == [] and error.value.status_code == status
+    message = str(error.value)
+    assert message.startswith(f"judge call to scripted/broken-{fault} failed (HTTP {status})")
+    assert f"simulated {fault}" in message
+    assert llm.ledger.records[-1].error and llm.ledger.totals().errors == 1
+
+
+def test_retries_are_bounded() -> None:
+    llm, sleep = client(max_retries=2)
+    with pytest.raises(LLMCallError, match="after 2 retries"):
+        run(llm.complete(QUESTION, stage="actor", settings=scripted("down", ["server_error"] * 10)))
+    assert len(sleep.delays) == 2
+
+
+def test_retry_classification() -> None:
+    class Status(Exception):
+        def __init__(self, code: int) -> None:
+            self.status_code = code
+
+    assert all(is_retryable(Status(c)) for c in (408, 429, 500, 502, 503, 504))
+    assert not any(is_retryable(Status(c)) for c in (400, 401, 403, 404, 422))
+    assert is_retryable(asyncio.TimeoutError()) and not is_retryable(ValueError("bad"))
+
+
+def test_deterministic_calls_are_cached_and_hits_cost_nothing(tmp_path: Path) -> None:
+    llm, _ = client(tmp_path)
+    settings = scripted("cached")
+    first = run(llm.complete(QUESTION, stage="actor", settings=settings))
+    second = run(llm.complete(QUESTION, stage="actor", settings=settings))
+    assert not first.cached and second.cached and second.text == first.text
+    totals = llm.ledger.totals()
+    assert totals.calls == 2 and totals.cached == 1
+    # A fresh client on the same folder (another process, a later run) hits too.
+    again, _ = client(tmp_path)
+    assert run(again.complete(QUESTION, stage="actor", settings=settings)).cached
+
+
+def test_sampled_calls_are_not_cached_unless_opted_in(tmp_path: Path) -> None:
+    warm = ModelSettings(model="scripted/om-eval", temperature=0.7, max_output_tokens=None)
+    llm, _ = client(tmp_path)
+    run(llm.complete(QUESTION, stage="actor", settings=warm))
+    assert not run(llm.complete(QUESTION, stage="actor", settings=warm)).cached
+    opted, _ = client(tmp_path, cache_nondeterministic=True)
+    run(opted.complete(QUESTION, stage="actor", settings=warm))
+    assert run(opted.complete(QUESTION, stage="actor", settings=warm)).cached
+
+
+def test_client_scope_separates_cache_entries(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path / "cache")
+    settings = scripted("scoped")
+    one = LLMClient(cache=cache, scope={"judge": "house@1"})
+    other = LLMClient(cache=cache, scope={"judge": "official@9e0b455"})
+    run(one.complete(QUESTION, stage="judge", settings=settings))
+    assert not run(other.complete(QUESTION, stage="judge", settings=settings)).cached
+    assert run(one.complete(QUESTION, stage="judge", settings=settings)).cached
+
+
+def test_failed_calls_are_not_cached(tmp_path: Path) -> None:
+    llm, _ = client(tmp_path)
+    settings = scripted("fails-once", ["bad_request"])
+    with pytest.raises(LLMCallError):
+        run(llm.complete(QUESTION, stage="actor", settings=settings))
+    assert not run(llm.complete(QUESTION, stage="actor", settings=settings)).cached
+
+
+def test_concurrency_limit_per_model() -> None:
+    model = ScriptedModel(latency=0.02)
+    register_scripted("slow", model)
+    settings = ModelSettings(model="scripted/slow", temperature=0, max_output_tokens=None)
+    llm = LLMClient(settings=ClientSettings(concurrency={"scripted/slow": 3}))
+    active = peak = 0
+    original = llm._send
+
+    async def counting(request: LLMRequest):  # noqa: ANN202
+        nonlocal active, peak
+        active += 1
+        peak = max(peak, active)
+        try:
+            return await original(request)
+        finally:
+            active -= 1
+
+    llm._send = counting  # type: ignore[method-assign]
+
+    async def many() -> None:
+        await asyncio.gather(*(llm.complete([{"role": "user", "content": f"q{i}"}], stage="actor", settings=settings)
+                               for i in range(12)))
+
+    run(many())
+    assert peak == 3 and llm.ledger.totals().calls == 12
+
+
+def test_request_building_and_provider_options() -> None:
+    gemini = ModelSettings(model="google/gemini-2.5-flash", temperature=0.3,
+                           provider_options={"google": {"thinkingConfig": {"thinkingBudget": 215}}})
+    request = build_request(QUESTION, gemini)
+    assert request.model == "gemini/gemini-2.5-flash"
+    assert request.params == {"temperature": 0.3, "max_tokens": 100000,
+                              "thinking": {"type": "enabled", "budget_tokens": 215}}
+    assert litellm_model_id("openai/gpt-4o") == "openai/gpt-4o"
+    assert provider_params("openai/gpt-4o", {"google": {"thinkingConfig": {"thinkingBudget": 1}}}) == {}
+    assert provider_params("openai/o3-mini", {"openai": {"reasoningEffort": "low"}}) == {"reasoning_effort": "low"}
+    assert provider_params("ollama/qwen", {"litellm": {"num_ctx": 8192}}) == {"num_ctx": 8192}
+
+
+def test_engine_runs_through_the_client(tmp_path: Path) -> None:
+    from om_eval.demo import make_conversation
+    from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
+
+    model = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)
+    config = OMConfig(
+        scope="resource",
+        observation=ObservationConfig(message_tokens=3000, model=model),
+        reflection=ReflectionConfig(observation_tokens=1500, model=model),
+    )
+    llm, _ = client(tmp_path)
+    memory = ObservationalMemory(config, observer=llm)
+    for session in make_conversation(6, 6, seed=3):
+        memory.add_messages(session.messages)
+        run(memory.observe())
+    stages = llm.ledger.by_stage()
+    assert stages["observer"].calls >= 2 and "reflector" in stages
+    assert memory.record().active_observations
