@@ -221,7 +221,9 @@ class LLMClient:
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         semaphore = self._semaphores.get(model)
         if semaphore is None:
-            limit = self.settings.concurrency.get(model, self.settings.default_concurrency)
+            # One in-process local model serves one call at a time; more would only queue on its lock.
+            default = 1 if model.startswith("local/") else self.settings.default_concurrency
+            limit = self.settings.concurrency.get(model, default)
             semaphore = self._semaphores[model] = asyncio.Semaphore(limit)
         return semaphore
 
