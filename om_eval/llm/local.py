@@ -25,6 +25,7 @@ Importing this module is cheap: neither litellm nor llama_cpp is imported until 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import hashlib
 import importlib.util
@@ -1117,6 +1118,8 @@ def get_local_provider() -> Any:
         with _SINGLETON_LOCK:
             if _PROVIDER is None:
                 _PROVIDER = _provider_class()()
+                # Free llama.cpp models before interpreter teardown, when their finalisers can no longer run.
+                atexit.register(_PROVIDER.unload)
     return _PROVIDER
 
 
