@@ -41,3 +41,12 @@ def fill(template: str, **values: object) -> str:
 def text_hash(text: str) -> str:
     """Short, stable identity of a rendered prompt (first 16 hex digits of its sha256)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def prompt_set_hash(names: tuple[str, ...] = PROMPT_FILES) -> str:
+    """Identity of the prompt files ``names`` (their exact bytes): changes to any wording change it."""
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode("utf-8") + b"\0")
+        digest.update(resources.files(__name__).joinpath(f"{name}.toml").read_bytes() + b"\0")
+    return digest.hexdigest()[:16]

@@ -1,0 +1,211 @@
+"""One question end to end: build (or reuse) its memory, answer, judge; with per-question statistics.
+
+Phases have durable boundaries. The memory built by a replay is saved as a snapshot keyed by the *memory hash*
+(OM config, replay protocol, prompt wording, token estimator), so every answering variant of the same memory
+(another actor, another judge) reuses it without a single observer call; answers can be re-judged without
+replaying anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from om_eval.bench.answer import answer_question
+from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
+from om_eval.data.records import Question
+from om_eval.llm.request import canonical_json
+from om_eval.om.config import ModelSettings, OMConfig
+from om_eval.om.memory import ObservationalMemory
+from om_eval.om.model import ChatModel
+from om_eval.om.prompts import prompt_set_hash
+from om_eval.om.tokens import TokenCounter, default_counter
+
+#: The prompt files whose wording shapes a memory (the context and actor texts only shape answers).
+MEMORY_PROMPTS = ("observer_shared", "observer_current", "observer_legacy", "observer_condensed",
+                  "observer_request", "reflector")
+
+
+def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
+    """Identity of a memory build: same hash, same memory (given a deterministic, cached observer)."""
+    payload = {
+        "om": om_config.to_dict(),
+        "replay": asdict(replay),
+        "prompts": prompt_set_hash(MEMORY_PROMPTS),
+        "tokens": counter_name,
+    }
+    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
+
+
+class SnapshotStore:
+    """Memory snapshots on disk: ``<root>/<memory hash>/<question id>.json``, written atomically."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root)
+
+    def _path(self, key: str, question_id: str) -> Path:
+        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in question_id)
+        return self.root / key / f"{safe}.json"
+
+    def get(self, key: str, question_id: str) -> dict[str, Any] | None:
+        path = self._path(key, question_id)
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, json.JSONDecodeError):
+            return None  # a torn file is rebuilt rather than trusted
+
+    def put(self, key: str, question_id: str, data: dict[str, Any]) -> Path:
+        path = self._path(key, question_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as file:
+                json.dump(data, file, ensure_ascii=False)
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+        return path
+
+
+@dataclass(frozen=True)
+class MemoryBuild:
+    memory: ObservationalMemory
+    stats: ReplayStats
+    key: str
+    reused: bool
+
+
+async def build_memory(
+    question: Question,
+    om_config: OMConfig,
+    *,
+    observer: ChatModel,
+    reflector: ChatModel | None = None,
+    replay: ReplayConfig | None = None,
+    store: SnapshotStore | None = None,
+    token_counter: TokenCounter | None = None,
+) -> MemoryBuild:
+    """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise."""
+    replay = replay or ReplayConfig()
+    counter = token_counter or default_counter()
+    key = memory_hash(om_config, replay, counter.name)
+    saved = store.get(key, question.question_id) if store is not None else None
+    if saved is not None:
+        memory = ObservationalMemory.from_snapshot(
+            saved["snapshot"], observer=observer, reflector=reflector, token_counter=counter
+        )
+        stats = ReplayStats(**{**saved["stats"], "reflection_errors": list(saved["stats"]["reflection_errors"])})
+        return MemoryBuild(memory, stats, key, reused=True)
+    memory, stats = await replay_question(
+        question, om_config, observer=observer, reflector=reflector, replay=replay, token_counter=counter
+    )
+    if store is not None:
+        store.put(key, question.question_id, {"snapshot": memory.snapshot(), "stats": asdict(stats)})
+    return MemoryBuild(memory, stats, key, reused=False)
+
+
+@dataclass(frozen=True)
+class QuestionRun:
+    """Everything one question produced, flat enough for a results table."""
+
+    question_id: str
+    question_type: str
+    is_abstention: bool
+    hypothesis: str
+    label: bool | None
+    judge_status: str
+    judge_reply: str
+    memory_key: str
+    reused_memory: bool
+    observer_calls: int
+    reflector_calls: int
+    observations: int
+    reflections: int
+    history_tokens: int
+    observation_tokens: int
+    pending_tokens: int
+    compression_ratio: float | None
+    actor_prompt_tokens: int | None
+    actor_completion_tokens: int | None
+    actor_prompt_hash: str
+    error: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+async def run_question(
+    question: Question,
+    *,
+    om_config: OMConfig,
+    client: ChatModel,
+    actor: ModelSettings,
+    judge: Any,
+    replay: ReplayConfig | None = None,
+    store: SnapshotStore | None = None,
+    token_counter: TokenCounter | None = None,
+) -> QuestionRun:
+    """Replay (or reuse) memory, answer and judge one question."""
+    from om_eval.bench.judge import judge_answer
+
+    build = await build_memory(
+        question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter
+    )
+    answer = await answer_question(client, actor, build.memory, question)
+    verdict = await judge_answer(judge, client, question, answer.hypothesis)
+    stats = build.stats
+    return QuestionRun(
+        question_id=question.question_id,
+        question_type=question.question_type,
+        is_abstention=question.is_abstention,
+        hypothesis=answer.hypothesis,
+        label=verdict.label,
+        judge_status=verdict.status,
+        judge_reply=verdict.reply,
+        memory_key=build.key,
+        reused_memory=build.reused,
+        observer_calls=stats.observer_calls,
+        reflector_calls=stats.reflector_calls,
+        observations=stats.observations,
+        reflections=stats.reflections,
+        history_tokens=stats.history_tokens,
+        observation_tokens=stats.observation_tokens,
+        pending_tokens=stats.pending_tokens,
+        compression_ratio=stats.compression_ratio,
+        actor_prompt_tokens=answer.prompt_tokens,
+        actor_completion_tokens=answer.completion_tokens,
+        actor_prompt_hash=answer.prompt_hash,
+        error=verdict.error,
+    )
+
+
+async def run_questions(
+    questions: Sequence[Question],
+    *,
+    concurrency: int = 4,
+    on_result: Callable[[QuestionRun], None] | None = None,
+    **kwargs: Any,
+) -> list[QuestionRun]:
+    """Run many questions, ``concurrency`` at a time; ``on_result`` sees each as soon as it finishes."""
+    semaphore = asyncio.Semaphore(concurrency)
+
+    async def one(question: Question) -> QuestionRun:
+        async with semaphore:
+            result = await run_question(question, **kwargs)
+        if on_result is not None:
+            on_result(result)
+        return result
+
+    return list(await asyncio.gather(*(one(q) for q in questions)))

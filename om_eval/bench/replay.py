@@ -1,0 +1,179 @@
+"""Replay one question's haystack through Observational Memory (om-reference §6.4, §1.16).
+
+The default protocol is the one Mastra used for its published LongMemEval scores: resource scope, one thread per
+session in date order, obscured thread ids, messages timed at session date + 5 s per turn, user/assistant pairs
+fed one at a time with a threshold-checked observe after each pair (so pending tokens carry across sessions),
+reflection inside observe, and no final flush. Each choice is an option, so other protocols can be compared.
+
+Nothing from the benchmark's answer key reaches the memory: ``has_answer`` flags are dropped, thread ids are
+derived from (question, index) and hashed, and the question date is never ingested.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import Literal
+
+from om_eval.data.records import HaystackSession, Question
+from om_eval.om.config import OMConfig
+from om_eval.om.memory import ObservationalMemory
+from om_eval.om.model import ChatModel
+from om_eval.om.records import Message
+from om_eval.om.tokens import TokenCounter, count_message, default_counter
+
+ROLES = ("user", "assistant")
+
+
+@dataclass(frozen=True)
+class ReplayConfig:
+    """How a haystack is fed into memory. Defaults reproduce Mastra's published protocol."""
+
+    session_order: Literal["date", "file"] = "date"
+    """``date``: oldest session first (stable for ties); ``file``: the order of the haystack lists."""
+    unit: Literal["pair", "message", "session"] = "pair"
+    """What is added between two threshold checks: a user/assistant pair, one message, or a whole session."""
+    turn_spacing_seconds: int = 5
+    """Message time = session date + this many seconds x turn index (skipped turns keep their index)."""
+    skip_empty_turns: bool = True
+    final_flush: bool = False
+    """Observe whatever is still pending after the last session (Mastra's published runs did not)."""
+    scope: Literal["resource", "thread"] = "resource"
+    """Forced onto the OM config: one memory across sessions, or one per session."""
+
+    def __post_init__(self) -> None:
+        checks = (
+            ("session_order", self.session_order, ("date", "file")),
+            ("unit", self.unit, ("pair", "message", "session")),
+            ("scope", self.scope, ("resource", "thread")),
+        )
+        for name, value, allowed in checks:
+            if value not in allowed:
+                raise ValueError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
+        if self.turn_spacing_seconds < 0:
+            raise ValueError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
+
+
+def thread_id_for(session: HaystackSession) -> str:
+    """A thread id that is unique per (question, index) and says nothing about the session's role."""
+    return f"{session.question_id}:{session.index:04d}"
+
+
+def session_messages(session: HaystackSession, config: ReplayConfig) -> list[Message]:
+    """The session's turns as OM messages (``has_answer`` dropped; unknown roles become ``user``)."""
+    thread_id = thread_id_for(session)
+    messages = []
+    for index, turn in enumerate(session.turns):
+        if config.skip_empty_turns and not turn.content.strip():
+            continue
+        messages.append(Message(
+            id=f"{thread_id}:{index:04d}",
+            thread_id=thread_id,
+            role=turn.role if turn.role in ROLES else "user",
+            content=turn.content,
+            created_at=session.date + timedelta(seconds=config.turn_spacing_seconds * index),
+        ))
+    return messages
+
+
+def ingest_units(messages: list[Message], unit: str) -> Iterator[list[Message]]:
+    """Split one session's messages into the units added between threshold checks."""
+    if unit == "session":
+        if messages:
+            yield messages
+    elif unit == "message":
+        yield from ([m] for m in messages)
+    else:
+        for start in range(0, len(messages), 2):
+            yield messages[start : start + 2]
+
+
+@dataclass
+class ReplayStats:
+    """What the replay did, for reports."""
+
+    sessions: int = 0
+    messages: int = 0
+    history_tokens: int = 0
+    """Tokens of every ingested message (the raw history OM had to compress)."""
+    observe_checks: int = 0
+    observations: int = 0
+    reflections: int = 0
+    observer_calls: int = 0
+    reflector_calls: int = 0
+    pending_tokens: int = 0
+    observation_tokens: int = 0
+    reflection_errors: list[str] = field(default_factory=list)
+
+    @property
+    def compression_ratio(self) -> float | None:
+        """Raw history tokens per observation token (None with no observations)."""
+        return self.history_tokens / self.observation_tokens if self.observation_tokens else None
+
+
+def _ordered(question: Question, config: ReplayConfig) -> list[HaystackSession]:
+    return question.sessions_by_date() if config.session_order == "date" else list(question.sessions)
+
+
+async def replay_question(
+    question: Question,
+    om_config: OMConfig,
+    *,
+    observer: ChatModel,
+    reflector: ChatModel | None = None,
+    replay: ReplayConfig | None = None,
+    token_counter: TokenCounter | None = None,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> tuple[ObservationalMemory, ReplayStats]:
+    """Feed ``question``'s haystack into a fresh memory and return it with statistics.
+
+    ``on_progress(done, total)`` is called after each session.
+    """
+    replay = replay or ReplayConfig()
+    observation = om_config.observation
+    if replay.scope == "thread" and observation.buffer_tokens is None:
+        # The replay is synchronous (as Mastra's published runs were): no async buffering unless asked for.
+        observation = replace(observation, buffer_tokens=False)
+    config = replace(om_config, scope=replay.scope, obscure_thread_ids=True, observation=observation)
+    counter = token_counter or default_counter()
+    memory = ObservationalMemory(
+        config, observer=observer, reflector=reflector, resource_id=f"resource_{question.question_id}",
+        token_counter=counter,
+    )
+    stats = ReplayStats()
+    sessions = _ordered(question, replay)
+    last_thread = None
+    for done, session in enumerate(sessions, start=1):
+        messages = session_messages(session, replay)
+        stats.sessions += 1
+        stats.messages += len(messages)
+        stats.history_tokens += sum(count_message(m, counter) for m in messages)
+        last_thread = thread_id_for(session)
+        for unit in ingest_units(messages, replay.unit):
+            memory.add_messages(unit)
+            stats.observe_checks += 1
+            outcome = await memory.observe(last_thread)
+            if outcome is not None and outcome.reflection_error:
+                stats.reflection_errors.append(outcome.reflection_error)
+        if on_progress is not None:
+            on_progress(done, len(sessions))
+    if replay.final_flush:
+        threads = [None] if replay.scope == "resource" else [thread_id_for(s) for s in sessions]
+        for thread in threads:
+            await memory.observe(thread, force=True)
+    _finish_stats(memory, stats, replay.scope)
+    return memory, stats
+
+
+def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -> None:
+    stats.observations = sum(e.kind == "observation" for e in memory.events)
+    stats.reflections = sum(e.kind == "reflection" for e in memory.events)
+    stats.observer_calls = sum(e.calls for e in memory.events if e.kind.startswith("observation"))
+    stats.reflector_calls = sum(e.calls for e in memory.events if e.kind.startswith("reflection"))
+    if scope == "resource":
+        stats.pending_tokens = memory.pending_tokens()
+        stats.observation_tokens = memory.record().observation_token_count
+    else:
+        stats.pending_tokens = sum(memory.pending_tokens(t) for t in memory.thread_ids)
+        stats.observation_tokens = sum(memory.record(t).observation_token_count for t in memory.thread_ids)

@@ -1,0 +1,117 @@
+"""Reading aids: what the actor saw for a question, and where each evidence turn went.
+
+Each ``has_answer`` turn ends in one of four places:
+
+* ``in_memory``: it was observed and lines carrying its content are in the active observations;
+* ``lost_at_reflection``: such lines existed in an earlier generation but a reflection dropped them;
+* ``not_captured``: it was observed, but no observation line carries its content (an observer miss);
+* ``in_raw_tail``: it was never observed, so the actor reads it raw among the other conversations.
+
+Lines are matched to a turn by shared content words (a line matches when most of its content words occur in the
+turn); this is a heuristic made for reading, not a metric.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from om_eval.bench.replay import ReplayConfig, session_messages
+from om_eval.data.records import Question
+from om_eval.om.memory import ObservationalMemory
+
+_WORD = re.compile(r"[a-z0-9']+")
+_STOP = frozenset(
+    "a an the i me my you your we our is are was were be been am do did does to of in on at for with and or but "
+    "it its that this there as by from about have has had will would can could should user stated asked said "
+    "assistant replied".split()
+)
+MIN_SHARED_WORDS = 3
+MIN_LINE_COVERAGE = 0.6
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
+
+
+def matching_lines(observations: str, content: str, limit: int = 3) -> list[str]:
+    """Observation lines whose content words mostly occur in ``content``, best first."""
+    turn_words = _words(content)
+    scored = []
+    for line in observations.splitlines():
+        words = _words(line)
+        shared = len(words & turn_words)
+        if words and shared >= MIN_SHARED_WORDS and shared / len(words) >= MIN_LINE_COVERAGE:
+            scored.append((shared / len(words), shared, line.strip()))
+    scored.sort(key=lambda item: (-item[0], -item[1]))
+    return [line for _, _, line in scored[:limit]]
+
+
+@dataclass(frozen=True)
+class EvidenceTrace:
+    """Where one evidence turn went."""
+
+    session_id: str
+    session_index: int
+    turn_index: int
+    role: str
+    excerpt: str
+    status: str
+    lines: tuple[str, ...]
+    """Matching lines of the active observations (``in_memory``) or of the generation that lost them."""
+
+
+def trace_evidence(question: Question, memory: ObservationalMemory, replay: ReplayConfig | None = None) -> list[
+    EvidenceTrace
+]:
+    """One :class:`EvidenceTrace` per ``has_answer`` turn of ``question``."""
+    replay = replay or ReplayConfig()
+    unobserved = {m.id for m in memory.unobserved_messages()}
+    histories = [memory.generations()] if memory.resource_scope else [memory.generations(t) for t in memory.thread_ids]
+    active = "\n".join(history[-1].active_observations for history in histories)
+    earlier = [g.active_observations for history in histories for g in history[:-1]]
+    traces = []
+    for session in question.sessions:
+        messages = {m.id.rsplit(":", 1)[-1]: m for m in session_messages(session, replay)}
+        for turn_index, turn in enumerate(session.turns):
+            if not turn.has_answer:
+                continue
+            message = messages.get(f"{turn_index:04d}")
+            lines: list[str] = []
+            if message is None or message.id in unobserved:
+                status = "in_raw_tail"
+            elif lines := matching_lines(active, turn.content):
+                status = "in_memory"
+            elif any(lines := matching_lines(text, turn.content) for text in earlier):
+                status = "lost_at_reflection"
+            else:
+                status = "not_captured"
+            traces.append(EvidenceTrace(
+                session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],
+                status, tuple(lines),
+            ))
+    return traces
+
+
+def render_question_report(question: Question, memory: ObservationalMemory, actor_messages: list[dict[str, str]],
+                           hypothesis: str | None = None, label: bool | None = None) -> str:
+    """Markdown: the question, what the actor saw, and where the evidence went."""
+    lines = [
+        f"# {question.question_id} ({question.question_type}{', abstention' if question.is_abstention else ''})",
+        "",
+        f"**Question** ({question.question_date_text}): {question.question}",
+        f"**Gold answer**: {question.answer_text}",
+    ]
+    if hypothesis is not None:
+        lines.append(f"**Hypothesis**: {hypothesis}")
+    if label is not None:
+        lines.append(f"**Judged**: {'correct' if label else 'wrong'}")
+    lines += ["", "## Where the evidence went", "", "| session | turn | role | status | matching lines |",
+              "|---|---|---|---|---|"]
+    for trace in trace_evidence(question, memory):
+        matched = "<br>".join(trace.lines) or "–"
+        lines.append(f"| {trace.session_index} | {trace.turn_index} | {trace.role} | {trace.status} | {matched} |")
+    lines += ["", "## What the actor saw", ""]
+    for message in actor_messages:
+        lines += [f"### {message['role']}", "", "```", message["content"], "```", ""]
+    return "\n".join(lines)

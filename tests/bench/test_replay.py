@@ -1,0 +1,160 @@
+"""Replay protocol, answering and evidence tracing on hand-built questions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import replace
+
+import pytest
+
+from om_eval.bench.answer import actor_messages, answer_question
+from om_eval.bench.pipeline import SnapshotStore, build_memory, memory_hash
+from om_eval.bench.replay import ReplayConfig, replay_question, session_messages, thread_id_for
+from om_eval.bench.trace import render_question_report, trace_evidence
+from om_eval.data.records import HaystackSession, Question, Turn, parse_lme_date
+from om_eval.om import ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.config import ModelSettings
+from om_eval.om.scripted import ScriptedModel
+
+FILLER = "Could you explain how sourdough starters work and how often they need feeding in a warm kitchen?"
+REPLY = "A starter is a culture of wild yeast and bacteria; feed it daily with equal weights of flour and water."
+
+
+def session(qid: str, index: int, session_id: str, date: str, turns: list[tuple[str, str, bool | None]]) -> (
+    HaystackSession
+):
+    return HaystackSession(
+        question_id=qid, index=index, session_id=session_id, date=parse_lme_date(date), date_text=date,
+        turns=tuple(Turn(role, content, flag) for role, content, flag in turns), is_evidence="answer" in session_id,
+    )
+
+
+def question(answer: str | int = "Toby", qid: str = "q1") -> Question:
+    filler = [("user", FILLER, None), ("assistant", REPLY, None)] * 3
+    sessions = (
+        session(qid, 0, "sharegpt_x_0", "2023/05/20 (Sat) 10:00", filler),
+        session(qid, 1, "answer_abc_1", "2023/05/02 (Tue) 09:00", [
+            ("user", "My new beagle puppy is called Toby and he loves chewing slippers.", True),
+            ("assistant", "Toby sounds adorable! Puppy-proof the hallway.", False),
+            ("user", "", None),
+            ("assistant", "Anything else about Toby?", False),
+        ]),
+        session(qid, 2, "sharegpt_x_0", "2023/05/25 (Thu) 18:30", filler),  # duplicated filler id (issue #54)
+    )
+    return Question(
+        question_id=qid, question_type="single-session-user", question="What is my dog's name?", answer=answer,
+        question_date=parse_lme_date("2023/06/01 (Thu) 12:00"), question_date_text="2023/06/01 (Thu) 12:00",
+        sessions=sessions, answer_session_ids=("answer_abc_1",),
+    )
+
+
+def om_config(message_tokens: int = 200, observation_tokens: int = 5000) -> OMConfig:
+    model = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)
+    return OMConfig(
+        scope="resource",
+        observation=ObservationConfig(message_tokens=message_tokens, model=model),
+        reflection=ReflectionConfig(observation_tokens=observation_tokens, model=model),
+    )
+
+
+def run(coro):  # noqa: ANN001, ANN201
+    return asyncio.run(coro)
+
+
+def test_messages_follow_the_published_protocol() -> None:
+    q = question()
+    evidence = q.sessions[1]
+    messages = session_messages(evidence, ReplayConfig())
+    assert [m.role for m in messages] == ["user", "assistant", "assistant"]  # the empty turn is skipped
+    assert [(m.created_at - evidence.date).seconds for m in messages] == [0, 5, 15]  # its index still counts
+    assert thread_id_for(q.sessions[0]) != thread_id_for(q.sessions[2])  # duplicate session ids stay apart
+    assert all("has_answer" not in json.dumps(m.to_dict()) for m in messages)
+
+
+def test_sessions_in_date_order_pairs_and_checks() -> None:
+    model = ScriptedModel()
+    memory, stats = run(replay_question(question(), om_config(), observer=model))
+    assert stats.sessions == 3 and stats.messages == 15 and stats.observe_checks == 8  # 3 + 2 + 3 pairs
+    first_history = model.calls_for("observer")[0].messages[-1]["content"]
+    assert "Toby" in first_history  # the May 2 session comes first, though it is second in the file
+    assert stats.observer_calls >= 1 and stats.history_tokens > stats.observation_tokens > 0
+    assert stats.compression_ratio == pytest.approx(stats.history_tokens / stats.observation_tokens)
+
+
+def test_no_session_id_or_answer_flag_reaches_any_prompt() -> None:
+    model = ScriptedModel()
+    memory, _ = run(replay_question(question(answer="SENTINEL-ANSWER"), om_config(), observer=model))
+    run(answer_question(model, ModelSettings(model="scripted/om-eval", temperature=0), memory,
+                        question(answer="SENTINEL-ANSWER")))
+    for call in model.calls:
+        text = json.dumps(call.messages)
+        for leak in ("sharegpt_x_0", "answer_abc_1", "has_answer", "SENTINEL-ANSWER", "q1:"):
+            assert leak not in text, f"{leak!r} leaked into a {call.stage} prompt"
+
+
+def test_question_date_never_enters_memory() -> None:
+    q = question()
+    memory, _ = run(replay_question(q, om_config(), observer=ScriptedModel()))
+    before = json.dumps(memory.snapshot())
+    messages = actor_messages(memory, q)
+    assert json.dumps(memory.snapshot()) == before  # answering only reads
+    assert "2023/06/01" not in before and q.question not in before
+    assert messages[-1] == {"role": "user", "content": "Current Date: 2023/06/01 (Thu) 12:00\nQuestion: What is my "
+                                                       "dog's name?"}
+    assert messages[0]["role"] == "system" and "memory" in messages[0]["content"]
+    assert any("(4 weeks ago)" in m["content"] or "(30 days ago)" in m["content"] or "weeks ago" in m["content"]
+               for m in messages)  # relative dates computed from the question date
+
+
+def test_final_flush_and_unit_options() -> None:
+    q = question()
+    no_flush, stats = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel()))
+    assert stats.observer_calls == 0 and stats.pending_tokens > 0  # Mastra: no final flush
+    flushed, flush_stats = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel(),
+                                               replay=ReplayConfig(final_flush=True)))
+    assert flush_stats.pending_tokens == 0 and flush_stats.observer_calls >= 1
+    _, per_session = run(replay_question(q, om_config(), observer=ScriptedModel(), replay=ReplayConfig(unit="session")))
+    assert per_session.observe_checks == 3
+    with pytest.raises(ValueError, match="replay.unit='turns' is invalid"):
+        ReplayConfig(unit="turns")  # type: ignore[arg-type]
+
+
+def test_thread_scope_answers_from_every_session() -> None:
+    q = question()
+    memory, stats = run(replay_question(q, om_config(message_tokens=120), observer=ScriptedModel(),
+                                        replay=ReplayConfig(scope="thread", final_flush=True)))
+    assert not memory.resource_scope and stats.pending_tokens == 0
+    text = "\n".join(m["content"] for m in actor_messages(memory, q))
+    assert "Toby" in text and "sourdough" in text
+
+
+def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
+    store = SnapshotStore(tmp_path)
+    model = ScriptedModel()
+    first = run(build_memory(question(), om_config(), observer=model, store=store))
+    calls = len(model.calls)
+    second = run(build_memory(question(), om_config(), observer=model, store=store))
+    assert not first.reused and second.reused and len(model.calls) == calls
+    assert second.memory.snapshot() == first.memory.snapshot() and second.stats == first.stats
+    other = om_config(observation_tokens=4000)
+    assert memory_hash(other, ReplayConfig(), "tiktoken/o200k_base") != first.key
+    assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != first.key
+
+
+def test_evidence_trace_statuses() -> None:
+    q = question()
+    observed, _ = run(replay_question(q, om_config(), observer=ScriptedModel()))
+    assert [t.status for t in trace_evidence(q, observed)] == ["in_memory"]
+    assert "Toby" in trace_evidence(q, observed)[0].lines[0]
+    raw, _ = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel()))
+    assert [t.status for t in trace_evidence(q, raw)] == ["in_raw_tail"]
+
+    class Forgetful(ScriptedModel):
+        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+            return "<observations>\n</observations>"
+
+    missed, _ = run(replay_question(q, om_config(), observer=Forgetful()))
+    assert [t.status for t in trace_evidence(q, missed)] == ["not_captured"]
+    report = render_question_report(q, observed, actor_messages(observed, q), "Toby", True)
+    assert "| 1 | 0 | user | in_memory |" in report and "## What the actor saw" in report
