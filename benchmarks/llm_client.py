@@ -86,28 +86,28 @@ def local_call() -> str:
     ]
     request = LLMRequest.build("local/qwen2.5-coder-1.5b", messages, temperature=0, max_tokens=100)
     client = LLMClient()
+    from om_eval.llm.local import get_local_provider
+
     lines = []
-    for attempt in ("first call", "same prompt again"):
+    for attempt in ("first call", "same prompt again (prefix reuse)"):
         start = time.perf_counter()
         reply = asyncio.run(client.call(request, stage="observer", cache=False))
         seconds = time.perf_counter() - start
+        stats = get_local_provider().last_stats
+        rates = ""
+        if stats is not None:
+            prompt_rate = stats.prompt_tokens_per_second
+            rates = (
+                f"; {stats.prompt_tokens_evaluated} prompt tokens evaluated"
+                + (f" at {prompt_rate:.0f} tok/s" if prompt_rate else "")
+                + f", generation {stats.generation_tokens_per_second or 0:.1f} tok/s"
+                + (f", model load {stats.load_seconds:.1f} s" if stats.load_seconds else "")
+            )
         lines.append(
             f"local model, {attempt}: {reply.prompt_tokens} prompt + {reply.completion_tokens} generated tokens "
-            f"in {seconds:.1f} s"
+            f"in {seconds:.1f} s{rates}"
         )
-    timing = _local_timings()
-    if timing:
-        lines.append(timing)
     return "\n".join(lines)
-
-
-def _local_timings() -> str:
-    from om_eval.llm.local import get_local_provider
-
-    stats = get_local_provider().last_stats
-    if stats is None:
-        return ""
-    return f"local model, last call stats: {stats}"
 
 
 def main() -> None:
