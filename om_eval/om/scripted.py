@@ -7,7 +7,10 @@ network and no weights:
   assistant message into a short 🟡 line), grouped under ``Date:`` headers, per thread when asked;
 * as the **Reflector** it shortens every observation line to a word budget that shrinks with the compression
   level it is asked for, and drops low-priority lines at higher levels;
-* as the **actor** it answers with the observation line that shares the most words with the question.
+* as the **actor** it answers with the observation line that shares the most words with the question;
+* as a **judge** (a prompt with ``<label>: <reference>`` and ``Response: <answer>`` sections asking for yes or no)
+  it says yes when the response contains the reference answer's words, or, for an unanswerable question,
+  when the response admits it does not know.
 
 It can be told to misbehave, per stage, in order: ``ScriptedModel(faults={"observer": ["degenerate"]})`` makes
 the first Observer call return a repetition loop and later calls behave. Faults: ``degenerate``,
@@ -54,6 +57,15 @@ _STOPWORDS = frozenset(
     "a an the i my me you your is are was were do did does what which who when where how to of in on for "
     "and or with at by from about have has had be been it that this there user stated asked".split()
 )
+
+
+_JUDGE_PROMPT = re.compile(
+    r"\n\n(?P<label>[A-Z][\w ]{2,40}): (?P<reference>(?:(?!\n\n[A-Z][\w ]{2,40}: ).)*?)"
+    r"\n\n(?:Model )?Response: (?P<response>.*?)\n\n(?=[^\n]*\byes or no\b)",
+    re.DOTALL,
+)
+_DONT_KNOW = ("don't know", "do not know", "not sure", "no information", "cannot answer", "can't answer",
+              "not mentioned", "nothing in my memory")
 
 
 class ScriptedModelError(RuntimeError):
@@ -200,7 +212,23 @@ class ScriptedModel:
             return self._observe(messages, fault)
         if stage == "reflector":
             return self._reflect(messages, fault)
+        if stage == "judge" and _JUDGE_PROMPT.search(messages[-1]["content"] if messages else ""):
+            return self._judge(messages[-1]["content"])
         return self._act(messages)
+
+    def _judge(self, prompt: str) -> str:
+        match = _JUDGE_PROMPT.search(prompt)
+        assert match is not None
+        label, reference, response = match.group("label"), match.group("reference"), match.group("response")
+        lowered = response.lower()
+        if re.search(r"cannot be answered|unanswerable|explanation", label + " " + prompt[: match.start()], re.I) \
+                and "answer" not in label.lower().replace("answered", ""):
+            return "yes" if any(p in lowered for p in _DONT_KNOW) else "no"
+        wanted = _content_words(reference) or {reference.strip().lower()}
+        found = _content_words(response)
+        if reference.strip().isdigit():
+            return "yes" if re.search(rf"\b{reference.strip()}\b", response) else "no"
+        return "yes" if len(wanted & found) >= max(1, (len(wanted) + 1) // 2) else "no"
 
     def _observe(self, messages: list[dict[str, str]], fault: str | None) -> str:
         texts = load_prompts("observer_request")
@@ -259,12 +287,14 @@ class ScriptedModel:
 
 
 def detect_stage(messages: Sequence[ChatMessage]) -> str:
-    """Tell observer, reflector and actor requests apart by the headings our prompts use."""
+    """Tell observer, reflector, judge and actor requests apart by the headings our prompts use."""
     joined = "\n".join(str(m.get("content", "")) for m in messages)
     if load_prompts("observer_request")["history_heading"] in joined:
         return "observer"
     if load_prompts("reflector")["request_heading"] in joined:
         return "reflector"
+    if len(messages) == 1 and _JUDGE_PROMPT.search(joined):
+        return "judge"
     return "actor"
 
 

@@ -82,3 +82,21 @@ def test_faults_apply_in_order_then_normal_behaviour() -> None:
 def test_unknown_fault_is_rejected() -> None:
     with pytest.raises(ValueError, match="scripted fault 'slow' for observer is unknown"):
         ScriptedModel(faults={"observer": ["slow"]})
+
+
+@pytest.mark.parametrize(
+    ("label", "reference", "response", "expected"),
+    [
+        ("Reference answer", "Toby", "Your dog is called Toby.", "yes"),
+        ("Reference answer", "Toby", "I don't know.", "no"),
+        ("Correct Answer", "3", "You bought 3 plants.", "yes"),
+        ("Correct Answer", "3", "You bought 13 plants.", "no"),
+        ("Explanation", "The user never mentioned cats.", "I don't know: nothing in my memory answers that.", "yes"),
+        ("Explanation", "The user never mentioned cats.", "You have two cats.", "no"),
+    ],
+)
+def test_judge_prompts_get_yes_or_no(label: str, reference: str, response: str, expected: str) -> None:
+    prompt = f"Grade the reply.\n\nQuestion: Tell me.\n\n{label}: {reference}\n\nResponse: {response}\n\nRight? yes or no"
+    messages = [{"role": "user", "content": prompt}]
+    assert detect_stage(messages) == "judge"
+    assert complete(ScriptedModel(), messages, "judge") == expected
