@@ -48,9 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _demo_parser(commands)
+    from om_eval.data.cli import add_data_parser
     from om_eval.llm.cache_cli import add_cache_parser
 
     add_cache_parser(commands)
+    add_data_parser(commands)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help()
@@ -59,6 +61,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from om_eval.run_demo import run_demo
 
         return run_demo(args)
+    if args.command == "data":
+        from om_eval.data.cli import run_data_command
+
+        return run_data_command(args)
     if args.command == "cache":
         from om_eval.llm.cache_cli import run_cache_command
 

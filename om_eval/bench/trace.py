@@ -59,6 +59,8 @@ class EvidenceTrace:
     status: str
     lines: tuple[str, ...]
     """Matching lines of the active observations (``in_memory``) or of the generation that lost them."""
+    answer_in_lines: bool
+    """The gold answer's text occurs in those lines (False also means: only part of the turn was kept)."""
 
 
 def trace_evidence(question: Question, memory: ObservationalMemory, replay: ReplayConfig | None = None) -> list[
@@ -86,9 +88,10 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
                 status = "lost_at_reflection"
             else:
                 status = "not_captured"
+            answer = question.answer_text.lower()
             traces.append(EvidenceTrace(
                 session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],
-                status, tuple(lines),
+                status, tuple(lines), any(answer in line.lower() for line in lines),
             ))
     return traces
 
@@ -106,11 +109,14 @@ def render_question_report(question: Question, memory: ObservationalMemory, acto
         lines.append(f"**Hypothesis**: {hypothesis}")
     if label is not None:
         lines.append(f"**Judged**: {'correct' if label else 'wrong'}")
-    lines += ["", "## Where the evidence went", "", "| session | turn | role | status | matching lines |",
-              "|---|---|---|---|---|"]
+    lines += ["", "## Where the evidence went", "",
+              "| session | turn | role | status | answer kept | matching lines |", "|---|---|---|---|---|---|"]
     for trace in trace_evidence(question, memory):
         matched = "<br>".join(trace.lines) or "–"
-        lines.append(f"| {trace.session_index} | {trace.turn_index} | {trace.role} | {trace.status} | {matched} |")
+        kept = "yes" if trace.answer_in_lines else "no"
+        lines.append(
+            f"| {trace.session_index} | {trace.turn_index} | {trace.role} | {trace.status} | {kept} | {matched} |"
+        )
     lines += ["", "## What the actor saw", ""]
     for message in actor_messages:
         lines += [f"### {message['role']}", "", "```", message["content"], "```", ""]

@@ -224,10 +224,12 @@ class ScriptedModel:
         if re.search(r"cannot be answered|unanswerable|explanation", label + " " + prompt[: match.start()], re.I) \
                 and "answer" not in label.lower().replace("answered", ""):
             return "yes" if any(p in lowered for p in _DONT_KNOW) else "no"
-        wanted = _content_words(reference) or {reference.strip().lower()}
-        found = _content_words(response)
         if reference.strip().isdigit():
             return "yes" if re.search(rf"\b{reference.strip()}\b", response) else "no"
+        if reference.strip().lower() in lowered:
+            return "yes"
+        wanted = _content_words(reference) or {reference.strip().lower()}
+        found = _content_words(response)
         return "yes" if len(wanted & found) >= max(1, (len(wanted) + 1) // 2) else "no"
 
     def _observe(self, messages: list[dict[str, str]], fault: str | None) -> str:
@@ -272,18 +274,34 @@ class ScriptedModel:
     def _act(self, messages: list[dict[str, str]]) -> str:
         question = messages[-1]["content"] if messages else ""
         wanted = _content_words(question.split("Question:", 1)[-1])
+        needed = 1 if len(wanted) <= 2 else 2
         best, best_score = None, 0
-        for message in messages[:-1]:
-            for line in message["content"].splitlines():
-                text = line.strip().lstrip("*").strip()
-                if not text or text.startswith(("Date:", "<", "[")):
-                    continue
-                score = len(wanted & _content_words(text))
-                if score > best_score:
-                    best, best_score = text, score
+        for line in _memory_lines(messages[:-1]):
+            score = len(wanted & _content_words(line))
+            if score >= needed and score >= best_score:  # ties go to the later, more recent line
+                best, best_score = line, score
         if best is None:
             return "I don't know: nothing in my memory answers that."
         return re.sub(r"^(?:🔴|✅)?\s*(?:\(\d{2}:\d{2}\)\s*)?", "", best)
+
+
+def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:
+    """Observation bullets and raw conversation lines; instructions and reminders are not memory."""
+    lines: list[str] = []
+    for message in messages:
+        if message["content"].lstrip().startswith("<system-reminder>"):
+            continue
+        raw_turn = False
+        for line in message["content"].splitlines():
+            text = line.strip()
+            if _HEADER.match(text):
+                raw_turn = text.startswith("**User")
+                continue
+            if text.startswith(("* ", "- ")) and not text.startswith("- Carry"):
+                lines.append(text.lstrip("*- ").strip())
+            elif raw_turn and text and not text.startswith(("<", "END_", "---")):
+                lines.append(text)
+    return lines
 
 
 def detect_stage(messages: Sequence[ChatMessage]) -> str:

@@ -145,7 +145,7 @@ def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
 def test_evidence_trace_statuses() -> None:
     q = question()
     observed, _ = run(replay_question(q, om_config(), observer=ScriptedModel()))
-    assert [t.status for t in trace_evidence(q, observed)] == ["in_memory"]
+    assert [(t.status, t.answer_in_lines) for t in trace_evidence(q, observed)] == [("in_memory", True)]
     assert "Toby" in trace_evidence(q, observed)[0].lines[0]
     raw, _ = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel()))
     assert [t.status for t in trace_evidence(q, raw)] == ["in_raw_tail"]
@@ -157,4 +157,4 @@ def test_evidence_trace_statuses() -> None:
     missed, _ = run(replay_question(q, om_config(), observer=Forgetful()))
     assert [t.status for t in trace_evidence(q, missed)] == ["not_captured"]
     report = render_question_report(q, observed, actor_messages(observed, q), "Toby", True)
-    assert "| 1 | 0 | user | in_memory |" in report and "## What the actor saw" in report
+    assert "| 1 | 0 | user | in_memory | yes |" in report and "## What the actor saw" in report

@@ -1,0 +1,186 @@
+"""``om-eval data synth|check``: generate synthetic LongMemEval files, or load and summarise a dataset.
+
+Module-level imports are kept light (no pandas, datasets or rich) so that ``om-eval --help`` stays instant.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from om_eval.data.records import Dataset
+
+__all__ = ["add_data_parser", "run_data_command"]
+
+DATA_EXAMPLES = """examples:
+  om-eval data synth --size mini --out results/lme-mini.json             # every type + abstention, a few KB
+  om-eval data synth --size s --questions-per-type 5 --seed 1 --out results/lme-s-synth.json
+  om-eval data synth --size small --oracle --out results/lme-small-oracle.json   # evidence sessions only
+  om-eval data check results/lme-mini.json                               # validate, count, estimate tokens
+  om-eval data check s                                                   # $LONGMEMEVAL_DIR or the HF hub
+
+`data check` accepts a path or a split (oracle, s, m); splits are looked up in --data-dir, then
+$LONGMEMEVAL_DIR, then the Hugging Face hub (xiaowu0162/longmemeval-cleaned, pinned revision).
+"""
+
+
+def add_data_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``data`` command and its verbs (``synth``, ``check``) to ``subparsers``."""
+    data = subparsers.add_parser(
+        "data",
+        help="generate synthetic LongMemEval data, or validate and summarise a dataset",
+        description="Generate seeded synthetic datasets in the exact LongMemEval schema, or load a LongMemEval "
+        "file (validated record by record) and print what it holds.",
+        epilog=DATA_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = data.add_subparsers(dest="data_command", metavar="VERB", required=True)
+    synth = verbs.add_parser("synth", help="write a seeded synthetic dataset (JSON array, LongMemEval schema)")
+    synth.add_argument("--size", choices=("mini", "small", "s"), default="mini",
+                       help="mini: a few short sessions; small: ~12 sessions, ~12k tokens; s: ~48 sessions, "
+                       "~115k tokens per question (default: mini)")
+    synth.add_argument("--questions-per-type", type=int, default=1, metavar="N",
+                       help="answerable questions of each of the 6 types (default: 1)")
+    synth.add_argument("--abstention", type=int, metavar="N",
+                       help="_abs questions added on top (default: 6%% of the answerable ones, at least 1)")
+    synth.add_argument("--seed", type=int, default=0, metavar="N", help="generator seed (default: 0)")
+    synth.add_argument("--oracle", action="store_true",
+                       help="evidence sessions only, not sorted by date, like longmemeval_oracle.json")
+    synth.add_argument("--out", required=True, metavar="PATH", help="file to write")
+    check = verbs.add_parser("check", help="load and validate a dataset; print counts and a token estimate")
+    check.add_argument("target", metavar="PATH", help="a dataset file, or a split: oracle, s, m")
+    check.add_argument("--data-dir", metavar="DIR", help="folder holding the official files (for a split)")
+    check.add_argument("--no-verify", action="store_true",
+                       help="skip the pinned sha256 and per-type count checks of official files")
+    check.add_argument("--sample", type=int, default=3, metavar="N",
+                       help="questions whose haystack tokens are counted with o200k_base (default: 3; 0 = skip)")
+    check.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return data
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    if not values:
+        return {"min": 0, "mean": 0, "max": 0}
+    return {"min": min(values), "mean": round(sum(values) / len(values), 1), "max": max(values)}
+
+
+def summarise(dataset: Dataset, *, sample: int = 3) -> dict[str, Any]:
+    """Counts per type, abstention, sessions/turns per question and a token estimate on a seeded sample."""
+    from om_eval.data.records import QUESTION_TYPES
+
+    questions = dataset.questions
+    per_type = Counter(q.question_type for q in questions)
+    abstention = Counter(q.question_type for q in questions if q.is_abstention)
+    repeated = sum(1 for q in questions if len({s.session_id for s in q.sessions}) < len(q.sessions))
+    summary: dict[str, Any] = {
+        "name": dataset.name,
+        "path": dataset.path,
+        "sha256": dataset.sha256,
+        "questions": len(questions),
+        "per_type": {t: {"n": per_type[t], "abstention": abstention[t]} for t in QUESTION_TYPES},
+        "abstention": sum(abstention.values()),
+        "int_answers": sum(1 for q in questions if isinstance(q.answer, int)),
+        "sessions_per_question": _spread([len(q.sessions) for q in questions]),
+        "evidence_sessions_per_question": _spread([sum(s.is_evidence for s in q.sessions) for q in questions]),
+        "turns_per_question": _spread([sum(len(s.turns) for s in q.sessions) for q in questions]),
+        "has_answer_true_turns": sum(t.has_answer is True for q in questions for s in q.sessions for t in s.turns),
+        "questions_with_repeated_session_ids": repeated,
+        "tokens_per_question": None,
+    }
+    if sample > 0 and questions:
+        from om_eval.om.tokens import TokenizerUnavailableError, count_text
+
+        chosen = random.Random(0).sample(list(questions), min(sample, len(questions)))
+        try:
+            counts = [count_text("\n".join(t.content for s in q.sessions for t in s.turns)) for q in chosen]
+        except TokenizerUnavailableError as error:
+            summary["tokens_per_question"] = {"error": str(error)}
+        else:
+            summary["tokens_per_question"] = {"counter": "o200k_base", "text": "turn contents",
+                                              "sample": len(chosen), **_spread([float(c) for c in counts])}
+    return summary
+
+
+def _print_summary(summary: dict[str, Any], pinned: str | None) -> None:
+    check = f"the pinned {pinned}" if pinned else "not an official file: hash recorded, not checked"
+    print(f"{summary['name']}  {summary['path']}")
+    print(f"sha256 {summary['sha256']} ({check})")
+    print(f"questions: {summary['questions']} (abstention {summary['abstention']}, "
+          f"int answers {summary['int_answers']})")
+    print(f"  {'type':<28}{'n':>6}{'abs':>6}")
+    for qtype, row in summary["per_type"].items():
+        print(f"  {qtype:<28}{row['n']:>6}{row['abstention']:>6}")
+    for key, label in (("sessions_per_question", "sessions/question"),
+                       ("evidence_sessions_per_question", "evidence sessions/question"),
+                       ("turns_per_question", "turns/question")):
+        s = summary[key]
+        print(f"{label}: min {s['min']:g}, mean {s['mean']:g}, max {s['max']:g}")
+    print(f"has_answer=true turns: {summary['has_answer_true_turns']}; "
+          f"questions with a repeated session id: {summary['questions_with_repeated_session_ids']}")
+    tokens = summary["tokens_per_question"]
+    if tokens is None:
+        return
+    if "error" in tokens:
+        print(f"tokens/question: unavailable ({tokens['error']})")
+    else:
+        print(f"tokens/question (o200k_base, turn contents, sample of {tokens['sample']}): "
+              f"min {tokens['min']:,.0f}, mean {tokens['mean']:,.0f}, max {tokens['max']:,.0f}")
+
+
+def _run_synth(args: argparse.Namespace) -> int:
+    from om_eval.data.loader import sha256_file
+    from om_eval.data.synth import generate, write_dataset
+
+    if args.questions_per_type < 0 or (args.abstention is not None and args.abstention < 0):
+        print("--questions-per-type and --abstention must be >= 0", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    records = generate(size=args.size, questions_per_type=args.questions_per_type, abstention=args.abstention,
+                       seed=args.seed, oracle=args.oracle)
+    elapsed = time.perf_counter() - started
+    path = write_dataset(records, args.out)
+    abstention = sum("_abs" in r["question_id"] for r in records)
+    rate = f", {len(records) / elapsed:,.0f} questions/s" if elapsed > 0 else ""
+    print(f"Wrote {len(records)} questions ({len(records) - abstention} answerable, {abstention} abstention; "
+          f"size {args.size}, seed {args.seed}{', oracle' if args.oracle else ''}) to {path}")
+    print(f"{path.stat().st_size:,} bytes, sha256 {sha256_file(path)}; generated in {elapsed:.2f} s{rate}")
+    return 0
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from om_eval.data.loader import (
+        LME_FILES,
+        DatasetIntegrityError,
+        DatasetNotFoundError,
+        DatasetValidationError,
+        load_dataset,
+    )
+
+    try:
+        dataset = load_dataset(args.target, data_dir=args.data_dir, verify=not args.no_verify)
+    except (DatasetNotFoundError, DatasetIntegrityError, DatasetValidationError, ValueError) as error:
+        print(f"data check failed: {error}", file=sys.stderr)
+        return 1
+    summary = summarise(dataset, sample=max(args.sample, 0))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        pinned = next((f.filename for f in LME_FILES.values() if f.sha256 == dataset.sha256), None)
+        _print_summary(summary, pinned)
+    return 0
+
+
+def run_data_command(args: argparse.Namespace) -> int:
+    """Run ``om-eval data <verb>``; returns the exit code (1 when a dataset fails to load or validate)."""
+    if args.data_command == "synth":
+        return _run_synth(args)
+    if args.data_command == "check":
+        return _run_check(args)
+    print(f"unknown data command {args.data_command!r}", file=sys.stderr)
+    return 2

@@ -1,0 +1,591 @@
+"""Find, verify, validate and normalise LongMemEval files; choose subsets (longmemeval-reference §1, §6.1).
+
+Why this order: a file is located first (an explicit path, then ``$LONGMEMEVAL_DIR`` or ``data_dir``, then the
+Hugging Face hub at the pinned revision), hashed in 1 MiB chunks *before* it is parsed (a wrong 2.7 GB file is
+refused without building its objects), then every record is validated and the first problem is reported with the
+file, the question id and the field. The pinned hashes belong to the three official file names only: any other
+file is hashed so that runs can record it, but never checked. ``verify=False`` skips the hash and per-type count
+checks, never the record validation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from om_eval.data.records import (
+    DATE_PATTERN,
+    QUESTION_TYPES,
+    Dataset,
+    HaystackSession,
+    Question,
+    Turn,
+    parse_lme_date,
+)
+
+__all__ = [
+    "ENV_DIR",
+    "EXPECTED_COUNTS",
+    "LME_FILES",
+    "LME_REPO",
+    "LME_REVISION",
+    "DatasetIntegrityError",
+    "DatasetNotFoundError",
+    "DatasetValidationError",
+    "LmeFile",
+    "ResolvedFile",
+    "TYPE_ALIASES",
+    "check_counts",
+    "dataset_from_records",
+    "hub_url",
+    "load_dataset",
+    "question_from_record",
+    "read_records",
+    "resolve_dataset_file",
+    "select",
+    "sha256_file",
+]
+
+LME_REPO = "xiaowu0162/longmemeval-cleaned"
+LME_REVISION = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
+#: Environment variable naming a folder that holds the official files under their hub names.
+ENV_DIR = "LONGMEMEVAL_DIR"
+
+
+@dataclass(frozen=True)
+class LmeFile:
+    """One official file of the pinned cleaned release."""
+
+    split: str
+    filename: str
+    size: int
+    sha256: str
+
+
+LME_FILES: dict[str, LmeFile] = {
+    f.split: f
+    for f in (
+        LmeFile("oracle", "longmemeval_oracle.json", 15_388_478,
+                "821a2034d219ab45846873dd14c14f12cfe7776e73527a483f9dac095d38620c"),
+        LmeFile("s", "longmemeval_s_cleaned.json", 277_383_467,
+                "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442"),
+        LmeFile("m", "longmemeval_m_cleaned.json", 2_737_100_077,
+                "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f"),
+    )
+}
+_BY_FILENAME = {f.filename: f for f in LME_FILES.values()}
+
+#: Questions per type in every official file (reference §1.4): type -> (total, of which ``_abs``).
+EXPECTED_COUNTS: dict[str, tuple[int, int]] = {
+    "single-session-user": (70, 6),
+    "single-session-assistant": (56, 0),
+    "single-session-preference": (30, 0),
+    "multi-session": (133, 12),
+    "knowledge-update": (78, 6),
+    "temporal-reasoning": (133, 6),
+}
+
+#: Short names accepted by :func:`select` (case-insensitive) besides the full type strings.
+TYPE_ALIASES = {
+    "ssu": "single-session-user",
+    "ssa": "single-session-assistant",
+    "ssp": "single-session-preference",
+    "ms": "multi-session",
+    "ku": "knowledge-update",
+    "tr": "temporal-reasoning",
+}
+_ROLES = ("user", "assistant")
+_CHUNK = 1 << 20
+
+
+def hub_url(filename: str, revision: str = LME_REVISION) -> str:
+    """The direct download address of one file of the cleaned release."""
+    return f"https://huggingface.co/datasets/{LME_REPO}/resolve/{revision}/{filename}"
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """No source could provide the requested file; the message says which file and how to provide it."""
+
+
+class DatasetIntegrityError(ValueError):
+    """A file with an official name does not have the pinned sha256."""
+
+
+class DatasetValidationError(ValueError):
+    """A record breaks the LongMemEval schema. ``question_id``/``field`` locate it (``None`` when unknown)."""
+
+    def __init__(
+        self, source: str, problem: str, *, question_id: str | None = None, field: str | None = None,
+        index: int | None = None,
+    ) -> None:
+        self.source = source
+        self.question_id = question_id
+        self.field = field
+        self.index = index
+        self.problem = problem
+        where = [source]
+        if question_id is not None:
+            where.append(f"question {question_id!r}")
+        elif index is not None:
+            where.append(f"record {index}")
+        if field is not None:
+            where.append(f"field {field}")
+        head = where[0] + (": " + " ".join(where[1:]) if len(where) > 1 else "")
+        super().__init__(f"{head}: {problem}")
+
+
+# --------------------------------------------------------------------------------------------- resolution
+
+
+@dataclass(frozen=True)
+class ResolvedFile:
+    """Where a dataset file was found."""
+
+    path: Path
+    name: str
+    """``oracle``, ``s``, ``m`` for official files, else the file stem."""
+    known: LmeFile | None
+    """The pinned entry whose sha256 applies, or ``None`` (the file is hashed but not checked)."""
+    source: str
+    """``path``, ``data_dir``, ``$LONGMEMEVAL_DIR`` or ``hub``."""
+
+
+def _hub_offline() -> bool:
+    return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
+
+
+def _split_of(value: str | os.PathLike[str] | None) -> str | None:
+    if isinstance(value, str) and value in LME_FILES:
+        return value
+    return None
+
+
+def resolve_dataset_file(
+    split_or_path: str | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str = LME_REVISION,
+) -> ResolvedFile:
+    """Locate a LongMemEval file without reading it (see :func:`load_dataset` for the order).
+
+    Raises:
+        DatasetNotFoundError: nothing provides the file; the message names it and the two remedies.
+        ValueError: neither a split nor a path was given, or a split name is unknown.
+    """
+    split = _split_of(split_or_path)
+    if split_or_path is not None and split is None:
+        if path is not None:
+            raise ValueError(f"split {os.fspath(split_or_path)!r} is unknown: use one of {', '.join(LME_FILES)}")
+        path = split_or_path
+    if path is not None:
+        file = Path(path).expanduser()
+        if not file.is_file():
+            known_hint = "" if split is not None else f" (or name a split: {', '.join(LME_FILES)})"
+            raise DatasetNotFoundError(f"LongMemEval file {str(file)!r} does not exist{known_hint}")
+        known = LME_FILES[split] if split is not None else _BY_FILENAME.get(file.name)
+        return ResolvedFile(file, known.split if known else file.stem, known, "path")
+    if split is None:
+        raise ValueError(f"give a split ({', '.join(LME_FILES)}) or a path to a LongMemEval file")
+
+    lme = LME_FILES[split]
+    tried: list[str] = []
+    folders = []
+    if data_dir is not None:
+        folders.append(("data_dir", Path(data_dir).expanduser()))
+    env_dir = os.environ.get(ENV_DIR)
+    if env_dir:
+        folders.append((f"${ENV_DIR}", Path(env_dir).expanduser()))
+    else:
+        tried.append(f"${ENV_DIR} is not set")
+    for source, folder in folders:
+        candidate = folder / lme.filename
+        if candidate.is_file():
+            return ResolvedFile(candidate, split, lme, source)
+        tried.append(f"{source}: {candidate} does not exist")
+
+    offline = _hub_offline()
+    try:
+        from huggingface_hub import hf_hub_download
+    except ImportError:
+        tried.append("Hugging Face hub: huggingface_hub is not installed (pip install huggingface_hub)")
+    else:
+        try:
+            local = hf_hub_download(
+                repo_id=LME_REPO, filename=lme.filename, repo_type="dataset", revision=revision,
+                local_files_only=offline,
+            )
+        except Exception as error:  # the hub raises many kinds (offline, HTTP, network, cache)
+            if offline:
+                tried.append("Hugging Face hub: HF_HUB_OFFLINE=1 and the file is not in the local hub cache")
+            else:
+                detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
+                tried.append(f"Hugging Face hub: download failed ({error.__class__.__name__}: {detail})")
+        else:
+            return ResolvedFile(Path(local), split, lme if revision == LME_REVISION else None, "hub")
+
+    url = hub_url(lme.filename, revision)
+    lines = [f"LongMemEval file {lme.filename!r} (split {split!r}) is missing. Looked for it:"]
+    lines += [f"  - {entry}" for entry in tried]
+    lines += [
+        "Provide it in one of two ways:",
+        f"  1. download {url}",
+        f"     into a folder and set {ENV_DIR}=<that folder> (or pass path=... or data_dir=...);",
+        "  2. allow the hub download: unset HF_HUB_OFFLINE, make huggingface.co reachable and install",
+        f"     huggingface_hub; the file is fetched from {LME_REPO} at revision {revision[:12]}.",
+    ]
+    raise DatasetNotFoundError("\n".join(lines))
+
+
+# ------------------------------------------------------------------------------------------------ reading
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file, read in 1 MiB chunks (never the whole file at once)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def read_records(path: str | os.PathLike[str], *, source: str | None = None) -> list[Any]:
+    """Parse a JSON array of records (the official format) or, as a fallback, JSON lines."""
+    source = source or Path(path).name
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        if text.lstrip().startswith("["):
+            raise DatasetValidationError(source, f"is not valid JSON ({error})") from error
+    else:
+        if isinstance(data, list):
+            return data
+        if isinstance(data, Mapping) and "question_id" in data:
+            return [data]  # JSON lines holding a single record
+        kind = f"an object with keys {sorted(data)[:5]}" if isinstance(data, Mapping) else type(data).__name__
+        raise DatasetValidationError(source, f"must hold a JSON array of records (or JSON lines), got {kind}")
+    records = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as error:
+            raise DatasetValidationError(
+                source, f"line {number} is not valid JSON (expected a JSON array of records or JSON lines: {error})"
+            ) from error
+    return records
+
+
+# --------------------------------------------------------------------------------------------- validation
+
+
+def _date(text: Any, source: str, qid: str, field: str) -> Any:
+    if not isinstance(text, str):
+        raise DatasetValidationError(source, f"must be a string, got {type(text).__name__}",
+                                     question_id=qid, field=field)
+    if not DATE_PATTERN.match(text):
+        raise DatasetValidationError(
+            source, f"{text!r} is not in the format 'YYYY/MM/DD (Day) HH:MM', e.g. '2023/05/30 (Tue) 23:40'",
+            question_id=qid, field=field,
+        )
+    try:
+        return parse_lme_date(text)
+    except ValueError as error:
+        raise DatasetValidationError(source, f"{text!r} is not a valid date", question_id=qid, field=field) from error
+
+
+def _string_list(record: Mapping[str, Any], name: str, source: str, qid: str) -> list[str]:
+    value = record[name]
+    if not isinstance(value, list):
+        raise DatasetValidationError(source, f"must be a list, got {type(value).__name__}", question_id=qid, field=name)
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise DatasetValidationError(source, f"must be a string, got {type(item).__name__}",
+                                         question_id=qid, field=f"{name}[{i}]")
+    return value
+
+
+def _turns(raw: Any, source: str, qid: str, field: str) -> tuple[Turn, ...]:
+    if not isinstance(raw, list):
+        raise DatasetValidationError(source, f"must be a list of turns, got {type(raw).__name__}",
+                                     question_id=qid, field=field)
+    turns = []
+    for j, turn in enumerate(raw):
+        where = f"{field}[{j}]"
+        if not isinstance(turn, Mapping):
+            raise DatasetValidationError(source, f"must be an object, got {type(turn).__name__}",
+                                         question_id=qid, field=where)
+        role = turn.get("role")
+        if role not in _ROLES:
+            raise DatasetValidationError(source, f"{role!r} is not 'user' or 'assistant'",
+                                         question_id=qid, field=f"{where}.role")
+        content = turn.get("content")
+        if not isinstance(content, str):
+            problem = "is missing" if "content" not in turn else f"must be a string, got {type(content).__name__}"
+            raise DatasetValidationError(source, problem, question_id=qid, field=f"{where}.content")
+        has_answer = turn.get("has_answer")
+        if "has_answer" in turn and not isinstance(has_answer, bool):
+            raise DatasetValidationError(source, f"must be true or false, got {has_answer!r}",
+                                         question_id=qid, field=f"{where}.has_answer")
+        turns.append(Turn(role, content, has_answer))
+    return tuple(turns)
+
+
+_REQUIRED = ("question_type", "question", "answer", "question_date", "haystack_session_ids", "haystack_dates",
+             "haystack_sessions", "answer_session_ids")
+
+
+def question_from_record(record: Any, *, source: str = "<records>", index: int = 0) -> Question:
+    """Validate one raw record (reference §6.1) and normalise it; the raw record is kept on ``Question.raw``.
+
+    Raises:
+        DatasetValidationError: naming ``source``, the question id (or record index) and the field.
+    """
+    if not isinstance(record, Mapping):
+        raise DatasetValidationError(source, f"must be a JSON object, got {type(record).__name__}", index=index)
+    qid = record.get("question_id")
+    if not isinstance(qid, str) or not qid:
+        problem = "is missing" if "question_id" not in record else f"must be a non-empty string, got {qid!r}"
+        raise DatasetValidationError(source, problem, index=index, field="question_id")
+    for name in _REQUIRED:
+        if name not in record:
+            raise DatasetValidationError(source, "is missing", question_id=qid, field=name)
+    qtype = record["question_type"]
+    if qtype not in QUESTION_TYPES:
+        raise DatasetValidationError(source, f"{qtype!r} is not one of the 6 types ({', '.join(QUESTION_TYPES)})",
+                                     question_id=qid, field="question_type")
+    if not isinstance(record["question"], str):
+        raise DatasetValidationError(source, f"must be a string, got {type(record['question']).__name__}",
+                                     question_id=qid, field="question")
+    answer = record["answer"]
+    if isinstance(answer, bool) or not isinstance(answer, str | int):
+        raise DatasetValidationError(source, f"must be a string or an integer, got {answer!r}",
+                                     question_id=qid, field="answer")
+    question_date = _date(record["question_date"], source, qid, "question_date")
+
+    session_ids = _string_list(record, "haystack_session_ids", source, qid)
+    dates = record["haystack_dates"]
+    sessions = record["haystack_sessions"]
+    for name, value in (("haystack_dates", dates), ("haystack_sessions", sessions)):
+        if not isinstance(value, list):
+            raise DatasetValidationError(source, f"must be a list, got {type(value).__name__}",
+                                         question_id=qid, field=name)
+        if len(value) != len(session_ids):
+            raise DatasetValidationError(
+                source, f"has {len(value)} entries but haystack_session_ids has {len(session_ids)}",
+                question_id=qid, field=name,
+            )
+    answer_ids = _string_list(record, "answer_session_ids", source, qid)
+    known_ids = set(session_ids)
+    for i, sid in enumerate(answer_ids):
+        if sid not in known_ids:
+            raise DatasetValidationError(source, f"{sid!r} is not among haystack_session_ids",
+                                         question_id=qid, field=f"answer_session_ids[{i}]")
+    evidence = set(answer_ids)
+    normalised = []
+    for i, (sid, date_text, raw_turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
+        date = _date(date_text, source, qid, f"haystack_dates[{i}]")
+        turns = _turns(raw_turns, source, qid, f"haystack_sessions[{i}]")
+        normalised.append(HaystackSession(qid, i, sid, date, date_text, turns, sid in evidence))
+    return Question(
+        question_id=qid,
+        question_type=qtype,
+        question=record["question"],
+        answer=answer,
+        question_date=question_date,
+        question_date_text=record["question_date"],
+        sessions=tuple(normalised),
+        answer_session_ids=tuple(answer_ids),
+        raw=record,
+    )
+
+
+def check_counts(questions: Sequence[Question], *, source: str) -> None:
+    """Check a full official file: 500 questions with the per-type and abstention counts of reference §1.4."""
+    total = sum(n for n, _ in EXPECTED_COUNTS.values())
+    if len(questions) != total:
+        raise DatasetValidationError(source, f"has {len(questions)} questions, expected {total}")
+    per_type = Counter(q.question_type for q in questions)
+    abstention = Counter(q.question_type for q in questions if q.is_abstention)
+    for qtype, (expected, expected_abs) in EXPECTED_COUNTS.items():
+        if per_type[qtype] != expected or abstention[qtype] != expected_abs:
+            raise DatasetValidationError(
+                source,
+                f"{per_type[qtype]} {qtype!r} questions ({abstention[qtype]} abstention), "
+                f"expected {expected} ({expected_abs} abstention)",
+                field="question_type",
+            )
+
+
+def dataset_from_records(
+    records: Iterable[Any], *, name: str, path: str = "", sha256: str = "", source: str | None = None,
+) -> Dataset:
+    """Validate and normalise raw records (e.g. from :mod:`om_eval.data.synth`) into a :class:`Dataset`."""
+    source = source or name
+    questions = []
+    seen: dict[str, int] = {}
+    for index, record in enumerate(records):
+        question = question_from_record(record, source=source, index=index)
+        if question.question_id in seen:
+            raise DatasetValidationError(
+                source, f"is repeated (first at record {seen[question.question_id]}, again at record {index})",
+                question_id=question.question_id, field="question_id",
+            )
+        seen[question.question_id] = index
+        questions.append(question)
+    return Dataset(name=name, path=path, sha256=sha256, questions=tuple(questions))
+
+
+def load_dataset(
+    split_or_path: str | os.PathLike[str] | None = None,
+    *,
+    path: str | os.PathLike[str] | None = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    revision: str = LME_REVISION,
+    verify: bool = True,
+) -> Dataset:
+    """Load, verify, validate and normalise a LongMemEval file.
+
+    Resolution order: an explicit path (``split_or_path`` that is not a split name, or ``path=``) →
+    ``<data_dir>/<filename>`` → ``$LONGMEMEVAL_DIR/<filename>`` → ``huggingface_hub.hf_hub_download`` from
+    ``xiaowu0162/longmemeval-cleaned`` at ``revision`` (only the local hub cache when ``HF_HUB_OFFLINE=1``).
+
+    Args:
+        split_or_path: ``"oracle"``, ``"s"``, ``"m"``, or a path to a JSON array (or JSON lines) of records.
+        path: an explicit file for the split named by ``split_or_path`` (its pinned hash then applies).
+        data_dir: a folder holding the official files under their hub names; searched before the env var.
+        revision: hub revision; the pinned hashes apply only to :data:`LME_REVISION`.
+        verify: check the pinned sha256 and the per-type counts of official files (records are always
+            validated). Files with other names are hashed and recorded, never checked.
+
+    Raises:
+        DatasetNotFoundError: no source has the file (the message names it and both remedies).
+        DatasetIntegrityError: an official file's sha256 differs from the pinned one.
+        DatasetValidationError: a record is malformed (file, question id and field in the message).
+    """
+    resolved = resolve_dataset_file(split_or_path, path=path, data_dir=data_dir, revision=revision)
+    filename = resolved.path.name
+    digest = sha256_file(resolved.path)
+    expected = resolved.known.sha256 if verify and resolved.known is not None else None
+    if expected is not None and digest != expected:
+        raise DatasetIntegrityError(
+            f"{filename}: sha256 mismatch for {resolved.path}: expected {expected}, actual {digest}. "
+            f"This is not the pinned {LME_REPO}@{LME_REVISION[:12]} file (third-party re-uploads differ); "
+            "pass verify=False to load it anyway."
+        )
+    records = read_records(resolved.path, source=filename)
+    dataset = dataset_from_records(records, name=resolved.name, path=str(resolved.path), sha256=digest,
+                                   source=filename)
+    if expected is not None:
+        check_counts(dataset.questions, source=filename)
+    return dataset
+
+
+# ------------------------------------------------------------------------------------------------ subsets
+
+
+def _count(value: int | None, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name}={value!r} is invalid: must be a non-negative integer")
+    return value
+
+
+def _types(types: str | Iterable[str]) -> list[str]:
+    names = [types] if isinstance(types, str) else list(types)
+    chosen = set()
+    for name in names:
+        full = TYPE_ALIASES.get(name.lower(), name)
+        if full not in QUESTION_TYPES:
+            raise ValueError(f"question type {name!r} is unknown: use one of {', '.join(QUESTION_TYPES)} "
+                             f"or {', '.join(TYPE_ALIASES)}")
+        chosen.add(full)
+    return [t for t in QUESTION_TYPES if t in chosen]
+
+
+def _describe_ids(ids: list[str]) -> str:
+    ordered = sorted(ids)
+    if len(ordered) <= 20:
+        return "ids=" + ",".join(ordered)
+    digest = hashlib.sha256("\n".join(ordered).encode()).hexdigest()[:16]
+    return f"ids={len(ordered)}@sha256:{digest}"
+
+
+def select(
+    dataset: Dataset,
+    *,
+    ids: Iterable[str] | None = None,
+    types: str | Iterable[str] | None = None,
+    first: int | None = None,
+    sample: int | None = None,
+    seed: int = 0,
+    per_type: int | None = None,
+    abstention: bool | None = None,
+) -> Dataset:
+    """Choose questions; the result keeps file order and records how it was chosen in ``subset``.
+
+    Filters (``ids``, ``types``, ``abstention``) apply first, then at most one of ``first`` (the first N),
+    ``sample`` (N drawn with ``random.Random(seed)`` from the sorted ids) or ``per_type`` (for each type, N drawn
+    from that type's sorted ids with a per-type seeded generator). Each takes at most N (fewer when fewer exist).
+    ``types`` accepts the full names or ``ssu ssa ssp ms ku tr``; ``abstention`` True keeps only ``_abs``
+    questions, False only answerable ones. The description is canonical (ids sorted, types in benchmark order;
+    more than 20 ids are described by count and hash) and is appended to an existing one with `` | ``.
+
+    Raises:
+        ValueError: unknown ids (all of them named), unknown types, or several of first/sample/per_type.
+    """
+    first, sample, per_type = _count(first, "first"), _count(sample, "sample"), _count(per_type, "per_type")
+    if sum(v is not None for v in (first, sample, per_type)) > 1:
+        raise ValueError("choose at most one of first, sample and per_type")
+    questions = list(dataset.questions)
+    parts = []
+    if ids is not None:
+        wanted = list(dict.fromkeys([ids] if isinstance(ids, str) else ids))
+        present = {q.question_id for q in questions}
+        unknown = [i for i in wanted if i not in present]
+        if unknown:
+            shown = ", ".join(repr(i) for i in unknown[:20]) + (" ..." if len(unknown) > 20 else "")
+            raise ValueError(f"{len(unknown)} question id(s) not in dataset {dataset.name!r}: {shown}")
+        keep = set(wanted)
+        questions = [q for q in questions if q.question_id in keep]
+        parts.append(_describe_ids(wanted))
+    if types is not None:
+        chosen = _types(types)
+        questions = [q for q in questions if q.question_type in chosen]
+        parts.append("types=" + ",".join(chosen))
+    if abstention is not None:
+        questions = [q for q in questions if q.is_abstention == abstention]
+        parts.append(f"abstention={'only' if abstention else 'none'}")
+    if first is not None:
+        questions = questions[:first]
+        parts.append(f"first={first}")
+    elif sample is not None:
+        pool = sorted(q.question_id for q in questions)
+        keep = set(random.Random(seed).sample(pool, min(sample, len(pool))))
+        questions = [q for q in questions if q.question_id in keep]
+        parts.append(f"sample={sample};seed={seed}")
+    elif per_type is not None:
+        keep = set()
+        for qtype in QUESTION_TYPES:
+            pool = sorted(q.question_id for q in questions if q.question_type == qtype)
+            keep.update(random.Random(f"{seed}:{qtype}").sample(pool, min(per_type, len(pool))))
+        questions = [q for q in questions if q.question_id in keep]
+        parts.append(f"per_type={per_type};seed={seed}")
+    if not parts:
+        return dataset
+    description = ";".join(parts)
+    if dataset.subset:
+        description = f"{dataset.subset} | {description}"
+    return Dataset(name=dataset.name, path=dataset.path, sha256=dataset.sha256, questions=tuple(questions),
+                   subset=description)

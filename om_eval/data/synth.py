@@ -1,0 +1,796 @@
+"""Seeded synthetic datasets in the exact LongMemEval schema (longmemeval-reference §1.3, §6.2).
+
+The real files cannot be fetched offline, so tests, the demo and speed measurements use invented data with the
+same shape: a JSON array of records, dates as ``YYYY/MM/DD (Day) HH:MM``, ``answer`` text or a JSON int,
+``has_answer`` only on the turns of evidence sessions, evidence ids ``answer_<8hex>_<n>`` (``answer_<8hex>_abs``
+for abstention), filler ids ``sharegpt_<id>_<n>`` / ``ultrachat_<n>`` / ``<8hex>_<n>``, one filler id repeated
+within each record (identical content, another date, as in upstream issue #54), sessions sorted by date unless
+``oracle=True`` (evidence sessions only, unsorted, like the oracle file).
+
+Every question plants evidence turns whose facts it asks about; the facts come from pools that never occur in the
+filler vocabulary, so a fact is found only in ``has_answer`` turns. Each record draws from its own generator seeded
+by (seed, kind, index): adding questions never changes the earlier ones. Filler is built from topic vocabularies
+and sentence templates chosen by the generator, so it varies from session to session; its length is budgeted
+in characters (:data:`CHARS_PER_TOKEN`, calibrated on o200k_base) because counting tokens while generating is slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import string
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+from om_eval.data.records import QUESTION_TYPES, format_lme_date
+
+__all__ = [
+    "ABSTENTION_TYPES",
+    "CHARS_PER_TOKEN",
+    "SIZES",
+    "SynthQuestion",
+    "SynthSize",
+    "generate",
+    "generate_with_facts",
+    "mini_fixture_path",
+    "write_dataset",
+]
+
+#: Characters per o200k_base token of the generated English filler (measured on S-sized records).
+CHARS_PER_TOKEN = 4.93
+#: Base types of abstention records, used in turn (the benchmark's 30 are MS 12, SSU 6, KU 6, TR 6).
+ABSTENTION_TYPES = ("multi-session", "single-session-user", "knowledge-update", "temporal-reasoning")
+
+
+@dataclass(frozen=True)
+class SynthSize:
+    """How big each question's haystack is.
+
+    ``tokens == 0`` means minimal turns: one sentence each.
+    """
+
+    name: str
+    sessions: tuple[int, int]
+    """Range (inclusive) of haystack sessions per question, evidence included (at least evidence + 2)."""
+    tokens: int
+    """Approximate o200k_base tokens of all turn contents of one question."""
+    pairs: tuple[int, int]
+    """Range of user/assistant pairs per session."""
+    span_days: int = 120
+    """The haystack covers this many days before the question date."""
+
+
+SIZES: dict[str, SynthSize] = {
+    "mini": SynthSize("mini", sessions=(4, 4), tokens=0, pairs=(1, 1), span_days=30),
+    "small": SynthSize("small", sessions=(10, 14), tokens=12_000, pairs=(2, 4), span_days=60),
+    "s": SynthSize("s", sessions=(46, 50), tokens=115_000, pairs=(3, 7), span_days=150),
+}
+
+
+@dataclass(frozen=True)
+class SynthQuestion:
+    """A generated record with the fact strings planted in its evidence turns (for tests and reading aids)."""
+
+    record: dict[str, Any]
+    facts: tuple[str, ...]
+
+
+# ---------------------------------------------------------------------------------------------- filler text
+
+_TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("home networking", ("router", "mesh node", "firmware", "subnet", "access point", "cable run", "signal strength",
+                         "guest network")),
+    ("container gardening", ("potting mix", "drainage layer", "seedling", "trellis", "compost", "watering schedule",
+                             "terracotta pot", "mulch")),
+    ("spreadsheet formulas", ("pivot table", "lookup column", "named range", "conditional format", "helper column",
+                              "validation rule", "array formula", "summary chart")),
+    ("bicycle maintenance", ("chain", "derailleur", "brake pad", "tyre pressure", "cassette", "cable tension",
+                             "bottom bracket", "spoke tension")),
+    ("learning to draw", ("sketchbook", "contour line", "shading", "perspective grid", "gesture drawing", "charcoal",
+                          "proportion", "negative space")),
+    ("personal budgeting", ("emergency fund", "monthly budget", "savings goal", "expense tracker", "subscription",
+                            "interest rate", "spending category", "sinking fund")),
+    ("writing a cover letter", ("opening paragraph", "job description", "closing line", "achievement", "tone",
+                                "hiring manager", "employment gap", "keyword")),
+    ("python scripting", ("list comprehension", "virtual environment", "function signature", "exception",
+                          "unit test", "dictionary", "generator", "import path")),
+    ("home workouts", ("resistance band", "warm-up", "plank", "rest interval", "squat", "mobility drill", "kettlebell",
+                       "cool-down")),
+    ("meal planning", ("batch cooking", "grocery list", "leftovers", "freezer bag", "sheet pan", "spice blend",
+                       "lentil stew", "portion size")),
+    ("public speaking", ("opening line", "slide deck", "speaker notes", "pause", "audience question", "rehearsal",
+                         "eye contact", "closing remark")),
+    ("sleep habits", ("bedtime routine", "screen time", "caffeine", "afternoon nap", "blackout curtain",
+                      "wake-up time", "sleep diary", "white noise")),
+    ("ancient astronomy", ("star chart", "solstice", "observatory", "eclipse record", "constellation",
+                           "calendar stone", "lunar cycle", "horizon marker")),
+    ("job interviews", ("behavioural question", "portfolio", "salary range", "follow-up email", "reference check",
+                        "panel interview", "case study", "thank-you note")),
+    ("learning a language", ("flashcard", "verb tense", "listening practice", "pronunciation", "vocabulary list",
+                             "language exchange", "grammar drill", "reading passage")),
+    ("car maintenance", ("oil change", "tyre rotation", "wiper blade", "coolant", "battery terminal", "air filter",
+                         "brake fluid", "service interval")),
+    ("photo editing", ("exposure slider", "white balance", "crop", "layer mask", "histogram", "colour grade",
+                       "export setting", "preset")),
+    ("apartment cleaning", ("baking soda", "microfibre cloth", "grout", "descaler", "laundry routine", "closet",
+                            "window track", "vacuum filter")),
+    ("team management", ("one-on-one", "sprint review", "feedback", "roadmap", "status update", "delegation",
+                         "retrospective", "team charter")),
+    ("travel packing", ("carry-on", "packing cube", "toiletry bag", "travel adapter", "itinerary", "boarding pass",
+                        "layover", "rain jacket")),
+    ("birdwatching", ("binoculars", "field guide", "migration", "bird feeder", "bird call", "nesting box", "wetland",
+                      "tally sheet")),
+    ("writing fiction", ("plot outline", "point of view", "dialogue", "chapter", "character arc", "first draft",
+                         "subplot", "opening scene")),
+    ("home coffee", ("grinder", "pour-over", "bloom", "water temperature", "burr setting", "filter paper",
+                     "brew ratio", "gooseneck kettle")),
+    ("data visualisation", ("bar chart", "colour palette", "axis label", "legend", "scatter plot", "annotation",
+                            "dashboard", "tooltip")),
+    ("indoor plant care", ("humidity tray", "repotting", "leaf", "root ball", "grow light", "fertiliser", "cutting",
+                           "watering can")),
+    ("chess improvement", ("opening", "endgame", "tactic puzzle", "pawn structure", "time control", "blunder",
+                           "middlegame", "rook")),
+    ("small business marketing", ("newsletter", "landing page", "customer review", "social post", "brand voice",
+                                  "promo code", "email list", "target audience")),
+    ("woodworking", ("chisel", "dovetail joint", "sanding block", "wood glue", "hand plane", "clamp", "finish coat",
+                     "cutting list")),
+    ("hiking preparation", ("trail map", "water filter", "blister kit", "switchback", "elevation gain",
+                            "trekking pole", "daypack", "weather window")),
+    ("music theory", ("chord progression", "scale", "interval", "time signature", "cadence", "key signature",
+                      "melody", "rhythm")),
+    ("bread baking", ("dough", "proofing basket", "crumb", "levain", "crust", "hydration", "scoring blade", "loaf")),
+    ("climate science basics", ("greenhouse gas", "carbon cycle", "ocean current", "ice core", "feedback loop",
+                                "albedo", "emission", "weather model")),
+    ("home office ergonomics", ("monitor height", "chair", "keyboard tray", "wrist rest", "desk lamp", "posture",
+                                "footrest", "cable tray")),
+    ("podcast production", ("microphone", "episode outline", "audio level", "intro music", "guest booking",
+                            "show notes", "noise gate", "recording room")),
+)
+_ADJ = ("practical", "reliable", "simple", "gentle", "consistent", "flexible", "careful", "steady", "thorough",
+        "useful", "clear", "modest", "balanced", "quick", "patient", "sturdy", "affordable", "sensible", "focused",
+        "small", "gradual", "deliberate", "predictable", "manageable", "effective", "thoughtful", "solid",
+        "lightweight", "common", "noticeable")
+_ADV = ("usually", "often", "gradually", "carefully", "quickly", "gently", "regularly", "slowly", "occasionally",
+        "consistently", "briefly", "rarely", "comfortably", "steadily")
+_VERB = ("check", "adjust", "compare", "organise", "review", "measure", "simplify", "schedule", "test", "track",
+         "prepare", "clean", "label", "rotate", "limit", "replace", "practise", "note", "sort", "plan", "repeat",
+         "group", "balance", "protect", "revisit")
+_CONN = ("In practice", "As a rule of thumb", "For most people", "On the other hand", "In my experience",
+         "To begin with", "After that", "Once that is done", "If time is short", "Over a few weeks",
+         "In the long run", "As a next step", "Generally speaking", "If you can")
+_GOAL = ("save time", "avoid mistakes", "stay motivated", "keep things tidy", "see steady progress",
+         "reduce stress", "make better decisions", "build confidence", "keep costs down", "catch problems early",
+         "stay organised", "notice what works")
+_WHEN = ("every morning", "once a week", "before bed", "on weekends", "after lunch", "at the end of each month",
+         "every few days", "twice a week", "on quiet evenings", "before a busy week")
+_FEEL = ("a bit overwhelmed", "curious", "stuck", "excited", "unsure", "motivated", "confused", "impatient",
+         "hopeful", "rusty")
+
+_USER_TEMPLATES = (
+    "I've been reading about {topic} and I'm {feel} about the {noun}.",
+    "Can you explain how the {noun} relates to the {noun2} in {topic}?",
+    "What is a {adj} way to {verb} my {noun} {when}?",
+    "Is it worth it to {verb} the {noun} if I want to {goal}?",
+    "My {noun} never seems {adj} enough, and I'm not sure why.",
+    "Could you give me a {adj} checklist for {topic}?",
+    "How often should I {verb} the {noun} when I'm new to {topic}?",
+    "I tried to {verb} the {noun} last time, but the {noun2} got in the way.",
+    "Which matters more for {topic}: the {noun} or the {noun2}?",
+    "Do you have tips to {goal} with {topic}?",
+    "I only have a little time {when}, so what should I focus on with the {noun}?",
+    "Is there a {adj} mistake people make with the {noun}?",
+    "I'm {feel} because my {noun} keeps changing whenever I {verb} the {noun2}.",
+    "Could you walk me through the {noun} step by step?",
+)
+_ASSISTANT_TEMPLATES = (
+    "{conn}, the {noun} is {adv} the {adj} place to start.",
+    "A {adj} approach is to {verb} the {noun} before you {verb2} the {noun2}.",
+    "Many people find that the {noun} works best when the {noun2} stays {adj}.",
+    "If you {verb} the {noun} {when}, you will {adv} {goal}.",
+    "{conn}, try to {verb} one {noun} at a time so you can {goal}.",
+    "Keep a short note of the {noun} and the {noun2}; it makes it easier to {goal}.",
+    "The {noun} and the {noun2} are related: when one changes, the other {adv} follows.",
+    "It helps to {verb} the {noun} {when}, even if it feels {adj} at first.",
+    "Avoid changing the {noun} and the {noun2} together, because then it is hard to tell what helped.",
+    "A {adj} {noun} is usually better than a perfect one that you never {verb}.",
+    "{conn}, set aside ten minutes {when} to {verb} the {noun}.",
+    "When the {noun} feels {adj}, {verb} the {noun2} first and then review the result.",
+    "For {topic}, a {adj} routine beats an ambitious one that is hard to keep.",
+    "You can {adv} {verb} the {noun} with a {adj} {noun2} to {goal}.",
+    "If the {noun2} is the bottleneck, {verb} it before you touch the {noun}.",
+    "Write down what you expect from the {noun}, then {verb} it and compare.",
+    "Most beginners in {topic} underestimate the {noun}, so give it a little extra attention.",
+    "It is normal for the {noun} to feel {adj} for a while; progress tends to come {adv}.",
+    "One {adj} trick is to {verb} the {noun} right after you {verb2} the {noun2}.",
+    "{conn}, ask yourself whether the {noun} really helps you {goal}.",
+    "A {adj} checklist for the {noun} could be: {verb} it, {verb2} the {noun2}, and repeat {when}.",
+    "People who {verb} the {noun} {when} {adv} report that it is easier to {goal}.",
+)
+_GENERIC_SLOTS = {"adj": _ADJ, "adv": _ADV, "verb": _VERB, "verb2": _VERB, "conn": _CONN, "goal": _GOAL,
+                  "when": _WHEN, "feel": _FEEL}
+
+
+def _compile(template: str) -> tuple[tuple[str, str | None], ...]:
+    return tuple((literal, name) for literal, name, _, _ in string.Formatter().parse(template))
+
+
+_USER_COMPILED = tuple(_compile(t) for t in _USER_TEMPLATES)
+_ASSISTANT_COMPILED = tuple(_compile(t) for t in _ASSISTANT_TEMPLATES)
+
+
+class _Filler:
+    """Sentences and sessions of off-topic chat, drawn from one record's generator."""
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+
+    def sentence(self, templates: Sequence[tuple[tuple[str, str | None], ...]], topic: str,
+                 nouns: Sequence[str]) -> str:
+        choice = self.rng.choice
+        parts = []
+        noun = ""
+        for literal, name in choice(templates):
+            parts.append(literal)
+            if name is None:
+                continue
+            if name == "topic":
+                parts.append(topic)
+            elif name == "noun" or name == "noun2":
+                pick = choice(nouns)
+                while pick == noun:  # two noun slots in one sentence never name the same thing
+                    pick = choice(nouns)
+                noun = pick
+                parts.append(pick)
+            else:
+                parts.append(choice(_GENERIC_SLOTS[name]))
+        return "".join(parts)
+
+    def text(self, role: str, topic: str, nouns: Sequence[str], budget: int) -> str:
+        """At least one sentence, then more until ``budget`` characters; assistants sometimes number steps."""
+        templates = _USER_COMPILED if role == "user" else _ASSISTANT_COMPILED
+        numbered = role == "assistant" and budget > 600 and self.rng.random() < 0.3
+        parts: list[str] = []
+        size = 0
+        while not parts or size + 45 < budget:  # stop about half a sentence early: no systematic overshoot
+            sentence = self.sentence(templates, topic, nouns)
+            if numbered:
+                sentence = f"{len(parts) + 1}. {sentence}"
+            parts.append(sentence)
+            size += len(sentence) + 1
+        return ("\n" if numbered else " ").join(parts)
+
+    def pairs(self, count: int, budget: int, topic_index: int | None = None) -> list[dict[str, Any]]:
+        """``count`` user/assistant pairs on one topic, about ``budget`` characters in all (0 = one sentence each)."""
+        topic, nouns = _TOPICS[self.rng.randrange(len(_TOPICS)) if topic_index is None else topic_index]
+        pair_budget = budget // max(count, 1)
+        turns = []
+        for _ in range(count):
+            turns.append({"role": "user", "content": self.text("user", topic, nouns, pair_budget // 5)})
+            turns.append({"role": "assistant", "content": self.text("assistant", topic, nouns, pair_budget * 4 // 5)})
+        return turns
+
+
+# ------------------------------------------------------------------------------------------- planted facts
+# Pools of fact values. None of them occurs in the filler vocabulary above (tests check it on generated data).
+
+_PET_KINDS = ("corgi", "tortoise", "cockatiel", "ferret", "Maine Coon", "hedgehog", "bearded dragon", "greyhound")
+_PET_NAMES = ("Ziggy", "Sir Reginald", "Gizmo", "Bartholomew", "Professor Fluff", "Archimedes", "Winnifred",
+              "Captain Socks", "Pumpernickel", "Zelda", "Humphrey", "Kazoo")
+_DEGREES = ("Marine Biology", "Industrial Design", "Medieval History", "Chemical Engineering",
+            "Landscape Architecture", "Applied Linguistics", "Nutrition Science", "Astrophysics",
+            "Business Administration", "Forensic Accounting", "Urban Planning", "Ethnomusicology")
+_SCHOOLS = ("Brookhaven University", "the University of Westmere", "Calder State College",
+            "Northfield Institute of Technology", "St. Aldric's College", "Lakemont University")
+_TRANSPORT = ("on the Red Line train", "by bike along the canal path", "on the number 42 bus",
+              "by car on the ring road", "on the harbour ferry")
+_ITEMS = ("standing desk", "espresso machine", "hiking boots", "noise-cancelling headphones", "air purifier",
+          "sewing machine", "e-reader", "telescope")
+_STORES = ("Harbor Lane Outfitters", "Kessler & Finch", "Bramblewood Market", "the Tin Lantern Co-op",
+           "Ostrava Home Goods", "Pelican Point Electronics", "Gallagher's Emporium", "Quayside Supply Depot")
+_RELATIVES = ("sister", "brother", "cousin", "best friend")
+_PEOPLE = ("Marisol", "Tobias", "Ingrid", "Desmond", "Priya", "Anselm", "Rosalind", "Caspian")
+_RARE_JOBS = ("glassblower", "cartographer", "beekeeper", "sommelier", "luthier", "falconer", "stenographer",
+              "puppeteer")
+_PLACE_KINDS = ("ramen shops", "independent bookstores", "rooftop bars", "bakeries", "jazz clubs", "taquerias")
+_TRAVEL_CITIES = ("Lisbon", "Kyoto", "Montreal", "Edinburgh", "Buenos Aires", "Tallinn", "Oaxaca", "Melbourne")
+_VENUES = ("The Copper Kettle", "Lantern & Loaf", "Blue Heron House", "Casa Membrillo", "The Gilded Spoon",
+           "Saffron Alley", "Old Mill Corner", "Nightjar Room", "Foxglove Hall", "Harbor Ember", "Juniper Steps",
+           "Marble Arch Cellar", "The Velvet Owl", "Cinder & Sage")
+_ORDINALS = ("first", "second", "third", "fourth")
+_DISHES = ("focaccia", "lemon drizzle cake", "stuffed peppers", "pork shoulder", "granola", "roasted cauliflower",
+           "cornbread", "apple crumble")
+_GENRES = ("science fiction", "historical mystery", "climate fiction", "gothic horror", "literary thriller")
+_TITLES = ("The Salt Cartographer", "Nine Lanterns South", "A Map of Quiet Rivers", "The Orchard Engine",
+           "Glass Tides", "The Last Ferry to Arden", "Letters from Hollow Point", "The Clockmaker's Winter")
+_AUTHORS = ("Imogen Vale", "Theo Marchetti", "Ruth Okonkwo", "Daniel Szabo", "Maren Lindqvist", "Kenji Arakawa",
+            "Beatrix Holloway", "Lucian Ferreira")
+_CAMERAS = ("Fujifilm X-T4", "Sony A7 III", "Nikon Z6", "Canon EOS R6", "Olympus OM-D E-M10", "Pentax K-3")
+_PHOTO_STYLES = ("street", "landscape", "wildlife", "astro", "portrait")
+_DIETS = ("pescatarian", "low-FODMAP", "gluten-free", "plant-based", "Mediterranean")
+_INSTRUMENTS = ("cello", "ukulele", "banjo", "accordion", "harmonica", "trumpet")
+_GROUP_VENUES = ("the Willow Street community center", "Foxley Music Hall", "the Eastbank library annex",
+                 "St. Brendan's parish hall")
+_MS_CATEGORIES = (
+    # (plural noun for the question, question verb phrase, one-item sentence, two-item sentence, items)
+    ("board games", "did I buy", "I picked up a copy of the board game {0} this week.",
+     "I picked up copies of the board games {0} and {1} this week.",
+     ("Tidal Lanterns", "Copper Orchard", "Sky Harbor", "Moonlit Market", "Glasswing", "Ember Vale", "Paper Foxes",
+      "Iron Meadow", "Salt & Signal", "Quiet Comets")),
+    ("museums", "did I visit", "I spent the afternoon at {0}.", "I spent the weekend visiting {0} and {1}.",
+     ("the Museum of Lost Clocks", "the Harwick Textile Museum", "the Glass Flower Gallery",
+      "the Museum of Tin Toys", "the Lighthouse Keepers Museum", "the Brass Instrument Archive",
+      "the Museum of Paper Kites", "the Old Ropeworks Museum")),
+    ("model kits", "did I finish building", "I finished building the {0} model kit.",
+     "I finished building the {0} and {1} model kits.",
+     ("Apollo lunar module", "HMS Beagle", "Flying Scotsman", "Spitfire Mk IX", "Tower Bridge", "Sopwith Camel",
+      "Golden Hind", "Cutty Sark")),
+    ("charity runs", "did I take part in", "I ran the {0} for charity.", "I ran the {0} and the {1} for charity.",
+     ("Harbor Lights 5K", "Pumpkin Dash 10K", "Maple Leaf Fun Run", "Midnight Glow Run", "Bridge to Bridge 8K",
+      "Snowflake Shuffle", "Lakeside Lantern Run", "Tulip Trot")),
+)
+_HOME_CITIES = ("Denver", "Austin", "Portland", "Raleigh", "Minneapolis", "Pittsburgh", "Sacramento", "Madison",
+                "Albuquerque", "Savannah")
+_COMPANIES = ("Northwind Robotics", "Bluefield Analytics", "Tessellate Games", "Cobalt Harbor Logistics",
+              "Greenline Energy", "Marrow & Pike Publishing", "Quillon Biotech", "Sundial Insurance")
+_EVENTS = (
+    # (key phrase, statement made on the day, clause for the question)
+    ("pottery class", "I took my very first pottery class at the Clayworks studio today",
+     "I took my first pottery class"),
+    ("inflatable kayak", "I bought an inflatable kayak today", "I bought my inflatable kayak"),
+    ("Riverside half marathon", "I ran the Riverside half marathon today", "I ran the Riverside half marathon"),
+    ("wisdom tooth", "I had my wisdom tooth removed today", "I had my wisdom tooth removed"),
+    ("Portuguese course", "I enrolled in an evening Portuguese course today", "I enrolled in my Portuguese course"),
+    ("vintage record player", "I finally got a vintage record player today", "I got my vintage record player"),
+    ("salsa workshop", "I went to a salsa workshop with my neighbour today", "I went to the salsa workshop"),
+    ("balcony herb garden", "I planted a balcony herb garden today", "I planted my balcony herb garden"),
+    ("first aid certification", "I passed my first aid certification exam today",
+     "I passed my first aid certification exam"),
+    ("Lake Tahoe cabin", "I booked a cabin near Lake Tahoe today", "I booked the Lake Tahoe cabin"),
+)
+_OPENERS = ("Hi!", "Hey there!", "Quick question.", "Good morning!", "Hello again.", "Morning!",
+            "Okay, one thing first.", "Hi there!")
+
+
+@dataclass
+class _Evidence:
+    """One planted evidence session before padding: its turns (with has_answer) and its date."""
+
+    turns: list[dict[str, Any]]
+    date: datetime
+
+
+@dataclass
+class _Plan:
+    question: str
+    answer: str | int
+    facts: tuple[str, ...]
+    evidence: list[_Evidence] = field(default_factory=list)
+
+
+def _user_fact(rng: random.Random, statement: str, request: str, has_answer: bool = True) -> list[dict[str, Any]]:
+    """A planted pair: the user states the fact (evidence), the assistant replies (not evidence)."""
+    return [
+        {"role": "user", "content": f"{rng.choice(_OPENERS)} {statement} {request}", "has_answer": has_answer},
+        {"role": "assistant", "content": "", "has_answer": False},  # filled with on-topic filler later
+    ]
+
+
+class _Dates:
+    """Random session moments within ``span`` days before the question date (minute resolution)."""
+
+    def __init__(self, rng: random.Random, question_date: datetime, span_days: int) -> None:
+        self.rng = rng
+        self.end = question_date - timedelta(hours=1)
+        self.start = question_date - timedelta(days=span_days)
+
+    def between(self, start: datetime, end: datetime) -> datetime:
+        minutes = max(int((end - start).total_seconds() // 60), 0)
+        return start + timedelta(minutes=self.rng.randint(0, minutes))
+
+    def any(self) -> datetime:
+        return self.between(self.start, self.end)
+
+    def days_before(self, days: int) -> datetime:
+        """A moment on the calendar day ``days`` before the question date (before its time when days == 0)."""
+        day = (self.end + timedelta(hours=1)).replace(hour=0, minute=0) - timedelta(days=days)
+        return self.between(day + timedelta(hours=7), day + timedelta(hours=22))
+
+    def ordered(self, count: int, min_gap_days: int) -> list[datetime]:
+        span = (self.end - self.start).days
+        slot = span // count
+        moments = []
+        for i in range(count):
+            lo = self.start + timedelta(days=i * slot)
+            hi = lo + timedelta(days=max(slot - min_gap_days, 1))
+            moments.append(self.between(lo, min(hi, self.end)))
+        return moments
+
+
+def _plan_ssu(rng: random.Random, variant: int, dates: _Dates) -> _Plan:
+    kind = variant % 5
+    if kind == 0:
+        degree, school = rng.choice(_DEGREES), rng.choice(_SCHOOLS)
+        statement = f"I graduated with a degree in {degree} from {school}, and I'm thinking about a refresher course."
+        plan = _Plan("What degree did I graduate with?", degree, (degree,))
+        request = "Can you suggest how to structure evening study time?"
+    elif kind == 1:
+        pet_kind, name = rng.choice(_PET_KINDS), rng.choice(_PET_NAMES)
+        statement = f"My {pet_kind} {name} has been restless in the evenings lately."
+        plan = _Plan(f"What is the name of my {pet_kind}?", name, (name,))
+        request = "Any ideas for keeping a pet entertained indoors?"
+    elif kind == 2:
+        minutes, how = rng.choice((25, 35, 40, 45, 50, 55, 70, 75)), rng.choice(_TRANSPORT)
+        answer = f"{minutes} minutes each way"
+        statement = f"My commute to the office takes {answer} {how}."
+        plan = _Plan("How long is my commute to the office?", answer, (answer,))
+        request = "What could I listen to or learn during that time?"
+    elif kind == 3:
+        item, store = rng.choice(_ITEMS), rng.choice(_STORES)
+        statement = f"I bought my {item} at {store} last month and I'm still figuring out the settings."
+        plan = _Plan(f"Where did I buy my {item}?", store, (store,))
+        request = "How do I keep a new gadget in good shape?"
+    else:
+        relative, name, job = rng.choice(_RELATIVES), rng.choice(_PEOPLE), rng.choice(_RARE_JOBS)
+        statement = f"My {relative} {name} works as a {job}, and I want to get a thoughtful birthday gift."
+        plan = _Plan(f"What does my {relative} do for a living?", job, (job,))
+        request = "What makes a gift feel personal?"
+    plan.evidence.append(_Evidence(_user_fact(rng, statement, request), dates.any()))
+    return plan
+
+
+def _plan_ssa(rng: random.Random, variant: int, dates: _Dates) -> _Plan:
+    kind = variant % 3
+    if kind == 0:
+        place, city = rng.choice(_PLACE_KINDS), rng.choice(_TRAVEL_CITIES)
+        names = rng.sample(_VENUES, 4)
+        position = rng.randrange(4)
+        listing = "; ".join(f"{i + 1}. {name}" for i, name in enumerate(names))
+        request = f"I'm visiting {city} soon. Can you recommend a few {place} there?"
+        reply = f"Here are some {place} in {city} that are worth a visit: {listing}. Each one is easy to reach."
+        question = (f"I'm looking back at our chat about {place} in {city}. "
+                    f"What was the {_ORDINALS[position]} place you recommended?")
+        plan = _Plan(question, names[position], (names[position],))
+    elif kind == 1:
+        dish, temp, minutes = rng.choice(_DISHES), rng.choice((350, 375, 400, 425, 450)), rng.randint(3, 11) * 5
+        answer = f"{temp} degrees Fahrenheit"
+        request = f"I want to make {dish} for friends on Saturday. How should I bake it?"
+        reply = f"For the {dish}, preheat the oven to {answer} and bake it for about {minutes} minutes."
+        plan = _Plan(f"In our earlier chat, what oven temperature did you suggest for my {dish}?", answer, (answer,))
+    else:
+        genre, title, author = rng.choice(_GENRES), rng.choice(_TITLES), rng.choice(_AUTHORS)
+        request = f"Can you recommend a {genre} novel for my holiday?"
+        reply = f"You might enjoy '{title}' by {author}; it is a {genre} novel with a memorable narrator."
+        plan = _Plan(f"Who was the author of the {genre} novel you recommended to me?", author, (author,))
+    turns = [
+        {"role": "user", "content": f"{rng.choice(_OPENERS)} {request}", "has_answer": False},
+        {"role": "assistant", "content": reply, "has_answer": True},
+    ]
+    plan.evidence.append(_Evidence(turns, dates.any()))
+    return plan
+
+
+def _plan_ssp(rng: random.Random, variant: int, dates: _Dates) -> _Plan:
+    kind = variant % 3
+    if kind == 0:
+        camera, style = rng.choice(_CAMERAS), rng.choice(_PHOTO_STYLES)
+        statement = f"I've been shooting a lot of {style} photography with my {camera} on weekend walks."
+        question = "Can you suggest some accessories that would complement my current photography setup?"
+        answer = (f"The user would prefer responses that suggest accessories compatible with their {camera} and "
+                  f"suited to {style} photography. They might not prefer suggestions for other camera systems "
+                  "or generic gear unrelated to their setup.")
+        facts: tuple[str, ...] = (camera,)
+        request = "How do I keep my shots sharp in low light?"
+    elif kind == 1:
+        diet = rng.choice(_DIETS)
+        statement = f"I switched to a {diet} diet a few months ago and I cook most evenings after work."
+        question = "Can you suggest a dinner recipe for this weekend?"
+        answer = (f"The user would prefer responses that suggest dinner recipes fitting a {diet} diet and practical "
+                  f"for an evening cook. They might not prefer recipes that conflict with a {diet} diet.")
+        facts = (diet,)
+        request = "How can I make weeknight cooking less tiring?"
+    else:
+        instrument, venue = rng.choice(_INSTRUMENTS), rng.choice(_GROUP_VENUES)
+        statement = f"I've been learning the {instrument} for about a year and I play with a group at {venue}."
+        question = "Can you recommend some new pieces I could practise?"
+        answer = (f"The user would prefer responses that recommend pieces suited to an intermediate {instrument} "
+                  f"player, ideally ones they could play with their group at {venue}. They might not prefer "
+                  "pieces written for other instruments.")
+        facts = (instrument, venue)
+        request = "How should I structure a practice session?"
+    plan = _Plan(question, answer, facts)
+    plan.evidence.append(_Evidence(_user_fact(rng, statement, request), dates.any()))
+    return plan
+
+
+def _plan_ms(rng: random.Random, variant: int, dates: _Dates) -> _Plan:
+    noun, verb, one, two, pool = _MS_CATEGORIES[variant % len(_MS_CATEGORIES)]
+    sessions = rng.randint(2, 3)
+    counts = [rng.randint(1, 2) for _ in range(sessions)]
+    items = rng.sample(pool, sum(counts))
+    plan = _Plan(f"How many different {noun} {verb}?", len(items), tuple(items))
+    taken = 0
+    for count in counts:
+        chosen = items[taken:taken + count]
+        taken += count
+        statement = (one if count == 1 else two).format(*chosen)
+        plan.evidence.append(_Evidence(_user_fact(rng, statement, "Can you help me plan my next free weekend?"),
+                                       dates.any()))
+    return plan
+
+
+def _plan_ku(rng: random.Random, variant: int, dates: _Dates) -> _Plan:
+    kind = variant % 4
+    if kind == 0:
+        old_s, new_s = sorted(rng.sample(range(24 * 60, 31 * 60), 2), reverse=True)
+        old, new = f"{old_s // 60}:{old_s % 60:02d}", f"{new_s // 60}:{new_s % 60:02d}"
+        first = f"My personal best in the 5k is {old} at the moment, and I'm hoping to improve it."
+        second = f"Great news: I set a new 5k personal best of {new} at the parkrun this morning!"
+        plan = _Plan("What is my current personal best time in the 5k?", new, (new, old))
+    elif kind == 1:
+        old, new = rng.sample(_HOME_CITIES, 2)
+        first = f"I just moved to {old} for a new job, so I'm still learning my way around."
+        second = f"Update: I relocated to {new} last week, and the apartment is finally unpacked."
+        plan = _Plan("Which city do I live in now?", new, (new, old))
+    elif kind == 2:
+        old, new = rng.sample(_COMPANIES, 2)
+        first = f"I started working at {old} this spring as part of their operations team."
+        second = f"I accepted an offer from {new} and started there on Monday."
+        plan = _Plan("Which company do I work for now?", new, (new, old))
+    else:
+        old_n = rng.randint(4, 9)
+        new_n = old_n + rng.randint(2, 6)
+        first = f"I have {old_n} houseplants on my windowsills right now."
+        second = f"After the spring plant market I now have {new_n} houseplants in the flat."
+        plan = _Plan("How many houseplants do I have now?", new_n,
+                     (f"{new_n} houseplants", f"{old_n} houseplants"))
+    old_date, new_date = dates.ordered(2, min_gap_days=5)
+    plan.evidence.append(_Evidence(_user_fact(rng, first, "What should I focus on next?"), old_date))
+    plan.evidence.append(_Evidence(_user_fact(rng, second, "Any advice for the coming weeks?"), new_date))
+    return plan
+
+
+def _tolerant_days(days: int) -> str:
+    return f"{days} days. {days + 1} days (including the last day) is also acceptable."
+
+
+def _plan_tr(rng: random.Random, variant: int, dates: _Dates) -> _Plan:
+    span = (dates.end - dates.start).days
+    if variant % 2 == 0:
+        (key1, said1, clause1), (key2, said2, clause2) = rng.sample(_EVENTS, 2)
+        gap = rng.randint(4, max(5, min(40, span - 3)))
+        ago2 = rng.randint(1, max(1, span - gap - 1))
+        first, second = dates.days_before(ago2 + gap), dates.days_before(ago2)
+        days = (second.date() - first.date()).days
+        plan = _Plan(f"How many days passed between the day {clause1} and the day {clause2}?",
+                     _tolerant_days(days), (key1, key2))
+        plan.evidence.append(_Evidence(_user_fact(rng, f"{said1}!", "What should I do to make the most of it?"),
+                                       first))
+        plan.evidence.append(_Evidence(_user_fact(rng, f"{said2}!", "Any tips for the next step?"), second))
+    else:
+        key, said, clause = rng.choice(_EVENTS)
+        ago = rng.randint(3, max(4, min(60, span - 1)))
+        moment = dates.days_before(ago)
+        plan = _Plan(f"How many days have passed since the day {clause}?", _tolerant_days(ago), (key,))
+        plan.evidence.append(_Evidence(_user_fact(rng, f"{said}!", "How should I celebrate?"), moment))
+    return plan
+
+
+def _plan_abstention(rng: random.Random, variant: int, dates: _Dates, base: str) -> _Plan:
+    not_enough = "The information provided is not enough."
+    if base == "multi-session":
+        (noun, _, _, two, pool), (other, other_verb, *_) = rng.sample(_MS_CATEGORIES, 2)
+        items = rng.sample(pool, 2)
+        statement = two.format(*items)
+        plan = _Plan(f"How many different {other} {other_verb}?",
+                     f"{not_enough} You mentioned {noun} ({items[0]} and {items[1]}) but no {other}.", tuple(items))
+    elif base == "single-session-user":
+        pet_kind, other_kind = rng.sample(_PET_KINDS, 2)
+        name = rng.choice(_PET_NAMES)
+        statement = f"My {pet_kind} {name} has been restless in the evenings lately."
+        plan = _Plan(f"What is the name of my {other_kind}?",
+                     f"{not_enough} You mentioned your {pet_kind} {name} but not a {other_kind}.", (name,))
+    elif base == "knowledge-update":
+        relative, other = rng.sample(_RELATIVES, 2)
+        name, city = rng.choice(_PEOPLE), rng.choice(_HOME_CITIES)
+        statement = f"My {relative} {name} just moved to {city} and loves the new neighbourhood."
+        plan = _Plan(f"Which city does my {other} live in now?",
+                     f"{not_enough} You mentioned that your {relative} moved to {city}, but not where your "
+                     f"{other} lives.", (city,))
+    else:
+        (key1, said1, clause1), (key2, _, clause2) = rng.sample(_EVENTS, 2)
+        statement = f"{said1}!"
+        plan = _Plan(f"How many days passed between the day {clause1} and the day {clause2}?",
+                     f"{not_enough} You mentioned the {key1} but never the {key2}.", (key1,))
+    plan.evidence.append(_Evidence(_user_fact(rng, statement, "What do you think?"), dates.any()))
+    return plan
+
+
+_PLANNERS: dict[str, Callable[[random.Random, int, _Dates], _Plan]] = {
+    "single-session-user": _plan_ssu,
+    "single-session-assistant": _plan_ssa,
+    "single-session-preference": _plan_ssp,
+    "multi-session": _plan_ms,
+    "knowledge-update": _plan_ku,
+    "temporal-reasoning": _plan_tr,
+}
+
+
+# ------------------------------------------------------------------------------------------------- records
+
+
+def _hex8(rng: random.Random) -> str:
+    return f"{rng.getrandbits(32):08x}"
+
+
+def _filler_id(rng: random.Random) -> str:
+    roll = rng.random()
+    if roll < 0.3:
+        token = "".join(rng.choices(string.ascii_letters + string.digits, k=7))
+        return f"sharegpt_{token}_{rng.randint(0, 5)}"
+    if roll < 0.55:
+        return f"ultrachat_{rng.randint(1, 999_999)}"
+    return f"{_hex8(rng)}_{rng.randint(1, 4)}"
+
+
+def _budgets(rng: random.Random, total: int, count: int) -> list[int]:
+    weights = [rng.uniform(0.6, 1.4) for _ in range(count)]
+    scale = total / sum(weights)
+    return [int(w * scale) for w in weights]
+
+
+def _build(kind: str, index: int, seed: int, size: SynthSize, oracle: bool) -> SynthQuestion:
+    rng = random.Random(f"om-eval-synth:{seed}:{kind}:{index}")
+    abstention = kind == "abstention"
+    qtype = ABSTENTION_TYPES[index % len(ABSTENTION_TYPES)] if abstention else kind
+    qid = _hex8(rng)
+    if qtype in ("multi-session", "temporal-reasoning") and rng.random() < 0.4:
+        qid = f"gpt4_{qid}"
+    if abstention:
+        qid += "_abs"
+    question_date = datetime(2023, 1, 1) + timedelta(days=rng.randint(150, 360), minutes=rng.randrange(24 * 60))
+    dates = _Dates(rng, question_date, size.span_days)
+    if abstention:
+        plan = _plan_abstention(rng, index, dates, qtype)
+    else:
+        plan = _PLANNERS[qtype](rng, index, dates)
+    filler = _Filler(rng)
+    evidence_hex = _hex8(rng)
+
+    total_sessions = rng.randint(*size.sessions)
+    n_evidence = len(plan.evidence)
+    n_filler = 0 if oracle else max(total_sessions - n_evidence, 2)  # at least one distinct + its duplicate
+    budgets = _budgets(rng, int(size.tokens * CHARS_PER_TOKEN), n_evidence + n_filler) if size.tokens else None
+
+    sessions: list[tuple[datetime, str, list[dict[str, Any]]]] = []
+    evidence_ids = []
+    for number, item in enumerate(plan.evidence, 1):
+        sid = f"answer_{evidence_hex}_abs" if abstention else f"answer_{evidence_hex}_{number}"
+        evidence_ids.append(sid)
+        budget = budgets[number - 1] if budgets else 0
+        pairs = rng.randint(*size.pairs)
+        topic_index = rng.randrange(len(_TOPICS))
+        topic, nouns = _TOPICS[topic_index]
+        planted = [dict(turn) for turn in item.turns]
+        for turn in planted:
+            if not turn["content"]:
+                turn["content"] = filler.text(turn["role"], topic, nouns, budget * 4 // (5 * pairs) if budget else 0)
+        padding = filler.pairs(pairs - 1, budget * (pairs - 1) // pairs, topic_index) if pairs > 1 else []
+        for turn in padding:
+            turn["has_answer"] = False
+        at = rng.randint(0, pairs - 1) * 2
+        sessions.append((item.date, sid, padding[:at] + planted + padding[at:]))
+
+    used = set(evidence_ids)
+    distinct = []
+    for slot in range(n_filler - 1):
+        sid = _filler_id(rng)
+        while sid in used:
+            sid = _filler_id(rng)
+        used.add(sid)
+        budget = budgets[n_evidence + slot] if budgets else 0
+        turns = filler.pairs(rng.randint(*size.pairs), budget)
+        distinct.append((sid, turns))
+        sessions.append((dates.any(), sid, turns))
+    if distinct:
+        sid, turns = rng.choice(distinct)  # the repeated id of upstream issue #54: same content, another date
+        sessions.append((dates.any(), sid, [dict(t) for t in turns]))
+
+    if oracle:
+        order = list(range(len(sessions)))
+        rng.shuffle(order)
+        if len(order) > 1 and order == sorted(order, key=lambda i: sessions[i][0]):
+            order.reverse()
+        sessions = [sessions[i] for i in order]
+    else:
+        sessions.sort(key=lambda s: s[0])  # stable: equal dates keep generation order
+    record = {
+        "question_id": qid,
+        "question_type": qtype,
+        "question": plan.question,
+        "answer": plan.answer,
+        "question_date": format_lme_date(question_date),
+        "haystack_session_ids": [s[1] for s in sessions],
+        "haystack_dates": [format_lme_date(s[0]) for s in sessions],
+        "haystack_sessions": [s[2] for s in sessions],
+        "answer_session_ids": evidence_ids,
+    }
+    return SynthQuestion(record, plan.facts)
+
+
+def _size(size: str | SynthSize) -> SynthSize:
+    if isinstance(size, SynthSize):
+        return size
+    try:
+        return SIZES[size]
+    except KeyError:
+        raise ValueError(f"size {size!r} is unknown: use one of {', '.join(SIZES)} or a SynthSize") from None
+
+
+def generate_with_facts(
+    *,
+    size: Literal["mini", "small", "s"] | SynthSize = "mini",
+    questions_per_type: int = 1,
+    abstention: int | None = None,
+    seed: int = 0,
+    oracle: bool = False,
+) -> list[SynthQuestion]:
+    """Like :func:`generate`, with the planted fact strings of each record."""
+    spec = _size(size)
+    if questions_per_type < 0:
+        raise ValueError(f"questions_per_type={questions_per_type!r} is invalid: must be >= 0")
+    if abstention is None:
+        abstention = max(1, round(0.06 * questions_per_type * len(QUESTION_TYPES))) if questions_per_type else 0
+    if abstention < 0:
+        raise ValueError(f"abstention={abstention!r} is invalid: must be >= 0")
+    result = [_build(kind, i, seed, spec, oracle) for kind in QUESTION_TYPES for i in range(questions_per_type)]
+    result += [_build("abstention", i, seed, spec, oracle) for i in range(abstention)]
+    seen: set[str] = set()
+    for item in result:
+        qid = item.record["question_id"]
+        if qid in seen:  # 32-bit ids: a collision needs thousands of questions; make it loud, not silent
+            raise RuntimeError(f"synthetic question id {qid!r} repeated; choose another seed")
+        seen.add(qid)
+    return result
+
+
+def generate(
+    *,
+    size: Literal["mini", "small", "s"] | SynthSize = "mini",
+    questions_per_type: int = 1,
+    abstention: int | None = None,
+    seed: int = 0,
+    oracle: bool = False,
+) -> list[dict[str, Any]]:
+    """Generate raw LongMemEval records: ``questions_per_type`` per type, then ``abstention`` ``_abs`` records.
+
+    Args:
+        size: ``mini`` (a few one-pair sessions per question), ``small`` (about 12 sessions, 12k tokens), ``s``
+            (about 48 sessions, 115k o200k tokens, like LongMemEval_S) or a custom :class:`SynthSize`.
+        questions_per_type: answerable questions of each of the six types.
+        abstention: ``_abs`` questions (base types cycle MS, SSU, KU, TR); default 6 % of the answerable ones,
+            at least one.
+        seed: the same seed and arguments give identical records.
+        oracle: keep only the evidence sessions, in a shuffled (not date-sorted) order, like the oracle file.
+    """
+    return [item.record for item in generate_with_facts(
+        size=size, questions_per_type=questions_per_type, abstention=abstention, seed=seed, oracle=oracle)]
+
+
+def write_dataset(records: Sequence[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
+    """Write records as one JSON array, one record per line (valid JSON, readable diffs, deterministic bytes)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    body = ",\n".join(json.dumps(record) for record in records)
+    target.write_text(f"[\n{body}\n]\n" if records else "[]\n", encoding="utf-8")
+    return target
+
+
+def mini_fixture_path() -> Path:
+    """The packaged mini set (``generate(size="mini", seed=0)``), for the demo and tests."""
+    from importlib.resources import files
+
+    return Path(str(files("om_eval.data.fixtures") / "longmemeval_mini.json"))
