@@ -41,16 +41,38 @@ def _demo_parser(commands: argparse._SubParsersAction) -> None:
     demo.add_argument("--save-snapshot", metavar="PATH", help="write the memory snapshot as JSON")
 
 
+RUN_HELP = """Run LongMemEval through OM with a Hydra config; everything after 'run' goes to Hydra.
+
+examples:
+  om-eval run experiment=quickstart                    # the bundled mini set with the local model
+  om-eval run experiment=smoke                         # the same with the offline scripted model, in seconds
+  om-eval run experiment=smoke prompt=legacy om.reflection.start_level=2 om.observation.message_tokens=200
+  om-eval run -m experiment=smoke prompt=current,legacy,condensed      # a sweep: one job per variant
+  om-eval run -m experiment=smoke prompt=current,legacy hydra/launcher=joblib   # jobs in parallel processes
+  om-eval run experiment=mastra_gpt4o dataset.subset.per_type=5 run.budget_usd=20
+  om-eval run --cfg job experiment=quickstart          # print the composed config and exit
+"""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and not ({"-h", "--help"} & set(argv[1:2])):
+        from om_eval.experiment.app import main as run_main
+
+        return run_main(argv[1:])
     parser = argparse.ArgumentParser(
         prog="om-eval",
         description="Reproduce, sweep and explain Observational Memory scores on LongMemEval.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.add_parser("run", help="run LongMemEval through OM (Hydra overrides; -m for sweeps)",
+                        description=RUN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     _demo_parser(commands)
     from om_eval.data.cli import add_data_parser
     from om_eval.llm.cache_cli import add_cache_parser
+    from om_eval.report.cli import add_report_parsers
 
+    add_report_parsers(commands)
     add_cache_parser(commands)
     add_data_parser(commands)
     args = parser.parse_args(argv)
@@ -61,6 +83,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from om_eval.run_demo import run_demo
 
         return run_demo(args)
+    if args.command in ("report", "plot"):
+        from om_eval.report.cli import run_plot, run_report
+
+        return run_report(args) if args.command == "report" else run_plot(args)
     if args.command == "data":
         from om_eval.data.cli import run_data_command
 

@@ -163,7 +163,8 @@ def longmemeval_metrics(rows: Iterable[Any], *, empty: Empty = "skip", errors: E
 # ------------------------------------------------------------------------------------------------ bootstrap
 
 
-def _interval(values: np.ndarray, confidence: float) -> tuple[float, float] | None:
+def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, float] | None:
+    """The central ``confidence`` interval of bootstrap values (NaN replicates left out), or None."""
     values = values[~np.isnan(values)]
     if values.size == 0:
         return None
@@ -195,10 +196,10 @@ def _bootstrap(scored: Sequence[tuple[str, int, int]], n_boot: int, seed: int, c
         counts = (~np.isnan(columns)).sum(axis=1)
         task = np.where(counts > 0, np.nansum(columns, axis=1) / np.maximum(counts, 1), np.nan)
     return {
-        "overall": _interval(y.mean(axis=1), confidence),
-        "task_averaged": _interval(task, confidence),
-        "per_type": {name: _interval(per_type[:, k], confidence) for k, name in enumerate(OFFICIAL_TYPE_ORDER)},
-        "abstention": _interval(rate(a), confidence),
+        "overall": percentile_interval(y.mean(axis=1), confidence),
+        "task_averaged": percentile_interval(task, confidence),
+        "per_type": {name: percentile_interval(per_type[:, k], confidence) for k, name in enumerate(OFFICIAL_TYPE_ORDER)},
+        "abstention": percentile_interval(rate(a), confidence),
     }
 
 

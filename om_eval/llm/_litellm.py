@@ -8,6 +8,7 @@ offline providers once.
 
 from __future__ import annotations
 
+import logging
 import os
 from functools import lru_cache
 from types import ModuleType
@@ -21,6 +22,9 @@ def litellm_module() -> ModuleType:
 
     litellm.suppress_debug_info = True
     litellm.telemetry = False
+    # Hydra sets the root logger to INFO; litellm would then log every call.
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     from om_eval.llm.providers import register_providers
 
     register_providers(litellm)

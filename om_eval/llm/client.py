@@ -158,6 +158,16 @@ class LLMClient:
         self._random = random.Random(seed)
         self._semaphores: dict[str, asyncio.Semaphore] = {}
 
+    def with_ledger(self, ledger: Ledger) -> LLMClient:
+        """A client sharing this one's cache, settings and concurrency limits but recording into ``ledger``.
+
+        Used to account calls per question while questions run concurrently.
+        """
+        twin = object.__new__(LLMClient)
+        twin.__dict__.update(self.__dict__)
+        twin.ledger = ledger
+        return twin
+
     # -- the ChatModel protocol -----------------------------------------------------------------------------
 
     async def complete(

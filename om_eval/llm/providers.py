@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from types import ModuleType
@@ -34,7 +35,9 @@ def scripted_model(name: str = DEFAULT_SCRIPTED) -> ScriptedModel:
             if name != DEFAULT_SCRIPTED:
                 known = ", ".join(sorted({DEFAULT_SCRIPTED, *_scripted}))
                 raise KeyError(f"no scripted model named {name!r}; known: {known} (register_scripted adds one)")
-            _scripted[name] = ScriptedModel(name=f"scripted/{name}")
+            # A per-call delay for the default instance, for tests and demos that need a run to take time.
+            latency = float(os.environ.get("OM_EVAL_SCRIPTED_LATENCY", "0") or 0)
+            _scripted[name] = ScriptedModel(name=f"scripted/{name}", latency=latency)
         return _scripted[name]
 
 

@@ -1,0 +1,93 @@
+"""A rough cost forecast before a run on hosted models, from haystack sizes and litellm's local prices.
+
+The forecast assumes a cold cache and Mastra-like behaviour (about 6x compression by the Observer); it is a
+guide for choosing a subset or a budget, not a quote. Unknown prices are shown as unknown.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from om_eval.data.records import Dataset
+from om_eval.llm.pricing import call_cost
+
+#: Approximate prompt overheads (tokens) of each stage's instructions.
+OBSERVER_PROMPT_TOKENS = 4_000
+REFLECTOR_PROMPT_TOKENS = 5_000
+ACTOR_PROMPT_TOKENS = 1_500
+JUDGE_PROMPT_TOKENS = 300
+COMPRESSION = 6.0
+CHARS_PER_TOKEN = 4.0
+
+
+@dataclass(frozen=True)
+class StageEstimate:
+    stage: str
+    model: str
+    calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+
+
+def _history_tokens(dataset: Dataset) -> list[int]:
+    return [
+        math.ceil(sum(len(t.content) for s in q.sessions for t in s.turns) / CHARS_PER_TOKEN) for q in dataset.questions
+    ]
+
+
+def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
+    """Per-stage forecast of calls, tokens and dollars for running ``spec`` on ``dataset``."""
+    obs_cfg, ref_cfg = spec.om.observation, spec.om.reflection
+    totals: dict[str, list[int]] = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
+    for history in _history_tokens(dataset):
+        observe_calls = max(1, history // obs_cfg.message_tokens) if (history >= obs_cfg.message_tokens
+                                                                        or spec.replay.final_flush) else 0
+        observed = history if spec.replay.final_flush else observe_calls * obs_cfg.message_tokens
+        observations = observed / COMPRESSION
+        previous = min(observations / 2, obs_cfg.previous_observer_tokens or observations / 2)
+        totals["observer"][0] += observe_calls
+        totals["observer"][1] += int(observed + observe_calls * (OBSERVER_PROMPT_TOKENS + previous))
+        totals["observer"][2] += int(observations)
+        reflections = int(observations // ref_cfg.observation_tokens)
+        totals["reflector"][0] += reflections
+        totals["reflector"][1] += reflections * (ref_cfg.observation_tokens + REFLECTOR_PROMPT_TOKENS)
+        totals["reflector"][2] += reflections * ref_cfg.observation_tokens // 2
+        shown = min(observations, ref_cfg.observation_tokens) + (history - observed)
+        totals["actor"][0] += 1
+        totals["actor"][1] += int(shown + ACTOR_PROMPT_TOKENS)
+        totals["actor"][2] += 200
+        totals["judge"][0] += 1
+        totals["judge"][1] += JUDGE_PROMPT_TOKENS
+        totals["judge"][2] += 2
+    models = {"observer": obs_cfg.model.model, "reflector": ref_cfg.model.model, "actor": spec.actor.model,
+              "judge": spec.judge_model.model}
+    from om_eval.llm.client import litellm_model_id
+
+    estimates = []
+    for stage, (calls, prompt, completion) in totals.items():
+        model = litellm_model_id(models[stage])
+        cost = call_cost(model, prompt, completion) if calls else 0.0
+        estimates.append(StageEstimate(stage, model, calls, prompt, completion, cost))
+    return estimates
+
+
+def print_estimate(spec: Any, dataset: Dataset, console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"Rough cost forecast for {len(dataset)} questions (cold cache)")
+    for column in ("stage", "model", "calls", "prompt tokens", "completion tokens", "cost"):
+        table.add_column(column, justify="left" if column in ("stage", "model") else "right")
+    known = 0.0
+    unknown = []
+    for e in estimate_run(spec, dataset):
+        cost = "unknown" if e.cost_usd is None else f"${e.cost_usd:,.2f}"
+        if e.cost_usd is None:
+            unknown.append(e.model)
+        else:
+            known += e.cost_usd
+        table.add_row(e.stage, e.model, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", cost)
+    table.caption = f"total about ${known:,.2f}" + (f" plus unknown prices for {', '.join(unknown)}" if unknown else "")
+    console.print(table)

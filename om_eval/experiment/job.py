@@ -1,0 +1,230 @@
+"""One ``om-eval run`` job: a configuration over a dataset, resumable, written to its own store file.
+
+Per question: build (or reuse) the memory, answer, judge, then commit the item, its OM events and its model
+calls in one transaction. Questions already done for this configuration are skipped, so re-invoking a run or a
+sweep continues where it stopped; with the response cache, no paid call is repeated. A budget stops scheduling
+new questions once reached; questions in flight finish and are saved.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from om_eval.bench.answer import answer_question
+from om_eval.bench.judge import Judge, judge_answer
+from om_eval.bench.metrics import longmemeval_metrics, write_eval_results_jsonl, write_hypotheses_jsonl
+from om_eval.bench.pipeline import build_memory, memory_hash
+from om_eval.data import load_dataset, mini_fixture_path, select
+from om_eval.data.loader import dataset_from_records
+from om_eval.data.records import Dataset, Question
+from om_eval.data.synth import generate
+from om_eval.experiment.spec import RunSpec
+from om_eval.llm import LLMClient
+from om_eval.llm.cache import ResponseCache
+from om_eval.llm.ledger import Ledger, LedgerTotals
+from om_eval.om.prompts import prompt_set_hash
+from om_eval.om.tokens import make_counter
+
+
+def load_run_dataset(dataset: Mapping[str, Any]) -> Dataset:
+    """The dataset a run names: the bundled mini set, a LongMemEval file, or a generated one; then its subset."""
+    name = dataset["name"]
+    if name == "mini":
+        loaded = load_dataset(path=dataset.get("path") or mini_fixture_path())
+    elif name == "synthetic":
+        synth = dataset["synthetic"]
+        records = generate(size=synth["size"], questions_per_type=synth["questions_per_type"],
+                           abstention=synth.get("abstention"), seed=synth["seed"])
+        loaded = dataset_from_records(records, name=f"synthetic-{synth['size']}-seed{synth['seed']}")
+    else:
+        loaded = load_dataset(name, path=dataset.get("path"), verify=dataset.get("verify", True))
+    subset = {k: v for k, v in dict(dataset.get("subset") or {}).items() if v is not None and k != "seed"}
+    if subset:
+        loaded = select(loaded, seed=dataset["subset"].get("seed", 0), **subset)
+    return loaded
+
+
+def make_judge(spec: RunSpec) -> Judge:
+    if spec.judge_mode == "official":
+        return Judge.official(spec.judge_source, model=spec.judge_model, parse=spec.judge_parse)
+    if spec.judge_mode == "house":
+        return Judge.house(model=spec.judge_model, parse=spec.judge_parse)
+    raise ValueError(f"judge.mode={spec.judge_mode!r} is invalid: allowed values are house, official")
+
+
+@dataclass
+class RunProgress:
+    """Running totals shown while the run goes and returned at the end."""
+
+    total: int = 0
+    skipped_done: int = 0
+    done: int = 0
+    errors: int = 0
+    not_run: int = 0
+    totals: LedgerTotals = LedgerTotals()
+    budget_reached: bool = False
+
+    def describe(self) -> str:
+        t = self.totals
+        return (
+            f"{self.skipped_done + self.done}/{self.total} questions · {t.calls} calls ({t.cached} cached) · "
+            f"{t.prompt_tokens + t.completion_tokens:,} tokens · ${t.cost_usd:.4f}"
+            + (f" · {t.unknown_cost_calls} calls of unknown price" if t.unknown_cost_calls else "")
+        )
+
+
+def _event_rows(memory: Any) -> list[dict[str, Any]]:
+    rows = []
+    for seq, event in enumerate(memory.events):
+        row = asdict(event)
+        row["seq"] = seq
+        row["thread_count"] = len(row.pop("thread_ids"))
+        row["levels"] = json.dumps(list(row["levels"]))
+        rows.append(row)
+    return rows
+
+
+def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
+    return [{"seq": seq, **asdict(record)} for seq, record in enumerate(ledger.records)]
+
+
+class RunJob:
+    """Runs one :class:`RunSpec`; the store file is this job's alone."""
+
+    def __init__(self, spec: RunSpec, *, console: Any = None) -> None:
+        self.spec = spec
+        self.console = console
+        self.results = Path(spec.run.results_dir)
+        self.run_id = spec.config_hash
+        self.counter = make_counter(spec.token_estimator)
+        self.memory_key = memory_hash(spec.om, spec.replay, self.counter.name)
+        self.progress = RunProgress()
+        self._ledger = Ledger()
+
+    def run_info(self, dataset: Dataset) -> Any:
+        from om_eval.store.provenance import git_state, package_versions
+        from om_eval.store.writer import RunInfo
+
+        spec = self.spec
+        judge = make_judge(spec)
+        sha, dirty = git_state(Path(__file__).resolve().parents[2])
+        packages = package_versions(["om-eval", "litellm", "duckdb", "hydra-core", "tiktoken", "llama-cpp-python",
+                                     "datasets", "pandas", "matplotlib"])
+        return RunInfo(
+            run_id=self.run_id,
+            label=spec.run.label or spec.experiment,
+            experiment=spec.experiment,
+            created_at=datetime.now(timezone.utc).replace(tzinfo=None),
+            config_json=json.dumps(spec.resolved, sort_keys=True, default=str),
+            memory_key=self.memory_key,
+            prompt_hashes=json.dumps({"om": prompt_set_hash(), "variant": spec.om.prompt_variant}),
+            dataset_name=dataset.name,
+            dataset_path=dataset.path,
+            dataset_sha256=dataset.sha256,
+            dataset_subset=dataset.subset,
+            n_questions=len(dataset),
+            git_sha=sha,
+            git_dirty=dirty,
+            packages=json.dumps(packages, sort_keys=True),
+            observer_model=spec.om.observation.model.model,
+            reflector_model=spec.om.reflection.model.model,
+            actor_model=spec.actor.model,
+            judge_model=spec.judge_model.model,
+            judge_mode=spec.judge_mode,
+            judge_identity=json.dumps(judge.identity, sort_keys=True),
+            official=judge.is_official,
+            token_estimator=self.counter.name,
+        )
+
+    async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge) -> None:
+        ledger = Ledger()
+        scoped = client.with_ledger(ledger)
+        item: dict[str, Any] = {
+            "question_id": question.question_id, "question_type": question.question_type,
+            "is_abstention": question.is_abstention, "memory_key": self.memory_key,
+        }
+        events: list[dict[str, Any]] = []
+        try:
+            build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
+                                       store=snapshots, token_counter=self.counter)
+            if not build.reused:
+                events = _event_rows(build.memory)
+            answer = await answer_question(scoped, self.spec.actor, build.memory, question)
+            verdict = await judge_answer(judge, scoped, question, answer.hypothesis)
+            stats = build.stats
+            item.update(
+                status="done", hypothesis=answer.hypothesis, label=verdict.label, judge_status=verdict.status,
+                judge_reply=verdict.reply, error=verdict.error, reused_memory=build.reused,
+                observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
+                observations=stats.observations, reflections=stats.reflections,
+                history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
+                pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio,
+                actor_prompt_tokens=answer.prompt_tokens, actor_completion_tokens=answer.completion_tokens,
+            )
+            self.progress.done += 1
+        except Exception as error:  # one failed question must not stop the run; it is retried on resume
+            item.update(status="error", judge_status="not_run", error=f"{type(error).__name__}: {error}")
+            self.progress.errors += 1
+        totals = ledger.totals()
+        item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
+                    finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
+        store.record_question(self.run_id, item, events, _call_rows(ledger))
+        for record in ledger.records:
+            self._ledger.add(record)
+        self.progress.totals = self._ledger.totals()
+
+    def load_dataset(self) -> Dataset:
+        return load_run_dataset(self.spec.dataset)
+
+    async def run(self, on_update: Any = None, dataset: Dataset | None = None) -> RunProgress:
+        from om_eval.store.writer import RunStore, SnapshotLookup
+
+        dataset = dataset or self.load_dataset()
+        store_path = self.results / "store" / f"{self.run_id}.duckdb"
+        with RunStore(store_path) as store:
+            explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None
+            store.register_run(self.run_info(dataset), keep_label=not explicit_label)
+            done = store.done_question_ids(self.run_id)
+            todo = [q for q in dataset.questions if q.question_id not in done]
+            self.progress.total = len(dataset)
+            self.progress.skipped_done = len(dataset) - len(todo)
+            client = LLMClient(cache=ResponseCache(self.spec.run.cache_dir))
+            judge = make_judge(self.spec)
+            snapshots = SnapshotLookup(self.results, store)
+            semaphore = asyncio.Semaphore(self.spec.run.concurrency)
+            budget = self.spec.run.budget_usd
+            if on_update is not None:
+                on_update(self.progress)
+
+            async def guarded(question: Question) -> None:
+                async with semaphore:
+                    if budget is not None and self.progress.totals.cost_usd >= budget:
+                        self.progress.budget_reached = True
+                        self.progress.not_run += 1
+                        return
+                    await self._one(question, store, snapshots, client, judge)
+                if on_update is not None:
+                    on_update(self.progress)
+
+            await asyncio.gather(*(guarded(q) for q in todo))
+            self._export(store, dataset)
+        return self.progress
+
+    def _export(self, store: Any, dataset: Dataset) -> None:
+        """Hypotheses and eval-results JSONL in the official layouts, and metrics, under results/runs/<id>."""
+        rows = store.items(self.run_id)
+        folder = self.results / "runs" / self.run_id
+        folder.mkdir(parents=True, exist_ok=True)
+        done = [r for r in rows if r["status"] == "done"]
+        write_hypotheses_jsonl(folder / "hypotheses.jsonl", done)
+        write_eval_results_jsonl(folder / f"hypotheses.jsonl.eval-results-{self.spec.judge_model.model.split('/')[-1]}",
+                                 [r for r in done if r["label"] is not None], judge_model=self.spec.judge_model.model)
+        judged = [{**r, "status": r["judge_status"]} for r in done]
+        metrics = longmemeval_metrics(judged) if judged else {}
+        (folder / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True), encoding="utf-8")

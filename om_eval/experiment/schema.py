@@ -1,0 +1,150 @@
+"""Hydra structured configs: the typed schema behind ``configs/`` (validated by OmegaConf on load).
+
+Library code never sees these: :mod:`om_eval.experiment.spec` converts a resolved config once into the frozen
+dataclasses of the engine, the replay and the judge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from hydra.core.config_store import ConfigStore
+from omegaconf import MISSING
+
+
+@dataclass
+class ModelSchema:
+    model: str = MISSING
+    temperature: float = 0.0
+    max_output_tokens: Optional[int] = None
+    provider_options: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ModelsSchema:
+    observer: ModelSchema = field(default_factory=ModelSchema)
+    reflector: ModelSchema = field(default_factory=ModelSchema)
+    actor: ModelSchema = field(default_factory=ModelSchema)
+    judge: ModelSchema = field(default_factory=ModelSchema)
+
+
+@dataclass
+class ObservationSchema:
+    message_tokens: int = 30_000
+    buffer_tokens: Any = False
+    buffer_activation: Optional[float] = None
+    block_after: Optional[float] = None
+    max_tokens_per_batch: int = 10_000
+    previous_observer_tokens: Any = 2000
+    instruction: Optional[str] = None
+    thread_title: bool = False
+    batch_mode: str = "parallel"
+    request_layout: str = "split"
+
+
+@dataclass
+class ReflectionSchema:
+    observation_tokens: int = 40_000
+    buffer_activation: Optional[float] = None
+    block_after: Optional[float] = None
+    start_level: Any = 0
+    instruction: Optional[str] = None
+    retry_after_growth: float = 0.1
+
+
+@dataclass
+class ReplaySchema:
+    session_order: str = "date"
+    unit: str = "pair"
+    turn_spacing_seconds: int = 5
+    skip_empty_turns: bool = True
+    final_flush: bool = False
+    scope: str = "resource"
+
+
+@dataclass
+class OMSchema:
+    observation: ObservationSchema = field(default_factory=ObservationSchema)
+    reflection: ReflectionSchema = field(default_factory=ReflectionSchema)
+    replay: ReplaySchema = field(default_factory=ReplaySchema)
+    share_token_budget: bool = False
+    obscure_thread_ids: bool = True
+    context_layout: str = "chunked"
+    boundary_delimiters: bool = True
+    token_estimator: str = "tiktoken"
+
+
+@dataclass
+class PromptSchema:
+    variant: str = "current"
+
+
+@dataclass
+class SubsetSchema:
+    ids: Optional[list[str]] = None
+    types: Optional[list[str]] = None
+    abstention: Optional[bool] = None
+    first: Optional[int] = None
+    sample: Optional[int] = None
+    per_type: Optional[int] = None
+    seed: int = 0
+
+
+@dataclass
+class SyntheticSchema:
+    size: str = "mini"
+    questions_per_type: int = 1
+    abstention: Optional[int] = None
+    seed: int = 0
+
+
+@dataclass
+class DatasetSchema:
+    name: str = "mini"
+    """``mini`` (bundled fixture), ``oracle``, ``s``, ``m`` (LongMemEval files) or ``synthetic``."""
+    path: Optional[str] = None
+    """An explicit file; otherwise $LONGMEMEVAL_DIR or the pinned Hugging Face revision."""
+    verify: bool = True
+    synthetic: SyntheticSchema = field(default_factory=SyntheticSchema)
+    subset: SubsetSchema = field(default_factory=SubsetSchema)
+
+
+@dataclass
+class JudgeSchema:
+    mode: str = "house"
+    """``house`` (our templates, offline) or ``official`` (the upstream templates at the pinned commit)."""
+    source: Optional[str] = None
+    """A LongMemEval clone or evaluate_qa.py file; None downloads the pinned file once."""
+    parse: str = "official"
+
+
+@dataclass
+class RunSchema:
+    results_dir: str = "results"
+    concurrency: int = 4
+    budget_usd: Optional[float] = None
+    """Stop scheduling questions once this much has been spent (questions in flight finish)."""
+    progress: bool = True
+    label: Optional[str] = None
+    """A short name for this variant in reports (default: the overrides that define it)."""
+    cache_dir: Optional[str] = None
+    """The model-answer cache (default: $OM_EVAL_CACHE_DIR/llm or ~/.cache/om-eval/llm)."""
+
+
+@dataclass
+class Config:
+    experiment: str = "custom"
+    om: OMSchema = field(default_factory=OMSchema)
+    prompt: PromptSchema = field(default_factory=PromptSchema)
+    models: ModelsSchema = field(default_factory=ModelsSchema)
+    dataset: DatasetSchema = field(default_factory=DatasetSchema)
+    judge: JudgeSchema = field(default_factory=JudgeSchema)
+    run: RunSchema = field(default_factory=RunSchema)
+
+
+def register_configs() -> None:
+    """Register the schema so ``configs/config.yaml`` can name it in its defaults list."""
+    store = ConfigStore.instance()
+    store.store(name="base_config", node=Config)
+    store.store(group="model", name="base_model", node=ModelSchema)

@@ -1,0 +1,122 @@
+"""One run's configuration as frozen dataclasses, converted once from Hydra's resolved config.
+
+The *config hash* (the run id) covers everything that can change results: OM options, replay protocol, prompt
+variant and wording, models, dataset (file, hash, subset) and judge. It leaves out what cannot: output folder,
+concurrency, budget, progress display and label. Re-running the same configuration finds the same run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from om_eval.bench.replay import ReplayConfig
+from om_eval.llm.request import canonical_json
+from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.prompts import prompt_set_hash
+
+#: Keys of the ``run`` group that never change results, so they stay out of the config hash.
+NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    results_dir: str = "results"
+    concurrency: int = 4
+    budget_usd: float | None = None
+    progress: bool = True
+    label: str | None = None
+    cache_dir: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a run needs, typed and frozen."""
+
+    experiment: str
+    om: OMConfig
+    replay: ReplayConfig
+    token_estimator: str
+    actor: ModelSettings
+    judge_model: ModelSettings
+    judge_mode: str
+    judge_source: str | None
+    judge_parse: str
+    dataset: Mapping[str, Any]
+    run: RunOptions
+    resolved: Mapping[str, Any]
+    """The resolved config as plain data (for the run record)."""
+
+    @property
+    def config_hash(self) -> str:
+        """The run id: sha256 of everything that can change results (prompt wording included)."""
+        payload = {k: v for k, v in self.resolved.items() if k not in ("run",)}
+        payload["prompts"] = prompt_set_hash()
+        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
+
+    @property
+    def hosted_models(self) -> list[str]:
+        """Models that cost money (everything but ``scripted/`` and ``local/``)."""
+        models = {self.om.observation.model.model, self.om.reflection.model.model, self.actor.model,
+                  self.judge_model.model}
+        return sorted(m for m in models if not m.startswith(("scripted/", "local/")))
+
+
+def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
+    settings = ModelSettings(
+        model=data["model"],
+        temperature=float(data.get("temperature", 0.0)),
+        max_output_tokens=data.get("max_output_tokens"),
+        provider_options=dict(data.get("provider_options") or {}),
+    )
+    settings.validate(f"models.{role}")
+    return settings
+
+
+def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
+    """Build the frozen spec from a resolved config (a plain nested mapping)."""
+    om = cfg["om"]
+    models = cfg["models"]
+    observation = {k: v for k, v in om["observation"].items()}
+    reflection = {k: v for k, v in om["reflection"].items()}
+    om_config = OMConfig(
+        scope=om["replay"]["scope"],
+        observation=ObservationConfig(**observation, model=_model(models["observer"], "observer")),
+        reflection=ReflectionConfig(**reflection, model=_model(models["reflector"], "reflector")),
+        share_token_budget=om["share_token_budget"],
+        prompt_variant=cfg["prompt"]["variant"],
+        obscure_thread_ids=om["obscure_thread_ids"],
+        context_layout=om["context_layout"],
+        boundary_delimiters=om["boundary_delimiters"],
+    )
+    run = RunOptions(**cfg["run"])
+    return RunSpec(
+        experiment=cfg.get("experiment", "custom"),
+        om=om_config,
+        replay=ReplayConfig(**om["replay"]),
+        token_estimator=om["token_estimator"],
+        actor=_model(models["actor"], "actor"),
+        judge_model=_model(models["judge"], "judge"),
+        judge_mode=cfg["judge"]["mode"],
+        judge_source=cfg["judge"].get("source"),
+        judge_parse=cfg["judge"]["parse"],
+        dataset=dict(cfg["dataset"]),
+        run=run,
+        resolved={k: v for k, v in cfg.items() if k != "hydra"},
+    )
+
+
+def describe(spec: RunSpec) -> dict[str, Any]:
+    """A short, JSON-ready summary for logs."""
+    return {
+        "experiment": spec.experiment,
+        "config_hash": spec.config_hash,
+        "prompt": spec.om.prompt_variant,
+        "observer": spec.om.observation.model.model,
+        "actor": spec.actor.model,
+        "judge": f"{spec.judge_mode}:{spec.judge_model.model}",
+        "dataset": spec.dataset.get("name"),
+        "replay": asdict(spec.replay),
+    }

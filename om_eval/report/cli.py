@@ -1,0 +1,106 @@
+"""``om-eval report`` and ``om-eval plot``: tables and figures from every run in a results folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+REPORT_EXAMPLES = """examples:
+  om-eval report                                   # every run in results/, as a rich table
+  om-eval report --markdown report.md --csv report.csv
+  om-eval report --runs 1825af23 e76636ce          # only these runs (id prefixes)
+  om-eval report --compare 1825af23 e76636ce       # paired comparison: deltas, bootstrap CI, McNemar
+"""
+
+
+def add_report_parsers(commands: argparse._SubParsersAction) -> None:
+    report = commands.add_parser(
+        "report", help="per-category table across runs, or a paired comparison of two runs",
+        description="Summarise the runs stored under a results folder.", epilog=REPORT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    report.add_argument("--results", default="results", help="results folder (default: results)")
+    report.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
+    report.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
+    report.add_argument("--csv", metavar="PATH", help="also write the table as CSV")
+    report.add_argument("--compare", nargs=2, metavar=("A", "B"), help="paired comparison of run B against run A")
+    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    report.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
+
+    plot = commands.add_parser("plot", help="grouped bars, accuracy vs observation tokens, cost vs accuracy",
+                               description="Draw the comparison plots of the stored runs (deterministic PNGs).")
+    plot.add_argument("--results", default="results", help="results folder (default: results)")
+    plot.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
+    plot.add_argument("--out", help="output folder (default: <results>/plots)")
+    plot.add_argument("--seed", type=int, default=0)
+    plot.add_argument("--n-boot", type=int, default=1000)
+
+
+def _load(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    from om_eval.store import Catalog
+
+    with Catalog(results) as catalog:
+        runs = catalog.runs()
+        if prefixes:
+            chosen = []
+            for prefix in prefixes:
+                matches = [r for r in runs if r["run_id"].startswith(prefix)]
+                if len(matches) != 1:
+                    found = "no run" if not matches else f"{len(matches)} runs"
+                    raise SystemExit(f"--runs {prefix!r}: {found} in {results} match; give more of the run id")
+                chosen += matches
+            runs = chosen
+        items = catalog.items([r["run_id"] for r in runs]) if runs else []
+    return runs, items
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from om_eval.report import comparison_to_rich, paired_comparison, summary_table, to_csv, to_markdown, to_rich
+
+    console = Console()
+    if args.compare:
+        runs, items = _load(args.results, list(args.compare))
+        a, b = runs
+        comparison = paired_comparison(
+            [i for i in items if i["run_id"] == a["run_id"]], [i for i in items if i["run_id"] == b["run_id"]],
+            n_boot=max(args.n_boot, 2000), seed=args.seed, label_a=a["label"], label_b=b["label"], run_a=a, run_b=b,
+        )
+        console.print(comparison_to_rich(comparison))
+        return 0
+    runs, items = _load(args.results, args.runs)
+    if not runs:
+        console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
+        return 1
+    table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
+    console.print(to_rich(table))
+    if args.markdown:
+        Path(args.markdown).write_text(to_markdown(table), encoding="utf-8")
+        console.print(f"markdown written to {args.markdown}")
+    if args.csv:
+        to_csv(table, args.csv)
+        console.print(f"CSV written to {args.csv}")
+    return 0
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    from om_eval.report import plot_accuracy_vs_tokens, plot_categories, plot_cost_vs_accuracy, summary_table
+
+    runs, items = _load(args.results, args.runs)
+    if not runs:
+        print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
+        return 1
+    out = Path(args.out or Path(args.results) / "plots")
+    out.mkdir(parents=True, exist_ok=True)
+    table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
+    written = [
+        plot_categories(table, out / "accuracy_by_category.png", n_boot=args.n_boot, seed=args.seed),
+        plot_accuracy_vs_tokens(table, out / "accuracy_vs_observation_tokens.png", n_boot=args.n_boot,
+                                seed=args.seed),
+        plot_cost_vs_accuracy(table, out / "cost_vs_accuracy.png", n_boot=args.n_boot, seed=args.seed),
+    ]
+    for path in written:
+        print(path)
+    return 0

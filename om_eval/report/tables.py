@@ -1,0 +1,473 @@
+"""The per-category summary table across runs, rendered as markdown, CSV or a rich table.
+
+The numbers come from :func:`om_eval.bench.metrics.metric_report` (the official LongMemEval formulas plus
+graded/strict and seeded percentile-bootstrap intervals); this module only groups, sorts and formats them.
+
+**Official and house-judged runs are never ranked together.** A house judge (our own prompts, any model) and the
+official judge (verbatim templates, yes-substring parse, pinned ``gpt-4o-2024-08-06``) grade the same answer
+differently, so their accuracies are not one scale. Runs are split into *sections*, one per scoring regime:
+
+* ``official``: ``official`` is true and ``judge_mode == "official"``;
+* ``non-official:<judge_mode>``: everything else (a house judge, or the official templates with any deviation).
+
+Each section has its own heading and its own ranking (graded task-averaged accuracy, highest first, then run
+id). When a table holds more than one section, the markdown and rich renderings also print a warning line
+above the first section, and plots mark the non-official variants.
+
+**Errors are states.** Items are mapped to metric rows by ``judge_status`` (``ok``, ``error``, ``not_run``): the
+*graded* accuracies leave unjudged answers out (as upstream does), the *strict* ones count them wrong. The
+rendered tables add the strict columns whenever any run has an unjudged answer; the CSV always has them.
+
+**Determinism.** Items are sorted by question id before bootstrapping (every run uses the same ``seed``), the
+section and row order is fixed, and floats are printed with fixed decimals: the same rows and options give
+byte-identical markdown and CSV.
+
+Costs: ``cost_usd`` is the sum of the *known* spend of the run's questions; calls whose price is unknown are
+counted (``unknown_cost_calls``), never guessed. ``mean_observation_tokens`` and ``mean_compression_ratio``
+(raw history tokens / observation tokens, per question) are plain means over the questions that report them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import IO, Any
+
+from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, metric_report
+from om_eval.report import _format as fmt
+
+__all__ = [
+    "Accuracy",
+    "ReportTable",
+    "RunSummary",
+    "Scores",
+    "Section",
+    "metric_rows",
+    "summary_table",
+    "to_csv",
+    "to_markdown",
+    "to_rich",
+]
+
+_SHORT_ID = 8
+
+
+@dataclass(frozen=True)
+class Accuracy:
+    """One accuracy: the point estimate (``None`` when no row counts), its interval and its n."""
+
+    value: float | None
+    ci: tuple[float, float] | None
+    n: int
+
+
+@dataclass(frozen=True)
+class Scores:
+    """The LongMemEval metrics of one run under one error policy (graded or strict)."""
+
+    per_type: Mapping[str, Accuracy]
+    overall: Accuracy
+    task_averaged: Accuracy
+    abstention: Accuracy
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One row of the summary table."""
+
+    run_id: str
+    short_id: str
+    variant: str
+    """The run's label (or short id): the key of its plot colour."""
+    label: str
+    """The name shown in tables and legends: ``variant``, plus the short id when two runs share a label."""
+    judge_mode: str | None
+    judge_model: str | None
+    official: bool
+    """True only for runs scored exactly as upstream (``official`` flag and the official judge mode)."""
+    n_items: int
+    n_ok: int
+    n_error: int
+    n_not_run: int
+    graded: Scores
+    strict: Scores
+    cost_usd: float
+    unknown_cost_calls: int
+    mean_observation_tokens: float | None
+    mean_compression_ratio: float | None
+
+    @property
+    def unjudged(self) -> int:
+        return self.n_error + self.n_not_run
+
+    @property
+    def cost_per_question(self) -> float | None:
+        return self.cost_usd / self.n_items if self.n_items else None
+
+
+@dataclass(frozen=True)
+class Section:
+    """Runs scored under one regime, ranked among themselves only."""
+
+    key: str
+    title: str
+    official: bool
+    rows: tuple[RunSummary, ...]
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReportTable:
+    """The summary of many runs, split into sections by scoring regime (official first)."""
+
+    sections: tuple[Section, ...]
+    n_boot: int
+    seed: int
+    confidence: float
+    notes: tuple[str, ...] = ()
+
+    @property
+    def mixed(self) -> bool:
+        """True when the runs were scored under more than one regime (official and non-official)."""
+        return len(self.sections) > 1
+
+    @property
+    def rows(self) -> tuple[RunSummary, ...]:
+        return tuple(row for section in self.sections for row in section.rows)
+
+    def run(self, run_id: str) -> RunSummary:
+        for row in self.rows:
+            if row.run_id == run_id:
+                return row
+        raise KeyError(run_id)
+
+
+# ------------------------------------------------------------------------------------------------- building
+
+
+def metric_rows(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Store item rows as :mod:`om_eval.bench.metrics` rows, sorted by question id.
+
+    ``status`` is the item's ``judge_status``; when that is missing it is ``ok`` for a labelled row and
+    ``not_run`` otherwise. Abstention is read from the question id (``_abs``), as upstream does; an
+    ``is_abstention`` flag that contradicts the id is an error, not something to paper over.
+    """
+    rows = []
+    for item in items:
+        qid = item.get("question_id")
+        label = item.get("label")
+        status = item.get("judge_status")
+        if status is None:
+            status = "ok" if label is not None else "not_run"
+        flag = item.get("is_abstention")
+        if flag is not None and isinstance(qid, str) and bool(flag) != ("_abs" in qid):
+            raise ValueError(f"question {qid}: is_abstention={flag!r} contradicts the id ('_abs' marks abstention)")
+        rows.append({"question_id": qid, "question_type": item.get("question_type"),
+                     "label": label, "status": status})
+    return sorted(rows, key=lambda r: str(r["question_id"]))
+
+
+def _scores(block: Mapping[str, Any]) -> Scores:
+    ci = block["ci"]
+    per_type = {t: Accuracy(block["per_type"][t]["accuracy"], ci["per_type"][t], block["per_type"][t]["n"])
+                for t in OFFICIAL_TYPE_ORDER}
+    n = sum(a.n for a in per_type.values())
+    return Scores(
+        per_type=per_type,
+        overall=Accuracy(block["overall"], ci["overall"], n),
+        task_averaged=Accuracy(block["task_averaged"], ci["task_averaged"], n),
+        abstention=Accuracy(block["abstention"]["accuracy"], ci["abstention"], block["abstention"]["n"]),
+    )
+
+
+def _mean(values: Iterable[Any]) -> float | None:
+    present = [float(v) for v in values if not fmt.missing(v)]
+    return math.fsum(present) / len(present) if present else None
+
+
+def _short_ids(run_ids: Sequence[str]) -> dict[str, str]:
+    width = _SHORT_ID
+    while len({rid[:width] for rid in run_ids}) < len(run_ids):
+        width += 2
+    return {rid: rid[:width] for rid in run_ids}
+
+
+def _section_of(run: Mapping[str, Any]) -> tuple[str, bool, str | None]:
+    mode = run.get("judge_mode")
+    official = bool(run.get("official")) and mode == "official"
+    return ("official" if official else f"non-official:{mode or 'unknown'}"), official, mode
+
+
+def _section_title(official: bool, mode: str | None) -> str:
+    if official:
+        return "Official scoring (official judge, pinned templates and judge model)"
+    if mode == "official":
+        return "Non-official scoring (official judge templates with a deviation from the official setup)"
+    if mode is None:
+        return "Non-official scoring (judge mode not recorded)"
+    return f"Non-official scoring ({mode} judge)"
+
+
+def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short_id: str, label: str,
+               n_boot: int, seed: int, confidence: float) -> RunSummary:
+    report = metric_report(metric_rows(items), n_boot=n_boot, seed=seed, confidence=confidence)
+    counts = report["counts"]
+    _, official, mode = _section_of(run)
+    return RunSummary(
+        run_id=str(run["run_id"]),
+        short_id=short_id,
+        variant=str(run.get("label") or short_id),
+        label=label,
+        judge_mode=mode,
+        judge_model=run.get("judge_model"),
+        official=official,
+        n_items=counts["total"],
+        n_ok=counts["ok"],
+        n_error=counts["error"],
+        n_not_run=counts["not_run"],
+        graded=_scores(report["graded"]),
+        strict=_scores(report["strict"]),
+        cost_usd=math.fsum(float(i["cost_usd"]) for i in items if not fmt.missing(i.get("cost_usd"))),
+        unknown_cost_calls=sum(int(i.get("unknown_cost_calls") or 0) for i in items),
+        mean_observation_tokens=_mean(i.get("observation_tokens") for i in items),
+        mean_compression_ratio=_mean(i.get("compression_ratio") for i in items),
+    )
+
+
+def _rank_key(row: RunSummary) -> tuple[bool, float, str]:
+    value = row.graded.task_averaged.value
+    return (fmt.missing(value), -(value or 0.0), row.run_id)
+
+
+def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str, Any]], *, n_boot: int = 1000,
+                  seed: int = 0, confidence: float = 0.95) -> ReportTable:
+    """One row per run: per-type accuracy with CI and n, overall, task-averaged, abstention, cost, memory size.
+
+    Args:
+        runs: rows of the store's ``runs`` table (``run_id``, ``label``, ``judge_mode``, ``official``,
+            ``judge_model`` are read).
+        items: rows of the ``items`` table for those runs (``run_id``, ``question_id``, ``question_type``,
+            ``label``, ``judge_status``, ``cost_usd``, ``unknown_cost_calls``, ``observation_tokens``,
+            ``compression_ratio``). Items of runs not listed are ignored and counted in ``notes``.
+        n_boot, seed, confidence: the percentile bootstrap (the same seed for every run).
+
+    Returns:
+        A :class:`ReportTable` with one section per scoring regime (official first), each ranked by graded
+        task-averaged accuracy (highest first; runs without one last), ties broken by run id.
+
+    Raises:
+        ValueError: for a duplicate run id, an item without a run id, or an invalid item (see
+            :func:`om_eval.bench.metrics.longmemeval_metrics`).
+    """
+    run_ids = [str(r["run_id"]) for r in runs]
+    if len(set(run_ids)) != len(run_ids):
+        raise ValueError("runs: a run id appears twice")
+    by_run: dict[str, list[Mapping[str, Any]]] = {rid: [] for rid in run_ids}
+    stray = 0
+    for item in items:
+        rid = item.get("run_id")
+        if rid is None:
+            raise ValueError(f"item {item.get('question_id')!r} has no run_id")
+        if str(rid) in by_run:
+            by_run[str(rid)].append(item)
+        else:
+            stray += 1
+    short = _short_ids(run_ids)
+    variants = [str(r.get("label") or short[rid]) for r, rid in zip(runs, run_ids)]
+    labels = {rid: v if variants.count(v) == 1 else f"{v} ({short[rid]})" for rid, v in zip(run_ids, variants)}
+
+    grouped: dict[str, list[RunSummary]] = {}
+    regimes: dict[str, tuple[bool, str | None]] = {}
+    for run, rid in zip(runs, run_ids):
+        key, official, mode = _section_of(run)
+        regimes[key] = (official, mode)
+        grouped.setdefault(key, []).append(
+            _summarise(run, by_run[rid], short[rid], labels[rid], n_boot, seed, confidence))
+
+    sections = []
+    for key in sorted(grouped, key=lambda k: (k != "official", k)):
+        official, mode = regimes[key]
+        rows = tuple(sorted(grouped[key], key=_rank_key))
+        judges = sorted({str(r.judge_model) for r in rows})
+        notes = (f"Judge models differ within this section ({', '.join(judges)}).",) if len(judges) > 1 else ()
+        sections.append(Section(key, _section_title(official, mode), official, rows, notes))
+    notes = (f"{stray} item(s) of runs not in this table were ignored.",) if stray else ()
+    return ReportTable(tuple(sections), n_boot, seed, confidence, notes)
+
+
+# ------------------------------------------------------------------------------------------------ rendering
+
+
+def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any]]:
+    """(header, right-aligned, cell function) for the rendered (markdown and rich) tables."""
+    columns: list[tuple[str, bool, Any]] = [
+        ("#", True, None),
+        ("variant", False, lambda r: r.label),
+        ("run", False, lambda r: r.short_id),
+        ("judge", False, lambda r: f"{r.judge_mode or '?'} ({r.judge_model or '?'})"),
+        ("official", False, lambda r: "yes" if r.official else "no"),
+        ("judged/n", True, lambda r: f"{r.n_ok}/{r.n_items}"),
+    ]
+    for t in OFFICIAL_TYPE_ORDER:
+        columns.append((fmt.TYPE_SHORT[t], True,
+                        lambda r, t=t: fmt.accuracy_cell(r.graded.per_type[t].value, r.graded.per_type[t].ci,
+                                                         r.graded.per_type[t].n, sep=sep)))
+    g = lambda r: r.graded  # noqa: E731
+    columns += [
+        ("abstention", True, lambda r: fmt.accuracy_cell(g(r).abstention.value, g(r).abstention.ci,
+                                                         g(r).abstention.n, sep=sep)),
+        ("overall", True, lambda r: fmt.accuracy_cell(g(r).overall.value, g(r).overall.ci, g(r).overall.n, sep=sep)),
+        ("task-avg", True, lambda r: fmt.accuracy_cell(g(r).task_averaged.value, g(r).task_averaged.ci, sep=sep)),
+    ]
+    if any(r.unjudged for r in table.rows):
+        s = lambda r: r.strict  # noqa: E731
+        columns += [
+            ("unjudged", True, lambda r: str(r.unjudged)),
+            ("strict overall", True, lambda r: fmt.accuracy_cell(s(r).overall.value, s(r).overall.ci, sep=sep)),
+            ("strict task-avg", True,
+             lambda r: fmt.accuracy_cell(s(r).task_averaged.value, s(r).task_averaged.ci, sep=sep)),
+        ]
+    columns += [
+        ("cost $", True, lambda r: fmt.dollars(r.cost_usd)),
+        ("unpriced calls", True, lambda r: str(r.unknown_cost_calls)),
+        ("obs tokens", True, lambda r: fmt.tokens(r.mean_observation_tokens)),
+        ("compression", True, lambda r: fmt.ratio(r.mean_compression_ratio)),
+    ]
+    return columns
+
+
+def _cells(columns: list[tuple[str, bool, Any]], rank: int, row: RunSummary) -> list[str]:
+    return [str(rank) if fn is None else fn(row) for _, _, fn in columns]
+
+
+def _explanation(table: ReportTable) -> list[str]:
+    level = f"{100 * table.confidence:g}%"
+    lines = [
+        f"Cells: accuracy % [{level} CI] (n judged). overall = micro average over questions; task-avg = mean of "
+        "the six type accuracies (macro, the official headline); abstention = questions with `_abs` in their id.",
+        f"Intervals: percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}. "
+        "Graded accuracies leave unjudged answers (judge error, not run) out; strict ones count them wrong.",
+        "cost $ = known spend (unpriced calls are counted, not guessed); obs tokens = mean observation tokens at "
+        "answer time; compression = mean raw history tokens / observation tokens.",
+    ]
+    return lines
+
+
+def _warning(table: ReportTable) -> str:
+    titles = "; ".join(s.title for s in table.sections)
+    return (f"WARNING: these runs were scored under {len(table.sections)} different regimes ({titles}). "
+            "Accuracies are not comparable across sections; each section is ranked on its own.")
+
+
+def to_markdown(table: ReportTable, *, title: str = "LongMemEval results") -> str:
+    """The table as GitHub markdown: explanation, a warning when regimes are mixed, one section per regime."""
+    columns = _columns(table)
+    lines = [f"# {title}", ""]
+    lines += [line for text in _explanation(table) for line in (text, "")]
+    if table.mixed:
+        lines += [f"> **{_warning(table)}**", ""]
+    lines += [f"> {note}" for note in table.notes] + ([""] if table.notes else [])
+    for section in table.sections:
+        lines += [f"## {section.title}", ""]
+        lines += [f"> {note}" for note in section.notes] + ([""] if section.notes else [])
+        if not section.rows:
+            continue
+        rows = [_cells(columns, rank, row) for rank, row in enumerate(section.rows, 1)]
+        lines += fmt.md_table([h for h, _, _ in columns], rows, [r for _, r, _ in columns])
+        lines.append("")
+    lines += [fmt.TYPE_LEGEND, ""]
+    return "\n".join(lines)
+
+
+def _accuracy_fields(prefix: str, acc: Accuracy, with_n: bool = True) -> dict[str, str]:
+    out = {f"{prefix}_acc": fmt.csv_number(acc.value),
+           f"{prefix}_ci_low": fmt.csv_number(acc.ci[0] if acc.ci else None),
+           f"{prefix}_ci_high": fmt.csv_number(acc.ci[1] if acc.ci else None)}
+    if with_n:
+        out[f"{prefix}_n"] = str(acc.n)
+    return out
+
+
+def _csv_record(section: Section, rank: int, row: RunSummary) -> dict[str, str]:
+    record = {
+        "section": section.key, "rank": str(rank), "label": row.label, "variant": row.variant,
+        "run_id": row.run_id, "judge_mode": row.judge_mode or "", "judge_model": row.judge_model or "",
+        "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
+        "n_error": str(row.n_error), "n_not_run": str(row.n_not_run),
+    }
+    for t in OFFICIAL_TYPE_ORDER:
+        record.update(_accuracy_fields(t, row.graded.per_type[t]))
+    record.update(_accuracy_fields("abstention", row.graded.abstention))
+    record.update(_accuracy_fields("overall", row.graded.overall))
+    record.update(_accuracy_fields("task_averaged", row.graded.task_averaged, with_n=False))
+    record.update(_accuracy_fields("strict_overall", row.strict.overall, with_n=False))
+    record.update(_accuracy_fields("strict_task_averaged", row.strict.task_averaged, with_n=False))
+    record.update(_accuracy_fields("strict_abstention", row.strict.abstention, with_n=False))
+    record.update({
+        "cost_usd": fmt.csv_number(row.cost_usd), "unknown_cost_calls": str(row.unknown_cost_calls),
+        "mean_observation_tokens": fmt.csv_number(row.mean_observation_tokens, 2),
+        "mean_compression_ratio": fmt.csv_number(row.mean_compression_ratio, 4),
+    })
+    return record
+
+
+def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] | None = None) -> str:
+    """The table as CSV: one line per run, machine-readable (fractions, full run ids, every column always).
+
+    The ``section`` column carries the scoring regime (``official`` or ``non-official:<judge mode>``); rank
+    within a section only. Writes to ``path_or_buffer`` when given, and returns the text either way.
+    """
+    records = [_csv_record(s, rank, row) for s in table.sections for rank, row in enumerate(s.rows, 1)]
+    if records:
+        fields = list(records[0])
+    else:
+        empty_section = Section("", "", False, ())
+        fields = list(_csv_record(empty_section, 0, _empty_summary()))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    text = buffer.getvalue()
+    if path_or_buffer is None:
+        return text
+    if hasattr(path_or_buffer, "write"):
+        path_or_buffer.write(text)  # type: ignore[union-attr]
+    else:
+        path = os.fspath(path_or_buffer)  # type: ignore[arg-type]
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    return text
+
+
+def _empty_summary() -> RunSummary:
+    none = Accuracy(None, None, 0)
+    scores = Scores(dict.fromkeys(OFFICIAL_TYPE_ORDER, none), none, none, none)
+    return RunSummary("", "", "", "", None, None, False, 0, 0, 0, 0, scores, scores, 0.0, 0, None, None)
+
+
+def to_rich(table: ReportTable, *, title: str = "LongMemEval results") -> Any:
+    """The table as a rich renderable (a ``Group``): a warning when regimes are mixed, one table per section."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    columns = _columns(table, sep="\n")
+    parts: list[Any] = [Text(title, style="bold")]
+    if table.mixed:
+        parts.append(Text(_warning(table), style="bold red"))
+    parts += [Text(note, style="yellow") for note in table.notes]
+    for section in table.sections:
+        grid = Table(title=section.title, title_style="bold", show_lines=True)
+        for header, right, _ in columns:
+            grid.add_column(header, justify="right" if right else "left", no_wrap=header in ("variant", "run"))
+        for rank, row in enumerate(section.rows, 1):
+            grid.add_row(*_cells(columns, rank, row))
+        parts.append(grid)
+        parts += [Text(note, style="yellow") for note in section.notes]
+    parts += [Text(line, style="dim") for line in (*_explanation(table), fmt.TYPE_LEGEND)]
+    return Group(*parts)

@@ -1,0 +1,124 @@
+"""Every run of a results folder in one read-only SQL view.
+
+An in-memory DuckDB attaches each ``store/*.duckdb`` read-only and unions each table over the files by column
+name (a file written before a column existed reads NULL there). A file a job is writing cannot be attached
+(DuckDB lets no other process open it) and is skipped with a warning, so a report can run during a sweep and
+simply leaves out the runs still in progress.
+
+An open catalog keeps its files open, and DuckDB will not let a writer open a file that a reader holds: close
+the catalog (or use it as a context manager) when the report is done, or a run resumed meanwhile waits.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from om_eval.store.schema import TABLES
+from om_eval.store.writer import store_files
+
+if TYPE_CHECKING:
+    import pandas
+
+#: The tables the catalog exposes as views (``meta`` is per file and stays out).
+VIEWS = ("runs", "items", "om_events", "llm_calls", "memory_snapshots")
+_EMPTY = "_empty"
+
+
+class Catalog:
+    """Read-only SQL over all run files of ``results_dir``.
+
+    Views ``runs``, ``items``, ``om_events``, ``llm_calls`` and ``memory_snapshots`` hold the rows of every
+    attached file, plus a ``store_file`` column naming the file a row came from. A folder without run files
+    gives empty views.
+
+    Attributes:
+        attached: run files attached, by name.
+        skipped_files: run files that could not be opened (being written, or unreadable).
+        skip_reasons: why each skipped file was skipped.
+    """
+
+    def __init__(self, results_dir: Path | str, *, warn: bool = True) -> None:
+        self.results_dir = Path(results_dir)
+        self.attached: list[Path] = []
+        self.skipped_files: list[Path] = []
+        self.skip_reasons: dict[Path, str] = {}
+        self._con = duckdb.connect(":memory:")
+        self._con.execute(f"CREATE SCHEMA {_EMPTY}")
+        self._con.execute(f"USE memory.{_EMPTY}")
+        for ddl in TABLES.values():
+            self._con.execute(ddl)
+        self._con.execute("USE memory.main")
+        aliases: list[str] = []
+        for path in store_files(self.results_dir):
+            alias = f"run_{len(aliases)}"
+            try:
+                self._con.execute(f"ATTACH {_literal(str(path))} AS {alias} (READ_ONLY)")
+            except duckdb.Error as error:
+                self.skipped_files.append(path)
+                self.skip_reasons[path] = str(error).splitlines()[0]
+                continue
+            aliases.append(alias)
+            self.attached.append(path)
+        self._create_views(aliases)
+        if self.skipped_files and warn:
+            names = ", ".join(path.name for path in self.skipped_files)
+            warnings.warn(f"catalog skipped {len(self.skipped_files)} run file(s) it could not open, most likely "
+                          f"because a job is writing them: {names}", RuntimeWarning, stacklevel=2)
+
+    def _create_views(self, aliases: list[str]) -> None:
+        present = set(self._con.execute("SELECT database_name, table_name FROM duckdb_tables() "
+                                        "WHERE schema_name = 'main'").fetchall())
+        for view in VIEWS:
+            parts = [f"SELECT *, CAST(NULL AS VARCHAR) AS store_file FROM memory.{_EMPTY}.{view}"]
+            for alias, path in zip(aliases, self.attached):
+                if (alias, view) in present:
+                    parts.append(f"SELECT *, {_literal(path.name)} AS store_file FROM {alias}.main.{view}")
+            self._con.execute(f"CREATE VIEW memory.main.{view} AS " + "\nUNION ALL BY NAME\n".join(parts))
+
+    def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Rows of a query as dicts (column name -> value)."""
+        cursor = self._con.execute(sql, params if params is not None else [])
+        if cursor.description is None:
+            return []
+        names = [column[0] for column in cursor.description]
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    def frame(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> pandas.DataFrame:
+        """A query as a pandas DataFrame."""
+        import pandas  # noqa: F401  (DuckDB needs it; imported here to keep the catalog light)
+
+        return self._con.execute(sql, params if params is not None else []).df()
+
+    def runs(self) -> list[dict[str, Any]]:
+        """Every run, oldest first."""
+        return self.query("SELECT * FROM runs ORDER BY created_at, run_id")
+
+    def items(self, run_ids: list[str] | None = None) -> list[dict[str, Any]]:
+        """Items of the given runs (all runs by default), by run then question."""
+        if run_ids is None:
+            return self.query("SELECT * FROM items ORDER BY run_id, question_id")
+        return self.query("SELECT * FROM items WHERE list_contains(?, run_id) ORDER BY run_id, question_id",
+                          [list(run_ids)])
+
+    @property
+    def connection(self) -> duckdb.DuckDBPyConnection:
+        """The underlying DuckDB connection (for relational API use)."""
+        return self._con
+
+    def close(self) -> None:
+        """Detach every file (writers may open them again)."""
+        self._con.close()
+
+    def __enter__(self) -> Catalog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -1,0 +1,130 @@
+"""The run store's tables (DuckDB). One database file per run; a catalog reads them all.
+
+Why one file per run: DuckDB lets one process write a database file at a time. A sweep runs one job per
+configuration, possibly in parallel processes or on several machines sharing a results folder, so each job writes
+only its own file (``<results>/store/<run_id>.duckdb``) and nothing is ever written by two processes. Reports
+attach every file read-only and query the union.
+
+A run is identified by its *config hash* (``run_id``): re-invoking the same configuration reopens the same file
+and skips the (question, run) units already done. Each finished question is committed in one transaction, so a
+killed process loses at most the question in flight.
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 1
+
+TABLES: dict[str, str] = {
+    "meta": """
+        CREATE TABLE IF NOT EXISTS meta (
+            key VARCHAR PRIMARY KEY,
+            value VARCHAR
+        )""",
+    "runs": """
+        CREATE TABLE IF NOT EXISTS runs (
+            run_id VARCHAR PRIMARY KEY,        -- the config hash
+            label VARCHAR,                     -- short human name of the variant (e.g. "prompt=legacy")
+            experiment VARCHAR,
+            created_at TIMESTAMP,
+            config_json VARCHAR,               -- the full resolved config (canonical JSON)
+            memory_key VARCHAR,                -- identity of the memory build (shared by answer-only variants)
+            prompt_hashes VARCHAR,             -- JSON {name: hash}
+            dataset_name VARCHAR,
+            dataset_path VARCHAR,
+            dataset_sha256 VARCHAR,
+            dataset_subset VARCHAR,
+            n_questions INTEGER,
+            git_sha VARCHAR,
+            git_dirty BOOLEAN,
+            packages VARCHAR,                  -- JSON {package: version}
+            observer_model VARCHAR,
+            reflector_model VARCHAR,
+            actor_model VARCHAR,
+            judge_model VARCHAR,
+            judge_mode VARCHAR,                -- official | house
+            judge_identity VARCHAR,            -- JSON, the judge's cache scope
+            official BOOLEAN,                  -- pinned official templates, parse and judge model
+            token_estimator VARCHAR,
+            updated_at TIMESTAMP,              -- the latest invocation that registered this run
+            registrations VARCHAR              -- JSON list, one per invocation: {at, git_sha, git_dirty, packages}
+        )""",
+    "items": """
+        CREATE TABLE IF NOT EXISTS items (
+            run_id VARCHAR,
+            question_id VARCHAR,
+            question_type VARCHAR,
+            is_abstention BOOLEAN,
+            status VARCHAR,                    -- done | error
+            hypothesis VARCHAR,
+            label BOOLEAN,                     -- NULL when not judged
+            judge_status VARCHAR,              -- ok | error | not_run
+            judge_reply VARCHAR,
+            error VARCHAR,
+            memory_key VARCHAR,
+            reused_memory BOOLEAN,
+            observer_calls INTEGER,
+            reflector_calls INTEGER,
+            observations INTEGER,
+            reflections INTEGER,
+            history_tokens INTEGER,
+            observation_tokens INTEGER,        -- at answer time
+            pending_tokens INTEGER,            -- unobserved tail at answer time
+            compression_ratio DOUBLE,          -- history tokens / observation tokens
+            actor_prompt_tokens INTEGER,
+            actor_completion_tokens INTEGER,
+            cost_usd DOUBLE,                   -- known spend of this question's calls
+            unknown_cost_calls INTEGER,
+            finished_at TIMESTAMP,
+            actor_prompt_hash VARCHAR,         -- hash of the rendered actor prompt
+            PRIMARY KEY (run_id, question_id)
+        )""",
+    "memory_snapshots": """
+        CREATE TABLE IF NOT EXISTS memory_snapshots (
+            memory_key VARCHAR,
+            question_id VARCHAR,
+            snapshot VARCHAR,                  -- JSON of ObservationalMemory.snapshot()
+            stats VARCHAR,                     -- JSON of ReplayStats
+            created_at TIMESTAMP,
+            PRIMARY KEY (memory_key, question_id)
+        )""",
+    "om_events": """
+        CREATE TABLE IF NOT EXISTS om_events (
+            memory_key VARCHAR,
+            question_id VARCHAR,
+            seq INTEGER,
+            kind VARCHAR,                      -- observation | reflection | reflection_unproductive | ...
+            "at" TIMESTAMP,                    -- quoted: AT is a reserved word in DuckDB 2
+            generation INTEGER,
+            thread_count INTEGER,
+            message_tokens INTEGER,
+            observation_tokens_before INTEGER,
+            observation_tokens_after INTEGER,
+            level INTEGER,
+            levels VARCHAR,                    -- JSON list of the ladder's levels
+            calls INTEGER,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            detail VARCHAR,
+            record_id VARCHAR,                 -- the OM record (thread or resource) the event concerns
+            PRIMARY KEY (memory_key, question_id, seq)
+        )""",
+    "llm_calls": """
+        CREATE TABLE IF NOT EXISTS llm_calls (
+            run_id VARCHAR,
+            question_id VARCHAR,
+            seq INTEGER,
+            stage VARCHAR,                     -- observer | reflector | actor | judge
+            model VARCHAR,
+            prompt_tokens INTEGER,
+            completion_tokens INTEGER,
+            cached BOOLEAN,
+            latency_s DOUBLE,
+            retries INTEGER,
+            cost_usd DOUBLE,                   -- NULL = unknown price
+            saved_usd DOUBLE,
+            error VARCHAR,
+            cache_key VARCHAR,
+            started_at DOUBLE,
+            PRIMARY KEY (run_id, question_id, seq)
+        )""",
+}

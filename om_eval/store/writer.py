@@ -1,0 +1,506 @@
+"""The single writer of one run's DuckDB file, and a snapshot lookup that also reads other runs' files.
+
+Why a lock file beside the database: DuckDB refuses a second read-write process with a generic IO error, and it
+refuses a writer just the same while any *reader* (a catalog, a report, another job's snapshot lookup) has the file
+open. The sidecar ``<file>.lock`` tells the two apart: only writers take it (``flock``, exclusive, non-blocking), it
+is held for the writer's lifetime and the kernel drops it when the process dies, SIGKILL included, so a crashed run
+never leaves a stale lock. A held lock means another process runs this same configuration (``StoreBusyError``); a
+free lock but a busy database means a reader, which is waited out for ``open_timeout`` seconds.
+
+Durability: each ``record_question`` and ``put`` is one transaction; DuckDB appends it to ``<file>.wal`` and
+fdatasyncs before the commit returns. A killed writer leaves the WAL behind; the next open (read-only or not)
+replays it, so every committed question is there and the question in flight is not.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from om_eval.store.rows import (
+    call_row,
+    event_row,
+    expected_columns,
+    fetch_dict,
+    insert,
+    item_row,
+    snapshot_data,
+    snapshot_row,
+    to_json,
+    utc,
+    utcnow,
+)
+from om_eval.store.schema import SCHEMA_VERSION, TABLES
+
+STORE_DIR = "store"
+"""Sub-folder of a results folder that holds the run files."""
+
+#: DuckDB's error for a file already open in this process (DuckDB 1.2 and later).
+_IN_USE: tuple[type[Exception], ...] = tuple(
+    getattr(duckdb, name) for name in ("ResourceInUseException",) if hasattr(duckdb, name))
+_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_JSON_RUN_FIELDS = ("prompt_hashes", "packages", "judge_identity")
+#: Run columns that must agree when a run is registered again (compared when both sides are known).
+_IDENTITY_FIELDS = ("memory_key", "dataset_sha256", "prompt_hashes")
+
+
+class StoreError(RuntimeError):
+    """A run file cannot be used as asked."""
+
+
+class StoreBusyError(StoreError):
+    """Another process has the run file open."""
+
+
+class ConfigMismatchError(StoreError):
+    """A run id is being registered with a configuration other than the one stored under it."""
+
+
+def store_path(results_dir: Path | str, run_id: str) -> Path:
+    """Where run ``run_id`` lives: ``<results_dir>/store/<run_id>.duckdb``."""
+    if not _RUN_ID.fullmatch(run_id):
+        raise ValueError(f"run id {run_id!r} is not usable as a file name")
+    return Path(results_dir) / STORE_DIR / f"{run_id}.duckdb"
+
+
+def store_files(results_dir: Path | str) -> list[Path]:
+    """Every run file of a results folder, sorted by name."""
+    return sorted((Path(results_dir) / STORE_DIR).glob("*.duckdb"))
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """One row of ``runs``. JSON columns (``prompt_hashes``, ``packages``, ``judge_identity``, ``config_json``)
+    take either the JSON text or plain data; ``created_at`` defaults to the first registration."""
+
+    run_id: str
+    config_json: str | Mapping[str, Any]
+    label: str | None = None
+    experiment: str | None = None
+    created_at: datetime | None = None
+    memory_key: str | None = None
+    prompt_hashes: str | Mapping[str, str] | None = None
+    dataset_name: str | None = None
+    dataset_path: str | None = None
+    dataset_sha256: str | None = None
+    dataset_subset: str | None = None
+    n_questions: int | None = None
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+    packages: str | Mapping[str, str | None] | None = None
+    observer_model: str | None = None
+    reflector_model: str | None = None
+    actor_model: str | None = None
+    judge_model: str | None = None
+    judge_mode: str | None = None
+    judge_identity: str | Mapping[str, Any] | None = None
+    official: bool | None = None
+    token_estimator: str | None = None
+
+    def row(self) -> dict[str, Any]:
+        """The row as stored: JSON columns serialised, timestamps in naive UTC."""
+        row = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name in (*_JSON_RUN_FIELDS, "config_json"):
+            if row[name] is not None and not isinstance(row[name], str):
+                row[name] = to_json(row[name], sort_keys=True)
+        row["created_at"] = utc(row["created_at"])
+        return row
+
+
+class RunStore:
+    """The only writer of one run file. Open it, ``register_run``, then ``record_question`` per finished question.
+
+    Thread-safe (one connection behind a lock). Also a snapshot store with the interface of
+    ``bench.pipeline.SnapshotStore`` (``get`` / ``put``), so the pipeline can keep memories in the run file.
+
+    Args:
+        path: the run file, usually ``store_path(results_dir, run_id)``.
+        open_timeout: seconds to wait for readers (catalogs, reports, lookups) to release the file.
+
+    Raises:
+        StoreBusyError: another process writes this file (the same configuration is running elsewhere), or
+            readers kept it open for longer than ``open_timeout``.
+    """
+
+    def __init__(self, path: Path | str, *, open_timeout: float = 10.0) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._mutex = threading.RLock()
+        self._lock_fd: int | None = _acquire_lock(self.path)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        try:
+            self._con = _connect(self.path, open_timeout)
+            self._create_schema()
+            self._run_ids = {row[0] for row in self._con.execute("SELECT run_id FROM runs").fetchall()}
+        except BaseException:
+            self.close()
+            raise
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Checkpoint and close the database, then release the writer lock. Safe to call twice."""
+        with self._mutex:
+            if self._con is not None:
+                try:
+                    self._con.close()
+                finally:
+                    self._con = None
+            if self._lock_fd is not None:
+                try:
+                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                finally:
+                    os.close(self._lock_fd)
+                    self._lock_fd = None
+
+    @property
+    def closed(self) -> bool:
+        return self._con is None
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"RunStore({str(self.path)!r}{', closed' if self.closed else ''})"
+
+    # -- runs --------------------------------------------------------------------------------------------------
+
+    def register_run(
+        self, run: RunInfo, *, ignore_config_keys: Iterable[str] = ("run",), keep_label: bool = False
+    ) -> None:
+        """Insert the run's row, or update it when the run is invoked again (resume).
+
+        On a second registration the stored configuration must match (top-level ``ignore_config_keys`` aside:
+        output folder, concurrency and the like, which the config hash leaves out too), as must the memory key,
+        dataset sha256 and prompt hashes when both sides know them. Provenance (git state, package versions)
+        may change; every invocation's provenance is appended to ``registrations``.
+
+        ``keep_label`` keeps the label stored by the first invocation (a derived label should not change when
+        the same run is resumed from another command line).
+
+        Raises:
+            ConfigMismatchError: the run id is stored with another configuration.
+            StoreError: the file already holds a different run.
+        """
+        if not _RUN_ID.fullmatch(run.run_id):
+            raise ValueError(f"run id {run.run_id!r} is not usable as a file name")
+        row = run.row()
+        now = utcnow()
+        entry = {"at": now.isoformat(), "git_sha": row["git_sha"], "git_dirty": row["git_dirty"],
+                 "packages": json.loads(row["packages"]) if row["packages"] else None}
+        with self._transaction() as con:
+            other = con.execute("SELECT run_id FROM runs WHERE run_id <> ? LIMIT 1", [run.run_id]).fetchone()
+            if other is not None:
+                raise StoreError(f"{self.path} already holds run {other[0]}; a run file holds one run only")
+            stored = fetch_dict(con, "SELECT * FROM runs WHERE run_id = ?", [run.run_id])
+            if stored is None:
+                row["created_at"] = row["created_at"] or now
+                history = [entry]
+            else:
+                _check_identity(self.path, stored, row, set(ignore_config_keys))
+                row["created_at"] = stored["created_at"]
+                if keep_label and stored["label"]:
+                    row["label"] = stored["label"]
+                history = [*json.loads(stored["registrations"] or "[]"), entry]
+                con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
+            row["updated_at"] = now
+            row["registrations"] = to_json(history)
+            insert(con, "runs", [row])
+        self._run_ids.add(run.run_id)
+
+    def done_question_ids(self, run_id: str) -> set[str]:
+        """Questions of ``run_id`` finished with status ``done`` (errors are retried on resume)."""
+        return {row[0] for row in self._read(
+            "SELECT question_id FROM items WHERE run_id = ? AND status = 'done'", [run_id])}
+
+    def items(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's item rows as dicts, by question id (the writer's own view; use ``Catalog`` across runs)."""
+        with self._mutex:
+            cursor = self._connection().execute(
+                "SELECT * FROM items WHERE run_id = ? ORDER BY question_id", [run_id])
+            names = [column[0] for column in cursor.description]
+            return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+    # -- questions ---------------------------------------------------------------------------------------------
+
+    def record_question(
+        self,
+        run_id: str,
+        item: Mapping[str, Any] | Any,
+        events: Iterable[Mapping[str, Any] | Any] = (),
+        calls: Iterable[Mapping[str, Any] | Any] = (),
+        snapshot: tuple[str, str, Any, Any] | None = None,
+    ) -> None:
+        """Write one finished question in one transaction: all of it or (on any error) none of it.
+
+        Replaces what an earlier attempt at the same (run, question) wrote, so a re-run after an error is clean.
+
+        Args:
+            run_id: a registered run.
+            item: the ``items`` row (e.g. ``QuestionRun.row()`` plus ``status``, ``cost_usd`` ...); ``status``
+                defaults to ``done`` and ``finished_at`` to now. Unknown keys are an error.
+            events: the memory build's OM events (``OMEvent`` or its ``asdict``), keyed by the item's
+                ``memory_key``; ``seq`` is their order. Events of a reused memory (no events and
+                ``reused_memory`` true) are left as they are.
+            calls: the question's LLM calls (``CallRecord`` or its ``asdict``); ``seq`` is their order.
+            snapshot: ``(memory_key, question_id, snapshot, stats)``, JSON text or plain data, to store too.
+        """
+        row = item_row(run_id, item)
+        question_id = row["question_id"]
+        memory_key = row["memory_key"]
+        event_rows = [event_row(event, memory_key, question_id, seq) for seq, event in enumerate(events)]
+        call_rows = [call_row(call, run_id, question_id, seq) for seq, call in enumerate(calls)]
+        snapshot_values = snapshot_row(*snapshot) if snapshot is not None else None
+        replace_events = memory_key is not None and (bool(event_rows) or not row["reused_memory"])
+        if run_id not in self._run_ids:
+            raise StoreError(f"run {run_id} is not registered in {self.path}; call register_run first")
+        with self._transaction() as con:
+            key = [run_id, question_id]
+            con.execute("DELETE FROM items WHERE run_id = ? AND question_id = ?", key)
+            con.execute("DELETE FROM llm_calls WHERE run_id = ? AND question_id = ?", key)
+            if replace_events:
+                con.execute("DELETE FROM om_events WHERE memory_key = ? AND question_id = ?",
+                            [memory_key, question_id])
+            insert(con, "items", [row])
+            insert(con, "om_events", event_rows)
+            insert(con, "llm_calls", call_rows)
+            if snapshot_values is not None:
+                insert(con, "memory_snapshots", [snapshot_values], replace=True)
+
+    # -- memory snapshots (the pipeline's SnapshotStore interface) ----------------------------------------------
+
+    def get(self, key: str, question_id: str) -> dict[str, Any] | None:
+        """The stored memory ``{"snapshot": ..., "stats": ...}`` of build ``key`` for a question, or None."""
+        rows = self._read("SELECT snapshot, stats FROM memory_snapshots WHERE memory_key = ? AND question_id = ?",
+                          [key, question_id])
+        return snapshot_data(rows[0]) if rows else None
+
+    def put(self, key: str, question_id: str, data: Mapping[str, Any]) -> None:
+        """Store (or replace) a memory snapshot, committed on return."""
+        row = snapshot_row(key, question_id, data["snapshot"], data["stats"])
+        with self._transaction() as con:
+            insert(con, "memory_snapshots", [row], replace=True)
+
+    # -- internals ---------------------------------------------------------------------------------------------
+
+    def _connection(self) -> duckdb.DuckDBPyConnection:
+        if self._con is None:
+            raise StoreError(f"{self.path} is closed")
+        return self._con
+
+    def _read(self, sql: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        with self._mutex:
+            return self._connection().execute(sql, params).fetchall()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        with self._mutex:
+            con = self._connection()
+            con.begin()
+            try:
+                yield con
+                con.commit()
+            except BaseException:
+                try:
+                    con.rollback()
+                except duckdb.Error:
+                    pass  # the transaction is already gone (DuckDB aborts it on some errors, and on a failed commit)
+                raise
+
+    def _create_schema(self) -> None:
+        with self._transaction() as con:
+            for ddl in TABLES.values():
+                con.execute(ddl)
+            present = set(con.execute(
+                "SELECT table_name, column_name FROM duckdb_columns() "
+                "WHERE database_name = current_database() AND schema_name = 'main'").fetchall())
+            for table, columns in expected_columns().items():
+                for name, type_ in columns:
+                    if (table, name) not in present:  # a file written before the column existed
+                        con.execute(f'ALTER TABLE {table} ADD COLUMN "{name}" {type_}')
+            version = con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+            if version is not None and int(version[0]) > SCHEMA_VERSION:
+                raise StoreError(f"{self.path} has schema version {version[0]}; this om-eval knows "
+                                 f"{SCHEMA_VERSION}; upgrade om-eval to write it")
+            if version is None:
+                from om_eval import __version__
+
+                con.executemany("INSERT INTO meta VALUES (?, ?)", [
+                    ["created_at", utcnow().isoformat()], ["created_by", f"om-eval {__version__}"]])
+            con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
+
+
+class SnapshotLookup:
+    """Memory snapshots from the writer's own file first, then (read-only) from other runs' files.
+
+    Answer-only variants share a memory key with the run that built the memory; this finds that run's snapshot
+    so they replay nothing. Files another process is writing cannot be opened and are skipped. Each file is
+    opened only for the read and closed at once (an open reader would stop its writer from starting), and a
+    file that has not changed since it was last found lacking the snapshot is not opened again.
+
+    Args:
+        results_dir: the results folder whose ``store/`` holds the run files.
+        writer: this run's store; ``put`` writes there.
+    """
+
+    def __init__(self, results_dir: Path | str, writer: RunStore) -> None:
+        self.store_dir = Path(results_dir) / STORE_DIR
+        self.writer = writer
+        self.found_in: dict[tuple[str, str], Path] = {}
+        """Where each snapshot taken from another run's file came from."""
+        self._index: dict[Path, tuple[tuple[Any, ...], frozenset[tuple[str, str]]]] = {}
+
+    def get(self, key: str, question_id: str) -> dict[str, Any] | None:
+        data = self.writer.get(key, question_id)
+        if data is not None:
+            return data
+        own = self.writer.path.resolve()
+        for path in sorted(self.store_dir.glob("*.duckdb")):
+            if path.resolve() == own:
+                continue
+            signature = _signature(path)
+            known = self._index.get(path)
+            if known is not None and known[0] == signature and (key, question_id) not in known[1]:
+                continue
+            data = self._read(path, signature, key, question_id)
+            if data is not None:
+                self.found_in[(key, question_id)] = path
+                return data
+        return None
+
+    def put(self, key: str, question_id: str, data: Mapping[str, Any]) -> None:
+        self.writer.put(key, question_id, data)
+
+    def _read(self, path: Path, signature: tuple[Any, ...], key: str, question_id: str) -> dict[str, Any] | None:
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error:
+            return None  # being written by another job (locked), or not a readable store: skip
+        try:
+            pairs = frozenset(con.execute("SELECT memory_key, question_id FROM memory_snapshots").fetchall())
+            self._index[path] = (signature, pairs)
+            if (key, question_id) not in pairs:
+                return None
+            row = con.execute("SELECT snapshot, stats FROM memory_snapshots WHERE memory_key = ? AND "
+                              "question_id = ?", [key, question_id]).fetchone()
+            return snapshot_data(row) if row is not None else None
+        except duckdb.Error:
+            return None
+        finally:
+            con.close()
+
+
+# -- identity checks -------------------------------------------------------------------------------------------
+
+
+def _check_identity(path: Path, stored: dict[str, Any], new: dict[str, Any], ignore: set[str]) -> None:
+    differences = _config_differences(stored["config_json"], new["config_json"], ignore)
+    for name in _IDENTITY_FIELDS:
+        old, now = stored[name], new[name]
+        if name in _JSON_RUN_FIELDS:
+            old, now = (json.loads(v) if v is not None else None for v in (old, now))
+        if old is not None and now is not None and old != now:
+            differences.append(f"{name}: {_short(old)} -> {_short(now)}")
+    if differences:
+        shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")
+        raise ConfigMismatchError(
+            f"{path} holds run {stored['run_id']} with a different configuration ({shown}). One run id must mean "
+            "one configuration: use another results folder, or delete the file to start the run over.")
+
+
+def _config_differences(old_text: str | None, new_text: str | None, ignore: set[str]) -> list[str]:
+    old, new = (json.loads(t) if t else {} for t in (old_text, new_text))
+    if isinstance(old, dict) and isinstance(new, dict):
+        old = {k: v for k, v in old.items() if k not in ignore}
+        new = {k: v for k, v in new.items() if k not in ignore}
+    flat_old, flat_new = _flatten(old), _flatten(new)
+    missing = object()
+    return [
+        f"{key or 'config'}: {_short(flat_old.get(key, missing))} -> {_short(flat_new.get(key, missing))}"
+        for key in sorted(set(flat_old) | set(flat_new))
+        if flat_old.get(key, missing) != flat_new.get(key, missing)
+    ]
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict) and value:
+        out: dict[str, Any] = {}
+        for key, inner in value.items():
+            out.update(_flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: value}
+
+
+def _short(value: Any) -> str:
+    if not isinstance(value, (str, int, float, bool, type(None), list, dict)):
+        return "(absent)"
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# -- small helpers ---------------------------------------------------------------------------------------------
+
+
+def _signature(path: Path) -> tuple[Any, ...]:
+    parts: list[Any] = []
+    for candidate in (path, path.with_name(path.name + ".wal")):
+        try:
+            stat = candidate.stat()
+            parts.append((stat.st_mtime_ns, stat.st_size))
+        except FileNotFoundError:
+            parts.append(None)
+    return tuple(parts)
+
+
+def _acquire_lock(path: Path) -> int:
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown process"
+        os.close(fd)
+        raise StoreBusyError(
+            f"{path} is being written by another process ({holder}): another process is running this same "
+            "configuration. Let it finish (its finished questions will be skipped) or stop it first.") from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+    return fd
+
+
+def _connect(path: Path, timeout: float) -> duckdb.DuckDBPyConnection:
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while True:
+        try:
+            return duckdb.connect(str(path))
+        except (duckdb.IOException, *_IN_USE) as error:
+            in_use = isinstance(error, _IN_USE)  # open elsewhere in this very process
+            if not in_use and "lock" not in str(error).lower():
+                raise
+            if time.monotonic() >= deadline:
+                holder = "this process (a Catalog left open?)" if in_use else "another process"
+                raise StoreBusyError(
+                    f"{path} is held open by {holder}, most likely a reader (a catalog, a report or another "
+                    f"run's snapshot lookup); close it and retry. DuckDB said: {error}") from error
+            time.sleep(delay)
+            delay = min(delay * 2, 0.5)

@@ -1,0 +1,154 @@
+"""Summary table: hand-computed numbers, official/house split, deterministic markdown/CSV/rich output."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from om_eval.report.tables import metric_rows, summary_table, to_csv, to_markdown, to_rich
+from tests.golden import assert_golden
+from tests.report.data import KU, MS, SSA, SSP, SSU, TR, make_items, make_run, make_runs_items, run_id
+
+CURRENT, LEGACY, CONDENSED = "prompt=current", "prompt=legacy", "prompt=condensed"
+
+
+@pytest.fixture(scope="module")
+def table():
+    runs, items = make_runs_items()
+    return summary_table(runs, items, n_boot=500, seed=0)
+
+
+def test_numbers_of_one_run_match_hand_computation(table):
+    # prompt=current: SSU 1101, SSP 1E00, SSA 1111, MS 1001, TR 0110, KU 1110; abstention = 4th of SSU/MS/TR/KU.
+    row = table.run(run_id(CURRENT))
+    assert (row.n_items, row.n_ok, row.n_error, row.n_not_run, row.unjudged) == (24, 23, 1, 0, 1)
+    expected = {SSU: (3 / 4, 4), SSP: (1 / 3, 3), SSA: (1.0, 4), MS: (2 / 4, 4), TR: (2 / 4, 4), KU: (3 / 4, 4)}
+    for qtype, (accuracy, n) in expected.items():
+        assert row.graded.per_type[qtype].value == pytest.approx(accuracy)
+        assert row.graded.per_type[qtype].n == n
+    assert row.graded.overall.value == pytest.approx(15 / 23)
+    assert row.graded.task_averaged.value == pytest.approx(23 / 36)  # (3/4 + 1/3 + 1 + 1/2 + 1/2 + 3/4) / 6
+    assert (row.graded.abstention.value, row.graded.abstention.n) == (pytest.approx(2 / 4), 4)
+    # strict: the judge error on ssp2 counts wrong
+    assert row.strict.per_type[SSP].value == pytest.approx(1 / 4)
+    assert row.strict.overall.value == pytest.approx(15 / 24)
+    assert row.strict.task_averaged.value == pytest.approx(15 / 24)
+    # cost: 23 known questions at $0.01, one unpriced call; memory: tokens 1000 + 10 j, ratios 10 + j % 4
+    assert row.cost_usd == pytest.approx(0.23)
+    assert row.unknown_cost_calls == 1
+    assert row.mean_observation_tokens == pytest.approx(1115.0)
+    assert row.mean_compression_ratio == pytest.approx(11.5)
+    assert row.cost_per_question == pytest.approx(0.23 / 24)
+    for acc in (row.graded.overall, row.graded.task_averaged, row.strict.overall):
+        assert acc.ci is not None and acc.ci[0] <= acc.value <= acc.ci[1]
+
+
+def test_all_errors_type_is_missing_not_zero(table):
+    row = table.run(run_id(CONDENSED))  # SSA all judge errors, one multi-session question not run
+    assert row.graded.per_type[SSA].value is None and row.graded.per_type[SSA].n == 0
+    assert row.graded.per_type[SSA].ci is None
+    assert row.strict.per_type[SSA].value == 0.0
+    assert (row.n_error, row.n_not_run) == (4, 1)
+    assert row.graded.task_averaged.value == pytest.approx((3 / 4 + 2 / 4 + 1 / 3 + 2 / 4 + 2 / 4) / 5)
+
+
+def test_official_and_house_runs_are_split_into_sections(table):
+    assert table.mixed
+    assert [s.key for s in table.sections] == ["official", "non-official:house"]
+    assert [r.variant for r in table.sections[0].rows] == [LEGACY, CURRENT]  # ranked by task-averaged
+    assert [r.variant for r in table.sections[1].rows] == [CONDENSED]
+    assert table.sections[0].official and not table.sections[1].official
+    text = to_markdown(table)
+    warning = next(line for line in text.splitlines() if "WARNING" in line)
+    assert text.index(warning) < text.index("## Official scoring")  # above the tables
+    official_part, house_part = text.split("## Non-official scoring (house judge)")
+    assert "## Official scoring" in official_part and CONDENSED not in official_part.split("## Official")[1]
+    assert CONDENSED in house_part and CURRENT not in house_part and LEGACY not in house_part
+
+
+def test_a_single_regime_has_no_warning():
+    runs, items = make_runs_items((CURRENT, LEGACY))
+    table = summary_table(runs, items, n_boot=50)
+    assert not table.mixed
+    text = to_markdown(table)
+    assert "WARNING" not in text and text.count("\n## ") == 1 and "unjudged" in text
+
+
+def test_official_templates_with_a_deviation_are_not_official():
+    run = {**make_run(CURRENT), "official": False}
+    table = summary_table([run, make_run(LEGACY)], make_items(CURRENT) + make_items(LEGACY), n_boot=20)
+    assert [s.key for s in table.sections] == ["official", "non-official:official"]
+    assert "deviation" in table.sections[1].title
+
+
+def test_order_and_bootstrap_do_not_depend_on_input_order():
+    runs, items = make_runs_items()
+    first = to_csv(summary_table(runs, items, n_boot=200, seed=3))
+    again = to_csv(summary_table(runs[::-1], items[::-1], n_boot=200, seed=3))
+    other_seed = to_csv(summary_table(runs, items, n_boot=200, seed=4))
+    assert first == again
+    assert first != other_seed
+
+
+def test_strict_columns_only_when_some_answer_is_unjudged():
+    runs, items = make_runs_items((LEGACY,))
+    assert "strict overall" not in to_markdown(summary_table(runs, items, n_boot=20))
+    assert "strict_overall_acc" in to_csv(summary_table(runs, items, n_boot=20))  # CSV schema is fixed
+
+
+def test_markdown_golden(table):
+    assert_golden("report_summary.md", to_markdown(table))
+
+
+def test_csv_golden_and_file_output(table, tmp_path: Path):
+    text = to_csv(table)
+    assert_golden("report_summary.csv", text)
+    path = tmp_path / "out" / "summary.csv"
+    assert to_csv(table, path) == text
+    assert path.read_text(encoding="utf-8") == text
+    buffer = io.StringIO()
+    to_csv(table, buffer)
+    records = list(csv.DictReader(io.StringIO(buffer.getvalue())))
+    assert [r["section"] for r in records] == ["official", "official", "non-official:house"]
+    assert records[1]["run_id"] == run_id(CURRENT) and records[1]["task_averaged_acc"] == f"{23 / 36:.6f}"
+    assert records[2]["single-session-assistant_acc"] == ""  # missing, not zero
+
+
+def test_rich_rendering_carries_the_warning_and_both_sections(table):
+    console = Console(record=True, width=260, file=io.StringIO())
+    console.print(to_rich(table))
+    text = console.export_text()
+    assert "WARNING" in text
+    assert "Official scoring" in text and "Non-official scoring (house judge)" in text
+
+
+def test_empty_inputs_and_stray_items():
+    runs, items = make_runs_items((CURRENT,))
+    empty = summary_table([make_run(LEGACY)], [], n_boot=10)
+    assert empty.rows[0].graded.overall.value is None and empty.rows[0].n_items == 0
+    assert "–" in to_markdown(empty)
+    stray = summary_table([make_run(LEGACY)], items, n_boot=10)
+    assert stray.notes and "24 item(s)" in stray.notes[0]
+    assert to_csv(summary_table([], [])).startswith("section,rank,")
+
+
+def test_invalid_inputs_are_refused():
+    run = make_run(CURRENT)
+    with pytest.raises(ValueError, match="twice"):
+        summary_table([run, run], [])
+    with pytest.raises(ValueError, match="no run_id"):
+        summary_table([run], [{"question_id": "q"}])
+    bad = {**make_items(CURRENT)[0], "is_abstention": True}
+    with pytest.raises(ValueError, match="contradicts"):
+        metric_rows([bad])
+
+
+def test_shared_labels_are_disambiguated_by_run_id():
+    runs = [make_run(CURRENT), {**make_run(LEGACY), "label": CURRENT}]
+    table = summary_table(runs, [], n_boot=0)
+    labels = sorted(r.label for r in table.rows)
+    assert labels[0] != labels[1] and all(label.startswith(CURRENT + " (") for label in labels)
