@@ -21,7 +21,7 @@ from om_eval.om.config import OMConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
 from om_eval.om.records import Message
-from om_eval.om.tokens import TokenCounter, count_message, default_counter
+from om_eval.om.tokens import TokenCounter, default_counter
 
 ROLES = ("user", "assistant")
 
@@ -148,10 +148,10 @@ async def replay_question(
         messages = session_messages(session, replay)
         stats.sessions += 1
         stats.messages += len(messages)
-        stats.history_tokens += sum(count_message(m, counter) for m in messages)
         last_thread = thread_id_for(session)
         for unit in ingest_units(messages, replay.unit):
             memory.add_messages(unit)
+            stats.history_tokens += sum(memory.message_tokens(m.id) for m in unit)
             stats.observe_checks += 1
             outcome = await memory.observe(last_thread)
             if outcome is not None and outcome.reflection_error:

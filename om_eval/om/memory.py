@@ -237,6 +237,10 @@ class ObservationalMemory:
     def thread_ids(self) -> list[str]:
         return list(self._threads)
 
+    def message_tokens(self, message_id: str) -> int:
+        """The token count of an ingested message (computed once, when it was added)."""
+        return self._message_tokens[message_id]
+
     def unobserved_messages(self, thread_id: str | None = None) -> list[Message]:
         """Messages not yet observed: of one thread, or of all threads when ``thread_id`` is None."""
         if thread_id is not None:
