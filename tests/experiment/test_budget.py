@@ -1,0 +1,48 @@
+"""Cost forecast before hosted runs, and a budget that stops a run cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from om_eval.experiment.app import CONFIG_DIR
+from om_eval.experiment.estimate import estimate_run
+from om_eval.experiment.job import RunJob, load_run_dataset
+from om_eval.experiment.schema import register_configs
+from om_eval.experiment.spec import spec_from_config
+from om_eval.store import Catalog
+
+
+def spec_for(results: Path, *overrides: str):  # noqa: ANN201
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose("config", overrides=[*overrides, f"run.results_dir={results}",
+                                           f"run.cache_dir={results / 'cache'}", "run.progress=false"])
+    return spec_from_config(OmegaConf.to_container(cfg, resolve=True))
+
+
+def test_forecast_prices_hosted_models(tmp_path: Path) -> None:
+    spec = spec_for(tmp_path, "experiment=mastra_gpt4o", "dataset=mini")
+    assert spec.hosted_models == ["google/gemini-2.5-flash", "openai/gpt-4o", "openai/gpt-4o-2024-08-06"]
+    stages = {e.stage: e for e in estimate_run(spec, load_run_dataset({"name": "mini"}))}
+    assert stages["actor"].calls == 7 and stages["judge"].calls == 7
+    assert stages["actor"].cost_usd and stages["actor"].cost_usd > 0  # gpt-4o is in litellm's price list
+    assert stages["observer"].calls == 0  # mini haystacks never reach the 30k threshold without a flush
+
+
+def test_scripted_and_local_runs_cost_nothing(tmp_path: Path) -> None:
+    assert spec_for(tmp_path, "experiment=smoke").hosted_models == []
+
+
+def test_a_spent_budget_stops_scheduling_and_a_rerun_continues(tmp_path: Path) -> None:
+    stopped = RunJob(spec_for(tmp_path, "experiment=smoke", "run.budget_usd=0"))
+    progress = asyncio.run(stopped.run())
+    assert progress.budget_reached and progress.not_run == 7 and progress.done == 0
+    resumed = RunJob(spec_for(tmp_path, "experiment=smoke"))
+    assert resumed.run_id == stopped.run_id  # the budget is not part of the configuration
+    assert asyncio.run(resumed.run()).done == 7
+    with Catalog(tmp_path) as catalog:
+        assert len(catalog.items()) == 7
