@@ -29,6 +29,14 @@ def actor_prompts() -> dict[str, Any]:
     return tomllib.loads(resources.files("om_eval.bench.prompts").joinpath("actor.toml").read_text("utf-8"))
 
 
+def actor_prompt_hash() -> str:
+    """Identity of the actor's prompt file (its exact bytes)."""
+    import hashlib
+
+    data = resources.files("om_eval.bench.prompts").joinpath("actor.toml").read_bytes()
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
 def eval_thread_id(question: Question) -> str:
     """The fresh thread the question is asked on (never part of the replayed memory)."""
     return f"eval:{question.question_id}"

@@ -44,6 +44,14 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
 
 
+def haystack_hash(question: Question) -> str:
+    """Identity of a question's haystack: the same question id in another file (oracle vs S) differs here."""
+    sessions = [
+        [s.session_id, s.date_text, [[t.role, t.content] for t in s.turns]] for s in question.sessions
+    ]
+    return hashlib.sha256(canonical_json(sessions).encode("utf-8")).hexdigest()[:12]
+
+
 class SnapshotStore:
     """Memory snapshots on disk: ``<root>/<memory hash>/<question id>.json``, written atomically."""
 
@@ -100,7 +108,7 @@ async def build_memory(
     """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise."""
     replay = replay or ReplayConfig()
     counter = token_counter or default_counter()
-    key = memory_hash(om_config, replay, counter.name)
+    key = f"{memory_hash(om_config, replay, counter.name)}-{haystack_hash(question)}"
     saved = store.get(key, question.question_id) if store is not None else None
     if saved is not None:
         memory = ObservationalMemory.from_snapshot(

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+#: Set when a job in this process ended with failed questions, so the command exits non-zero.
+_FAILED_JOBS: list[str] = []
 
 
 def _label(spec: Any) -> str:
@@ -54,8 +56,19 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     dataset = job.load_dataset()
     if spec.hosted_models:
         print_estimate(spec, dataset, console)
-    progress = asyncio.run(_run_with_progress(job, console, spec.run.progress, dataset))
+    try:
+        progress = asyncio.run(_run_with_progress(job, console, spec.run.progress, dataset))
+    except KeyboardInterrupt:
+        p = job.progress
+        console.print(f"[yellow]interrupted: {p.skipped_done + p.done} of {p.total} questions are saved in the "
+                      "store; run the same command again to continue[/yellow]")
+        raise SystemExit(130) from None
     summary = _print_summary(job, console)
+    if progress.errors_seen:
+        _FAILED_JOBS.append(job.run_id)
+        console.print("[red]failed questions (retried when the same command runs again):[/red]")
+        for message, count in sorted(progress.errors_seen.items(), key=lambda kv: -kv[1]):
+            console.print(f"  {count} x {message}", markup=False, highlight=False)
     if progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")
@@ -86,7 +99,8 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
     p = job.progress
     console.print(
-        f"{p.skipped_done} already done, {p.done} answered, {p.errors} errors · {p.describe()}"
+        f"run {job.run_id} ({job.spec.run.label}): {p.skipped_done} already done, {p.done} answered, "
+        f"{p.errors} errors · {p.describe()}"
     )
     if metrics:
         console.print(
@@ -114,4 +128,4 @@ def main(argv: Sequence[str]) -> int:
         hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(run_from_config)()
     finally:
         sys.argv = saved
-    return 0
+    return 1 if _FAILED_JOBS else 0

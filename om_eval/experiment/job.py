@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -69,6 +69,10 @@ class RunProgress:
     not_run: int = 0
     totals: LedgerTotals = LedgerTotals()
     budget_reached: bool = False
+    spent_before: float = 0.0
+    """Known dollars spent by earlier invocations of the same run."""
+    errors_seen: dict[str, int] = field(default_factory=dict)
+    """Distinct error messages of failed questions, with counts."""
 
     def describe(self) -> str:
         t = self.totals
@@ -153,6 +157,7 @@ class RunJob:
         try:
             build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
                                        store=snapshots, token_counter=self.counter)
+            item.update(memory_key=build.key, reused_memory=build.reused)
             if not build.reused:
                 events = _event_rows(build.memory)
             answer = await answer_question(scoped, self.spec.actor, build.memory, question)
@@ -169,8 +174,10 @@ class RunJob:
             )
             self.progress.done += 1
         except Exception as error:  # one failed question must not stop the run; it is retried on resume
-            item.update(status="error", judge_status="not_run", error=f"{type(error).__name__}: {error}")
+            message = f"{type(error).__name__}: {error}"
+            item.update(status="error", judge_status="not_run", error=message)
             self.progress.errors += 1
+            self.progress.errors_seen[message[:300]] = self.progress.errors_seen.get(message[:300], 0) + 1
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
@@ -199,12 +206,13 @@ class RunJob:
             snapshots = SnapshotLookup(self.results, store)
             semaphore = asyncio.Semaphore(self.spec.run.concurrency)
             budget = self.spec.run.budget_usd
+            self.progress.spent_before = store.spent_usd(self.run_id)  # the budget covers every invocation
             if on_update is not None:
                 on_update(self.progress)
 
             async def guarded(question: Question) -> None:
                 async with semaphore:
-                    if budget is not None and self.progress.totals.cost_usd >= budget:
+                    if budget is not None and self.progress.spent_before + self.progress.totals.cost_usd >= budget:
                         self.progress.budget_reached = True
                         self.progress.not_run += 1
                         return

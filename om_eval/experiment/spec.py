@@ -30,6 +30,12 @@ class RunOptions:
     label: str | None = None
     cache_dir: str | None = None
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.concurrency, int) or self.concurrency < 1:
+            raise ValueError(f"run.concurrency={self.concurrency!r} is invalid: must be a whole number >= 1")
+        if self.budget_usd is not None and self.budget_usd < 0:
+            raise ValueError(f"run.budget_usd={self.budget_usd!r} is invalid: must be >= 0 (or null for no budget)")
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -51,9 +57,22 @@ class RunSpec:
 
     @property
     def config_hash(self) -> str:
-        """The run id: sha256 of everything that can change results (prompt wording included)."""
-        payload = {k: v for k, v in self.resolved.items() if k not in ("run",)}
-        payload["prompts"] = prompt_set_hash()
+        """The run id: sha256 of everything that can change results, prompt and template wording included.
+
+        Left out: the ``run`` group, the experiment's name, ``dataset.verify`` and ``judge.source`` (the
+        official file is pinned by its sha256, which is in the hash instead).
+        """
+        from om_eval.bench.answer import actor_prompt_hash
+        from om_eval.bench.judge import HOUSE_TEMPLATES_SHA256, PINNED_SHA256
+
+        payload = {k: v for k, v in self.resolved.items() if k not in ("run", "experiment")}
+        payload["dataset"] = {k: v for k, v in payload.get("dataset", {}).items() if k != "verify"}
+        payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k != "source"}
+        payload["prompts"] = {
+            "om": prompt_set_hash(),
+            "actor": actor_prompt_hash(),
+            "judge": PINNED_SHA256 if self.judge_mode == "official" else HOUSE_TEMPLATES_SHA256,
+        }
         return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
 
     @property

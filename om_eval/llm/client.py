@@ -106,8 +106,15 @@ def build_request(messages: Sequence[ChatMessage], settings: ModelSettings) -> L
     )
 
 
+#: Messages that mean "no usable credentials", which some providers report with a 5xx status.
+CREDENTIAL_ERRORS = ("missing credentials", "api_key client option must be set", "api key not found",
+                     "no api key", "invalid api key", "incorrect api key")
+
+
 def is_retryable(error: BaseException) -> bool:
     """Rate limits, timeouts, connection and server errors are worth retrying; other client errors are not."""
+    if any(marker in str(error).lower() for marker in CREDENTIAL_ERRORS):
+        return False  # retrying a missing key only delays the error
     if isinstance(error, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
         return True
     status = getattr(error, "status_code", None)

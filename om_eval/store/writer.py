@@ -229,6 +229,11 @@ class RunStore:
         return {row[0] for row in self._read(
             "SELECT question_id FROM items WHERE run_id = ? AND status = 'done'", [run_id])}
 
+    def spent_usd(self, run_id: str) -> float:
+        """Known dollars spent by the run so far, over every attempt of every question."""
+        rows = self._read("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls WHERE run_id = ?", [run_id])
+        return float(rows[0][0])
+
     def items(self, run_id: str) -> list[dict[str, Any]]:
         """The run's item rows as dicts, by question id (the writer's own view; use ``Catalog`` across runs)."""
         with self._mutex:
@@ -265,15 +270,19 @@ class RunStore:
         question_id = row["question_id"]
         memory_key = row["memory_key"]
         event_rows = [event_row(event, memory_key, question_id, seq) for seq, event in enumerate(events)]
-        call_rows = [call_row(call, run_id, question_id, seq) for seq, call in enumerate(calls)]
+        calls = list(calls)
         snapshot_values = snapshot_row(*snapshot) if snapshot is not None else None
-        replace_events = memory_key is not None and (bool(event_rows) or not row["reused_memory"])
+        # Events are replaced only by new ones: a failed attempt brings none and must not erase a build's record.
+        replace_events = memory_key is not None and bool(event_rows)
         if run_id not in self._run_ids:
             raise StoreError(f"run {run_id} is not registered in {self.path}; call register_run first")
         with self._transaction() as con:
             key = [run_id, question_id]
             con.execute("DELETE FROM items WHERE run_id = ? AND question_id = ?", key)
-            con.execute("DELETE FROM llm_calls WHERE run_id = ? AND question_id = ?", key)
+            # Calls of earlier attempts stay (they were paid for); this attempt's are numbered after them.
+            first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND question_id = ?",
+                                key).fetchone()[0]
+            call_rows = [call_row(call, run_id, question_id, first + seq) for seq, call in enumerate(calls)]
             if replace_events:
                 con.execute("DELETE FROM om_events WHERE memory_key = ? AND question_id = ?",
                             [memory_key, question_id])

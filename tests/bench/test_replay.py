@@ -137,9 +137,13 @@ def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
     second = run(build_memory(question(), om_config(), observer=model, store=store))
     assert not first.reused and second.reused and len(model.calls) == calls
     assert second.memory.snapshot() == first.memory.snapshot() and second.stats == first.stats
-    other = om_config(observation_tokens=4000)
-    assert memory_hash(other, ReplayConfig(), "tiktoken/o200k_base") != first.key
-    assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != first.key
+    base = memory_hash(om_config(), ReplayConfig(), "tiktoken/o200k_base")
+    assert first.key.startswith(base + "-")
+    assert memory_hash(om_config(observation_tokens=4000), ReplayConfig(), "tiktoken/o200k_base") != base
+    assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != base
+    # The same question id with another haystack (oracle vs S) never shares a memory.
+    other_haystack = replace(question(), sessions=question().sessions[:2])
+    assert run(build_memory(other_haystack, om_config(), observer=model, store=store)).key != first.key
 
 
 def test_evidence_trace_statuses() -> None:

@@ -166,13 +166,14 @@ def test_record_question_is_all_or_nothing(store: RunStore) -> None:
     assert store.done_question_ids("r1") == {"q0001", "q0002"}
 
 
-def test_a_rerun_replaces_the_earlier_attempt(store: RunStore) -> None:
+def test_a_rerun_replaces_the_item_and_events_but_keeps_paid_calls(store: RunStore) -> None:
     item, events, calls, _ = question("r1", 1, n_events=3, n_calls=5, status="error")
     store.record_question("r1", {**item, "error": "judge timed out"}, events, calls)
     assert store.done_question_ids("r1") == set()
     item, events, calls, _ = question("r1", 1, n_events=1, n_calls=2)
     store.record_question("r1", item, events, calls)
-    assert counts(store, "q0001") == (1, 1, 2)
+    assert counts(store, "q0001") == (1, 1, 7)  # the failed attempt's 5 calls were paid for: they stay
+    assert [r[0] for r in rows(store, "SELECT seq FROM llm_calls ORDER BY seq")] == list(range(7))
     assert [(r["question_id"], r["status"], r["error"]) for r in store.items("r1")] == [("q0001", "done", None)]
     assert store.done_question_ids("r1") == {"q0001"}
 
@@ -181,7 +182,9 @@ def test_answering_from_a_reused_memory_keeps_the_builds_events(store: RunStore)
     item, events, calls, _ = question("r1", 1)
     store.record_question("r1", item, events, calls)
     store.record_question("r1", {**item, "reused_memory": True}, [], calls[:1])
-    assert counts(store, "q0001") == (1, 3, 1)
+    assert counts(store, "q0001")[:2] == (1, 3)
+    store.record_question("r1", {**item, "status": "error", "reused_memory": None}, [], [])
+    assert counts(store, "q0001")[:2] == (1, 3)  # a failed attempt brings no events and erases none
 
 
 # -- snapshots -------------------------------------------------------------------------------------------------
