@@ -95,7 +95,24 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
 
 
 def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
-    """Build the frozen spec from a resolved config (a plain nested mapping)."""
+    """Build the frozen spec from a resolved config; option errors name the command-line path (``om.…``)."""
+    from om_eval.om.config import ConfigError
+
+    try:
+        return _spec_from_config(cfg)
+    except ConfigError as error:
+        text = str(error)
+        if text.startswith(("observation.", "reflection.")):
+            text = "om." + text
+        elif text.startswith("prompt_variant="):
+            text = text.replace("prompt_variant=", "prompt.variant=", 1)
+        elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
+                              "boundary_delimiters=")):
+            text = "om." + text.replace("scope=", "replay.scope=", 1)
+        raise ConfigError(text) from None
+
+
+def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     om = cfg["om"]
     models = cfg["models"]
     observation = {k: v for k, v in om["observation"].items()}

@@ -184,6 +184,12 @@ def _setup_warnings(run_a: Mapping[str, Any] | None, run_b: Mapping[str, Any] | 
         if run_a.get(field) != run_b.get(field):
             out.append(f"The runs differ in {field} ({run_a.get(field)!r} vs {run_b.get(field)!r}): the deltas "
                        "mix a judge difference with a memory difference.")
+    for field in ("dataset_sha256", "dataset_name"):
+        a, b = run_a.get(field), run_b.get(field)
+        if a and b and a != b:
+            out.append(f"The runs used different datasets ({field} {a!r} vs {b!r}): questions with the same id "
+                       "may not be the same question, so the pairing is not meaningful.")
+            break
     return tuple(out)
 
 

@@ -99,6 +99,12 @@ class RunSummary:
     unknown_cost_calls: int
     mean_observation_tokens: float | None
     mean_compression_ratio: float | None
+    n_expected: int | None = None
+    """Questions the run was started on (``runs.n_questions``); more than ``n_items`` means it is unfinished."""
+
+    @property
+    def complete(self) -> bool:
+        return self.n_expected is None or self.n_items >= self.n_expected
 
     @property
     def unjudged(self) -> int:
@@ -235,6 +241,7 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         unknown_cost_calls=sum(int(i.get("unknown_cost_calls") or 0) for i in items),
         mean_observation_tokens=_mean(i.get("observation_tokens") for i in items),
         mean_compression_ratio=_mean(i.get("compression_ratio") for i in items),
+        n_expected=int(run["n_questions"]) if not fmt.missing(run.get("n_questions")) else None,
     )
 
 
@@ -310,7 +317,7 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
         ("run", False, lambda r: r.short_id),
         ("judge", False, lambda r: f"{r.judge_mode or '?'} ({r.judge_model or '?'})"),
         ("official", False, lambda r: "yes" if r.official else "no"),
-        ("judged/n", True, lambda r: f"{r.n_ok}/{r.n_items}"),
+        ("judged/n", True, lambda r: f"{r.n_ok}/{r.n_items}" + ("" if r.complete else f" of {r.n_expected} (unfinished)")),
     ]
     for t in OFFICIAL_TYPE_ORDER:
         columns.append((fmt.TYPE_SHORT[t], True,

@@ -168,3 +168,14 @@ def test_nothing_in_common():
     c = paired_comparison([item("a1", SSU, True, "A")], [item("b1", SSU, True, "B")], n_boot=10)
     assert c.n_paired == 0 and c.row("overall").delta is None and c.row("overall").p_value is None
     assert "Paired on 0 questions" in comparison_to_markdown(c)
+
+
+def test_pairing_runs_on_different_datasets_is_flagged() -> None:
+    from om_eval.report.compare import paired_comparison
+
+    items = [{"question_id": "q1", "question_type": "multi-session", "label": True, "judge_status": "ok"}]
+    run_a = {"run_id": "a", "judge_mode": "house", "official": False, "judge_model": "m", "dataset_sha256": "aaa"}
+    run_b = {**run_a, "run_id": "b", "dataset_sha256": "bbb"}
+    comparison = paired_comparison(items, items, n_boot=20, run_a=run_a, run_b=run_b)
+    assert any("different datasets" in w for w in comparison.warnings)
+    assert not paired_comparison(items, items, n_boot=20, run_a=run_a, run_b={**run_a, "run_id": "b"}).warnings

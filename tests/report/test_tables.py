@@ -152,3 +152,14 @@ def test_shared_labels_are_disambiguated_by_run_id():
     table = summary_table(runs, [], n_boot=0)
     labels = sorted(r.label for r in table.rows)
     assert labels[0] != labels[1] and all(label.startswith(CURRENT + " (") for label in labels)
+
+
+def test_an_unfinished_run_is_marked_as_such() -> None:
+    from tests.report.data import make_items, make_run
+
+    run = {**make_run("prompt=current"), "n_questions": 30}
+    items = make_items("prompt=current")
+    table = summary_table([run], items, n_boot=50)
+    (row,) = table.rows
+    assert not row.complete and row.n_expected == 30
+    assert "of 30 (unfinished)" in to_markdown(table)
