@@ -35,8 +35,10 @@ MEMORY_PROMPTS = ("observer_shared", "observer_current", "observer_legacy", "obs
 
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
     """Identity of a memory build: same hash, same memory (given a deterministic, cached observer)."""
+    # What the actor sees (the context layout) does not change what the memory holds.
+    om = {k: v for k, v in om_config.to_dict().items() if k != "context_layout"}
     payload = {
-        "om": om_config.to_dict(),
+        "om": om,
         "replay": asdict(replay),
         "prompts": prompt_set_hash(MEMORY_PROMPTS),
         "tokens": counter_name,

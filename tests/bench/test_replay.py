@@ -141,6 +141,8 @@ def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
     assert first.key.startswith(base + "-")
     assert memory_hash(om_config(observation_tokens=4000), ReplayConfig(), "tiktoken/o200k_base") != base
     assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != base
+    single = replace(om_config(), context_layout="single")  # only changes what the actor sees
+    assert memory_hash(single, ReplayConfig(), "tiktoken/o200k_base") == base
     # The same question id with another haystack (oracle vs S) never shares a memory.
     other_haystack = replace(question(), sessions=question().sessions[:2])
     assert run(build_memory(other_haystack, om_config(), observer=model, store=store)).key != first.key
