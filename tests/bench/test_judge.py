@@ -52,58 +52,45 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # ------------------------------------------------------------------------------------------- the stand-in
 
+# An invented stand-in for the upstream file: same function name and signature, our own layout and text. Its top
+# imports the four packages the real file imports, so tests can prove the loader never imports them.
 STANDIN_FUNCTION = '''
 def get_anscheck_prompt(task, question, answer, response, abstention=False):
-    if not abstention:
-        if task in ['single-session-user', 'single-session-assistant', 'multi-session']:
-            template = "STAND-IN plain rule: a grader compares the candidate with the gold text. \\n\\nQ: {}\\n\\nGOLD: {}\\n\\nCANDIDATE: {}\\n\\nVerdict? yes or no."
-            prompt = template.format(question, answer, response)
-        elif task == 'temporal-reasoning':
-            template = "STAND-IN time rule: off-by-one weekdays are forgiven (caf\\u00e9 \\u23f0). \\n\\nQ: {}\\n\\nGOLD: {}\\n\\nCANDIDATE: {}\\n\\nVerdict? yes or no."
-            prompt = template.format(question, answer, response)
-        elif task == 'knowledge-update':
-            template = "STAND-IN update rule: the newest value wins.\\n\\nQ: {}\\n\\nGOLD: {}\\n\\nCANDIDATE: {}\\n\\nVerdict? yes or no."
-            prompt = template.format(question, answer, response)
-        elif task == 'single-session-preference':
-            template = "STAND-IN taste rule: judged against a checklist.\\n\\nQ: {}\\n\\nCHECKLIST: {}\\n\\nCANDIDATE: {}\\n\\nVerdict? yes or no."
-            prompt = template.format(question, answer, response)
-        else:
-            raise NotImplementedError
+    slots = "\\n\\nQ: {}\\n\\nGOLD: {}\\n\\nCANDIDATE: {}\\n\\nVerdict? yes or no."
+    rules = {
+        "single-session-user": "STAND-IN plain rule: a grader compares the candidate with the gold text. ",
+        "single-session-assistant": "STAND-IN plain rule: a grader compares the candidate with the gold text. ",
+        "multi-session": "STAND-IN plain rule: a grader compares the candidate with the gold text. ",
+        "temporal-reasoning": "STAND-IN time rule: off-by-one weekdays are forgiven (caf\\u00e9 \\u23f0). ",
+        "knowledge-update": "STAND-IN update rule: the newest value wins.",
+    }
+    if abstention:
+        layout = "STAND-IN refusal rule: a good candidate declines.\\n\\nQ: {}\\n\\nNOTE: {}\\n\\nCANDIDATE: {}\\n\\nDeclined? yes or no."
+    elif task == "single-session-preference":
+        layout = "STAND-IN taste rule: judged against a checklist." + slots.replace("GOLD", "CHECKLIST")
+    elif task in rules:
+        layout = rules[task] + slots
     else:
-        template = "STAND-IN refusal rule: a good candidate declines.\\n\\nQ: {}\\n\\nNOTE: {}\\n\\nCANDIDATE: {}\\n\\nDeclined? yes or no."
-        prompt = template.format(question, answer, response) 
-    return prompt
+        raise NotImplementedError
+    return layout.format(question, answer, response)
 '''
 
 
 STANDIN_HEADER = """\
-import os
-import sys
-import json
-from tqdm import tqdm
-import backoff
 import openai
-from openai import OpenAI
-import numpy as np
+import backoff
+import numpy
+import tqdm
 """
 STANDIN_MIDDLE = """
 
-model_zoo = {
-    'gpt-4o': ('gpt-4o-2024-08-06', 'openai'),
-}
-
-
-@backoff.on_exception(backoff.expo, (openai.RateLimitError,
-                                    openai.APIError))
-def chat_completions_with_backoff(client, **kwargs):
-    return client.chat.completions.create(**kwargs)
+GRADER_NOTES = "module-level state the loader must never evaluate"
 
 """
 STANDIN_FOOTER = """
 
-if __name__ == '__main__':
-    metric_client = OpenAI(api_key="EMPTY")
-    print(np.mean([1, 0]))
+if __name__ == "__main__":
+    print(numpy.mean([1, 0]), GRADER_NOTES)
 """
 
 

@@ -26,7 +26,7 @@ OBSERVATIONS = (
     "* 🟢 (14:35) User might adopt a second dog."
     + format_boundary(datetime(2025, 12, 4, 14, 36))
     + "Date: Dec 8, 2025\n"
-    "* 🔴 (09:00) User will visit parents this weekend. (meaning Dec 6-7, 2025)\n"
+    "* 🔴 (09:00) User will tour the tile museum with Ana. (meaning Dec 6-7, 2025)\n"
     "* ✅ (09:10) Vet visit done [3 items collapsed]"
 )
 

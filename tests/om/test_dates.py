@@ -293,9 +293,9 @@ def test_invalid_header_left_unchanged_and_not_used_for_gaps() -> None:
 
 
 def test_spec_example_likely_already_happened() -> None:
-    line = "* 🟡 (09:15) User will visit parents this weekend. (meaning Dec 7-8, 2025)"
+    line = "* 🟡 (09:15) User will tour the tile museum with Ana. (meaning Dec 7-8, 2025)"
     expected = (
-        "* 🟡 (09:15) User will visit parents this weekend. "
+        "* 🟡 (09:15) User will tour the tile museum with Ana. "
         "(meaning Dec 7-8, 2025 - yesterday, likely already happened)"
     )
     # "yesterday" holds for any time on Dec 8 (Dec 7 00:00 is 1 to <2 days before).
@@ -331,8 +331,8 @@ def test_future_intent_patterns(intent: str) -> None:
 
 
 def test_past_date_without_intent_has_no_suffix() -> None:
-    line = "User visited the dentist. (meaning Nov 1, 2025)"
-    assert annotate_observations(line, NOW) == "User visited the dentist. (meaning Nov 1, 2025 - 1 month ago)"
+    line = "User had the boiler serviced. (meaning Nov 1, 2025)"
+    assert annotate_observations(line, NOW) == "User had the boiler serviced. (meaning Nov 1, 2025 - 1 month ago)"
 
 
 def test_intent_words_must_be_word_bounded() -> None:

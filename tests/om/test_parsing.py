@@ -176,7 +176,7 @@ def test_observer_output_lines_are_sanitised() -> None:
 
 
 def test_degenerate_observer_output() -> None:
-    loop = "<observations>\n" + "* 🟡 The agent called the same tool again and again\n" * 200 + "</observations>"
+    loop = "<observations>\n" + "* 🟡 The helper re-ran one command over and over\n" * 200 + "</observations>"
     assert parse_observer_output(loop) == ObserverOutput(observations="", degenerate=True)
 
 
@@ -312,7 +312,7 @@ def test_v110_varied_text_is_fine() -> None:
 
 
 def test_v110_single_giant_line_is_degenerate() -> None:
-    giant = "- 🟡 Build output: " + " ".join(f"step{i}" for i in range(12_000))
+    giant = "- 🟡 Stage output: " + " ".join(f"step{i}" for i in range(12_000))
     assert len(giant) > 50_000
     assert is_degenerate(giant)
     assert parse_observer_output(f"<observations>\n{giant}\n</observations>").degenerate
@@ -320,7 +320,7 @@ def test_v110_single_giant_line_is_degenerate() -> None:
 
 def test_v110_faithful_repetitive_tool_summary_is_flagged() -> None:
     # The quirk HEAD fixed (#24354): a bounded run of identical short tool lines trips the window sampler.
-    text = "- 🔴 User asked to run the build\n" + "\n".join(["  * -> pnpm build → ok"] * 200) + "\n- 🟡 All ok"
+    text = "- 🔴 User wanted the stage step run\n" + "\n".join(["  * -> make stage → ok"] * 200) + "\n- 🟡 All ok"
     assert is_degenerate(text)
     assert not is_degenerate_strict(text)
 
@@ -335,7 +335,7 @@ def test_detect_degenerate_dispatch() -> None:
 
 # --------------------------------------------------------------------------- degenerate detection, HEAD
 
-GIANT_LINE = "- 🟡 Build output: " + " ".join(f"step{i}" for i in range(12_000))
+GIANT_LINE = "- 🟡 Stage output: " + " ".join(f"step{i}" for i in range(12_000))
 
 
 def _wrap(body: str) -> str:
@@ -343,13 +343,13 @@ def _wrap(body: str) -> str:
 
 
 def _alternating(n: int) -> str:
-    return "\n".join("  * -> pnpm build → ok" if i % 2 == 0 else "  * -> pnpm test → ok" for i in range(n))
+    return "\n".join("  * -> make stage → ok" if i % 2 == 0 else "  * -> make lint → ok" for i in range(n))
 
 
 def test_head_giant_line_is_cut_not_flagged() -> None:
     result = parse_observer_output(_wrap(GIANT_LINE), degenerate_strategy="head")
     assert not result.degenerate
-    assert "Build output" in result.observations
+    assert "Stage output" in result.observations
     assert result.observations.endswith("[truncated]")
     assert len(result.observations) < 11_000
     multi = f'<observations>\n<thread id="t1">\n{GIANT_LINE}\n</thread>\n</observations>'
@@ -360,24 +360,24 @@ def test_head_giant_line_is_cut_not_flagged() -> None:
 
 @pytest.mark.parametrize("n", range(100, 301, 7))
 def test_head_alternating_short_tool_lines_are_fine(n: int) -> None:
-    body = f"- 🔴 User asked to build and test repeatedly\n{_alternating(n)}\n- 🟡 Every run passed"
+    body = f"- 🔴 User wanted the stage and lint steps rerun\n{_alternating(n)}\n- 🟡 Each rerun was green"
     assert not is_degenerate_strict(_wrap(body))
 
 
 @pytest.mark.parametrize("n", [30, 60, 100, 150])
 def test_head_bounded_run_of_long_tool_lines_is_fine(n: int) -> None:
-    tool_line = "  * -> pnpm --filter ./packages/memory build → ok"
-    body = "- 🔴 User asked to rebuild memory\n" + "\n".join([tool_line] * n) + "\n- 🟡 Every build succeeded"
+    tool_line = "  * -> cargo build -p ./crates/ledger-archiv → ok"
+    body = "- 🔴 User wanted the archive staged\n" + "\n".join([tool_line] * n) + "\n- 🟡 Each staging step worked"
     assert not is_degenerate_strict(_wrap(body))
 
 
 def test_head_flags_non_consecutive_multi_line_loop() -> None:
-    block = "\n".join(f"- 🟡 Looping observation number {i} about the same repeated topic" for i in range(5))
+    block = "\n".join(f"- 🟡 Circular note {i} restating one identical subject again" for i in range(5))
     assert is_degenerate_strict(_wrap("\n".join([block] * 20)))
 
 
 def test_head_flags_one_long_line_repeated_back_to_back() -> None:
-    line = "- 🟡 The agent called the same tool again with identical arguments and got the same result"
+    line = "- 🟡 The helper re-ran one command with unchanged flags and saw the very same output again"
     assert is_degenerate_strict(_wrap("\n".join([line] * 300)))
 
 
@@ -392,19 +392,19 @@ def test_head_periodic_giant_line_with_surroundings_is_fine() -> None:
     periodic = "====>" * 12_000
     detail = "".join(format(i, "x").rjust(5, "0") for i in range(600))
     for size in range(0, 3001, 125):
-        text = _wrap(f"- 🔴 Lint passed {detail[:size]}\n- 🟡 Install log: {periodic}\n- 🟢 Tests: 41 passed.")
+        text = _wrap(f"- 🔴 Style check {detail[:size]}\n- 🟡 Fetch trace: {periodic}\n- 🟢 Checks: 41 green.")
         assert not is_degenerate_strict(text), size
 
 
 def test_head_short_line_loop() -> None:
-    assert is_degenerate_strict("\n".join(["  * -> pnpm build → ok"] * 1000))
+    assert is_degenerate_strict("\n".join(["  * -> make stage → ok"] * 1000))
     assert not is_degenerate_strict("ok" + " " * 10_050)
-    assert not is_degenerate_strict("\n".join(["* Ran the build", *["  * -> pnpm build → ok"] * 200]))
+    assert not is_degenerate_strict("\n".join(["* Ran the stager", *["  * -> make stage → ok"] * 200]))
 
 
 def test_head_many_distinct_short_lines_share_one_budget() -> None:
     short_lines = [f"  * step {i} → ok" for i in range(14)]
-    first, last = "- 🔴 The build emitted many short progress updates", "- 🟡 The build never advanced"
+    first, last = "- 🔴 The stager printed lots of tiny status notes", "- 🟡 The stager stayed stuck"
     body = "\n".join([first, *short_lines * 400, last])
     assert is_degenerate_strict(_wrap(body))
 
@@ -418,14 +418,14 @@ def test_head_short_line_aggregate_boundary() -> None:
 
 
 def test_head_short_line_runs_reset_at_long_lines() -> None:
-    run = "\n".join(["* built pkg ok #"] * 400)  # 400 * 17 - 1 = 6 799 chars per run
-    separator = "- 🟡 A long separator line between runs"
+    run = "\n".join(["* staged unit ok"] * 400)  # 400 * 17 - 1 = 6 799 chars per run
+    separator = "- 🟡 A lengthy divider sentence between two runs"
     assert not is_degenerate_strict(f"{run}\n{separator}\n{run}")
     assert is_degenerate_strict(f"{run}\n{run}")  # one run of 800: too long to collapse, and over budget
 
 
 def test_head_short_text_is_never_degenerate() -> None:
-    run = ["a substantial repeated observation line"] * 10
-    text = "\n".join([*run, "a different substantial observation line", *run])
+    run = ["a sizeable recurring remark about the garden"] * 10
+    text = "\n".join([*run, "a separate sizeable remark about the garden", *run])
     assert len(text) < 2000
     assert not is_degenerate_strict(text)
