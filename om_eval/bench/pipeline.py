@@ -156,23 +156,12 @@ class QuestionRun:
         return asdict(self)
 
 
-async def run_question(
-    question: Question,
-    *,
-    om_config: OMConfig,
-    client: ChatModel,
-    actor: ModelSettings,
-    judge: Any,
-    replay: ReplayConfig | None = None,
-    store: SnapshotStore | None = None,
-    token_counter: TokenCounter | None = None,
+async def answer_and_judge(
+    question: Question, build: MemoryBuild, *, client: ChatModel, actor: ModelSettings, judge: Any
 ) -> QuestionRun:
-    """Replay (or reuse) memory, answer and judge one question."""
+    """Answer ``question`` from a built memory and judge the answer."""
     from om_eval.bench.judge import judge_answer
 
-    build = await build_memory(
-        question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter
-    )
     answer = await answer_question(client, actor, build.memory, question)
     verdict = await judge_answer(judge, client, question, answer.hypothesis)
     stats = build.stats
@@ -199,6 +188,24 @@ async def run_question(
         actor_prompt_hash=answer.prompt_hash,
         error=verdict.error,
     )
+
+
+async def run_question(
+    question: Question,
+    *,
+    om_config: OMConfig,
+    client: ChatModel,
+    actor: ModelSettings,
+    judge: Any,
+    replay: ReplayConfig | None = None,
+    store: SnapshotStore | None = None,
+    token_counter: TokenCounter | None = None,
+) -> QuestionRun:
+    """Replay (or reuse) memory, answer and judge one question."""
+    build = await build_memory(
+        question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter
+    )
+    return await answer_and_judge(question, build, client=client, actor=actor, judge=judge)
 
 
 async def run_questions(

@@ -16,10 +16,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from om_eval.bench.answer import answer_question
-from om_eval.bench.judge import Judge, judge_answer
+from om_eval.bench.judge import Judge
 from om_eval.bench.metrics import longmemeval_metrics, write_eval_results_jsonl, write_hypotheses_jsonl
-from om_eval.bench.pipeline import build_memory, memory_hash
+from om_eval.bench.pipeline import answer_and_judge, build_memory, memory_hash
 from om_eval.data import load_dataset, mini_fixture_path, select
 from om_eval.data.loader import dataset_from_records
 from om_eval.data.records import Dataset, Question
@@ -160,18 +159,8 @@ class RunJob:
             item.update(memory_key=build.key, reused_memory=build.reused)
             if not build.reused:
                 events = _event_rows(build.memory)
-            answer = await answer_question(scoped, self.spec.actor, build.memory, question)
-            verdict = await judge_answer(judge, scoped, question, answer.hypothesis)
-            stats = build.stats
-            item.update(
-                status="done", hypothesis=answer.hypothesis, label=verdict.label, judge_status=verdict.status,
-                judge_reply=verdict.reply, error=verdict.error, reused_memory=build.reused,
-                observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
-                observations=stats.observations, reflections=stats.reflections,
-                history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
-                pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio,
-                actor_prompt_tokens=answer.prompt_tokens, actor_completion_tokens=answer.completion_tokens,
-            )
+            result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge)
+            item.update(result.row(), status="done")
             self.progress.done += 1
         except Exception as error:  # one failed question must not stop the run; it is retried on resume
             message = f"{type(error).__name__}: {error}"

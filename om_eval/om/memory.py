@@ -381,10 +381,13 @@ class ObservationalMemory:
         if len(title) >= 3 and title != state.thread_title:
             state.thread_title = title
 
-    def _finish_record(self, record: OMRecord, observed_at: datetime, message_tokens: int) -> None:
+    def _finish_record(
+        self, record: OMRecord, observed_at: datetime, message_tokens: int, *, recount: bool = True
+    ) -> None:
         if record.last_observed_at is None or observed_at > record.last_observed_at:
             record.last_observed_at = observed_at
-        record.observation_token_count = self.counter.count_text(record.active_observations)
+        if recount:
+            record.observation_token_count = self.counter.count_text(record.active_observations)
         record.total_tokens_observed += message_tokens
         record.pending_message_tokens = self.pending_tokens(record.thread_id)
         record.updated_at = self._now()
@@ -467,7 +470,9 @@ class ObservationalMemory:
         finally:
             if applied:  # sequential mode keeps the batches that finished before a failure
                 done = [load.thread_id for batch in batches[: len(applied)] for load in batch]
-                self._finish_record(record, max(m.created_at for t in done for m in sent[t]), sum(applied))
+                # Each applied batch already recounted the observation tokens.
+                self._finish_record(record, max(m.created_at for t in done for m in sent[t]), sum(applied),
+                                    recount=False)
         return ObservationOutcome(
             thread_ids,
             tuple(tuple(load.thread_id for load in batch) for batch in batches),
