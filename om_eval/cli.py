@@ -51,6 +51,14 @@ examples:
   om-eval run -m experiment=smoke prompt=current,legacy hydra/launcher=joblib   # jobs in parallel processes
   om-eval run experiment=mastra_gpt4o dataset.subset.per_type=5 run.budget_usd=20
   om-eval run --cfg job experiment=quickstart          # print the composed config and exit
+
+where results go (run.results_dir, default results/):
+  results/store/<run id>.duckdb     every question: answer, verdict, memory, OM events, model calls (DuckDB)
+  results/runs/<run id>/            official exports, rewritten at the end of each invocation:
+      hypotheses.jsonl                            {"question_id", "hypothesis"} per answered question
+      hypotheses.jsonl.eval-results-<judge>       + "autoeval_label" {"model", "label"}, as evaluate_qa.py writes
+      metrics.json                                the official metrics (print_qa_metrics.py formulas)
+then: om-eval report · om-eval show RUN QUESTION · om-eval view · om-eval rejudge RUN judge=...
 """
 
 
@@ -71,8 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from om_eval.data.cli import add_data_parser
     from om_eval.llm.cache_cli import add_cache_parser
     from om_eval.report.cli import add_report_parsers
+    from om_eval.report.drill_cli import add_drill_parsers
 
     add_report_parsers(commands)
+    add_drill_parsers(commands)
     add_cache_parser(commands)
     add_data_parser(commands)
     args = parser.parse_args(argv)
@@ -87,6 +97,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         from om_eval.report.cli import run_plot, run_report
 
         return run_report(args) if args.command == "report" else run_plot(args)
+    if args.command in ("show", "view", "rejudge"):
+        from om_eval.report import drill_cli
+
+        return {"show": drill_cli.run_show, "view": drill_cli.run_view, "rejudge": drill_cli.run_rejudge}[
+            args.command](args)
     if args.command == "data":
         from om_eval.data.cli import run_data_command
 

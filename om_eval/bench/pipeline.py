@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -151,19 +152,64 @@ class QuestionRun:
     actor_completion_tokens: int | None
     actor_prompt_hash: str
     error: str | None = None
+    question: str = ""
+    gold_answer: str = ""
+    question_date: str = ""
+    actor_prompt: bytes | None = None
+    """What the actor saw: :func:`pack_messages` of its messages (read back with :func:`unpack_messages`)."""
+    evidence: str | None = None
+    """JSON list of :class:`~om_eval.bench.trace.EvidenceTrace`: where each evidence turn went."""
+    judge_identity: str = ""
+    """JSON of the judge's identity (its cache scope), so a verdict can be told from a re-judging's."""
+    judge_official: bool = False
 
     def row(self) -> dict[str, Any]:
-        return asdict(self)
+        """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""
+        row = asdict(self)
+        del row["judge_identity"], row["judge_official"]
+        return row
+
+    def judgment(self) -> dict[str, Any]:
+        """The verdict as a ``judgments`` row."""
+        identity = json.loads(self.judge_identity) if self.judge_identity else {}
+        return {"judge_identity": self.judge_identity or "{}", "judge_mode": identity.get("mode"),
+                "judge_model": identity.get("model"), "official": self.judge_official,
+                "hypothesis_hash": hypothesis_hash(self.hypothesis), "label": self.label,
+                "status": self.judge_status, "reply": self.judge_reply, "error": self.error}
+
+
+def hypothesis_hash(hypothesis: str | None) -> str | None:
+    """Which answer a verdict is about (verdicts of an earlier answer to the same question do not count)."""
+    return None if hypothesis is None else hashlib.sha256(hypothesis.encode("utf-8")).hexdigest()[:16]
+
+
+def pack_messages(messages: Sequence[dict[str, str]]) -> bytes:
+    """Chat messages as compressed JSON (an S-sized actor prompt shrinks about fivefold)."""
+    return zlib.compress(json.dumps(list(messages), ensure_ascii=False).encode("utf-8"), 6)
+
+
+def unpack_messages(blob: bytes | None) -> list[dict[str, str]] | None:
+    """The messages :func:`pack_messages` stored, or None when nothing was stored."""
+    if blob is None:
+        return None
+    return json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
 
 
 async def answer_and_judge(
-    question: Question, build: MemoryBuild, *, client: ChatModel, actor: ModelSettings, judge: Any
+    question: Question, build: MemoryBuild, *, client: ChatModel, actor: ModelSettings, judge: Any,
+    replay: ReplayConfig | None = None,
 ) -> QuestionRun:
-    """Answer ``question`` from a built memory and judge the answer."""
+    """Answer ``question`` from a built memory and judge the answer.
+
+    The result keeps what a reader needs to check the grade: the actor's full prompt (compressed) and where each
+    evidence turn of the haystack went (``replay`` must be the protocol the memory was built with).
+    """
     from om_eval.bench.judge import judge_answer
+    from om_eval.bench.trace import trace_evidence
 
     answer = await answer_question(client, actor, build.memory, question)
     verdict = await judge_answer(judge, client, question, answer.hypothesis)
+    evidence = [asdict(t) for t in trace_evidence(question, build.memory, replay)]
     stats = build.stats
     return QuestionRun(
         question_id=question.question_id,
@@ -187,6 +233,13 @@ async def answer_and_judge(
         actor_completion_tokens=answer.completion_tokens,
         actor_prompt_hash=answer.prompt_hash,
         error=verdict.error,
+        question=question.question,
+        gold_answer=question.answer_text,
+        question_date=question.question_date_text,
+        actor_prompt=pack_messages(answer.messages),
+        evidence=json.dumps(evidence, ensure_ascii=False),
+        judge_identity=json.dumps(judge.identity, sort_keys=True),
+        judge_official=judge.is_official,
     )
 
 
@@ -205,7 +258,7 @@ async def run_question(
     build = await build_memory(
         question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter
     )
-    return await answer_and_judge(question, build, client=client, actor=actor, judge=judge)
+    return await answer_and_judge(question, build, client=client, actor=actor, judge=judge, replay=replay)
 
 
 async def run_questions(

@@ -49,6 +49,11 @@ def load_run_dataset(dataset: Mapping[str, Any]) -> Dataset:
     return loaded
 
 
+def eval_results_name(judge_model: str) -> str:
+    """The official eval-results file name for a judge model (as ``evaluate_qa.py`` names it)."""
+    return f"hypotheses.jsonl.eval-results-{judge_model.split('/')[-1]}"
+
+
 def make_judge(spec: RunSpec) -> Judge:
     if spec.judge_mode == "official":
         return Judge.official(spec.judge_source, model=spec.judge_model, parse=spec.judge_parse)
@@ -153,14 +158,17 @@ class RunJob:
             "is_abstention": question.is_abstention, "memory_key": self.memory_key,
         }
         events: list[dict[str, Any]] = []
+        judgments: list[dict[str, Any]] = []
         try:
             build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
                                        store=snapshots, token_counter=self.counter)
             item.update(memory_key=build.key, reused_memory=build.reused)
             if not build.reused:
                 events = _event_rows(build.memory)
-            result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge)
+            result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge,
+                                            replay=self.spec.replay)
             item.update(result.row(), status="done")
+            judgments.append(result.judgment())
             self.progress.done += 1
         except Exception as error:  # one failed question must not stop the run; it is retried on resume
             message = f"{type(error).__name__}: {error}"
@@ -170,7 +178,7 @@ class RunJob:
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
-        store.record_question(self.run_id, item, events, _call_rows(ledger))
+        store.record_question(self.run_id, item, events, _call_rows(ledger), judgments=judgments)
         for record in ledger.records:
             self._ledger.add(record)
         self.progress.totals = self._ledger.totals()
@@ -219,9 +227,10 @@ class RunJob:
         folder = self.results / "runs" / self.run_id
         folder.mkdir(parents=True, exist_ok=True)
         done = [r for r in rows if r["status"] == "done"]
-        write_hypotheses_jsonl(folder / "hypotheses.jsonl", done)
-        write_eval_results_jsonl(folder / f"hypotheses.jsonl.eval-results-{self.spec.judge_model.model.split('/')[-1]}",
-                                 [r for r in done if r["label"] is not None], judge_model=self.spec.judge_model.model)
+        # Metric rows carry the judge's status (ok | error | not_run); the item's own status (done) is not one.
         judged = [{**r, "status": r["judge_status"]} for r in done]
+        write_hypotheses_jsonl(folder / "hypotheses.jsonl", done)
+        write_eval_results_jsonl(folder / eval_results_name(self.spec.judge_model.model), judged,
+                                 judge_model=self.spec.judge_model.model)
         metrics = longmemeval_metrics(judged) if judged else {}
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True), encoding="utf-8")

@@ -24,15 +24,15 @@ if TYPE_CHECKING:
     import pandas
 
 #: The tables the catalog exposes as views (``meta`` is per file and stays out).
-VIEWS = ("runs", "items", "om_events", "llm_calls", "memory_snapshots")
+VIEWS = ("runs", "items", "om_events", "llm_calls", "memory_snapshots", "judgments")
 _EMPTY = "_empty"
 
 
 class Catalog:
     """Read-only SQL over all run files of ``results_dir``.
 
-    Views ``runs``, ``items``, ``om_events``, ``llm_calls`` and ``memory_snapshots`` hold the rows of every
-    attached file, plus a ``store_file`` column naming the file a row came from. A folder without run files
+    Views ``runs``, ``items``, ``om_events``, ``llm_calls``, ``memory_snapshots`` and ``judgments`` hold the rows
+    of every attached file, plus a ``store_file`` column naming the file a row came from. A folder without run files
     gives empty views.
 
     Attributes:

@@ -95,6 +95,33 @@ def call_row(call: Mapping[str, Any] | Any, run_id: str, question_id: str, seq: 
     return _full_row("llm_calls", values, "call")
 
 
+def judgment_row(run_id: str, question_id: str, judgment: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """A ``judgments`` row; ``judge_identity`` may be JSON text or a mapping (its hash is the ``judge_key``)."""
+    values = _as_dict(judgment, "judgment")
+    values.setdefault("run_id", run_id)
+    values.setdefault("question_id", question_id)
+    identity = values.get("judge_identity")
+    if identity is None:
+        raise ValueError(f"judgment of question {question_id} has no judge_identity")
+    if not isinstance(identity, str):
+        identity = values["judge_identity"] = to_json(identity, sort_keys=True)
+    values.setdefault("judge_key", judge_key(identity))
+    if values.get("status") not in ("ok", "error"):
+        raise ValueError(f"judgment status must be 'ok' or 'error', not {values.get('status')!r}")
+    if (values["status"] == "ok") != (values.get("label") is not None):
+        raise ValueError(f"judgment of question {question_id}: a label exactly when the status is ok")
+    values["judged_at"] = utc(values.get("judged_at")) or utcnow()
+    return _full_row("judgments", values, "judgment")
+
+
+def judge_key(identity: str | Mapping[str, Any]) -> str:
+    """Short, stable name of a judge: the sha256 of its canonical identity JSON."""
+    import hashlib
+
+    text = identity if isinstance(identity, str) else to_json(identity, sort_keys=True)
+    return hashlib.sha256(json.dumps(json.loads(text), sort_keys=True).encode("utf-8")).hexdigest()[:12]
+
+
 def snapshot_row(memory_key: str, question_id: str, snapshot: Any, stats: Any) -> dict[str, Any]:
     return {
         "memory_key": memory_key,

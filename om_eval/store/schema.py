@@ -12,7 +12,7 @@ killed process loses at most the question in flight.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 TABLES: dict[str, str] = {
     "meta": """
@@ -76,7 +76,29 @@ TABLES: dict[str, str] = {
             unknown_cost_calls INTEGER,
             finished_at TIMESTAMP,
             actor_prompt_hash VARCHAR,         -- hash of the rendered actor prompt
+            question VARCHAR,                  -- the question text, as asked
+            gold_answer VARCHAR,               -- the reference answer (text)
+            question_date VARCHAR,             -- in the LongMemEval format
+            actor_prompt BLOB,                 -- zlib-compressed JSON of the messages the actor saw
+            evidence VARCHAR,                  -- JSON list: where each evidence turn went (bench.trace)
             PRIMARY KEY (run_id, question_id)
+        )""",
+    "judgments": """
+        CREATE TABLE IF NOT EXISTS judgments (
+            run_id VARCHAR,
+            question_id VARCHAR,
+            judge_key VARCHAR,                 -- short hash of judge_identity: one judge, one key
+            judge_mode VARCHAR,                -- official | house
+            judge_model VARCHAR,
+            judge_identity VARCHAR,            -- JSON, the judge's cache scope
+            official BOOLEAN,
+            hypothesis_hash VARCHAR,           -- which answer was graded (sha256 of the hypothesis)
+            label BOOLEAN,                     -- NULL unless status is ok
+            status VARCHAR,                    -- ok | error
+            reply VARCHAR,
+            error VARCHAR,
+            judged_at TIMESTAMP,
+            PRIMARY KEY (run_id, question_id, judge_key)
         )""",
     "memory_snapshots": """
         CREATE TABLE IF NOT EXISTS memory_snapshots (

@@ -37,6 +37,7 @@ from om_eval.store.rows import (
     fetch_dict,
     insert,
     item_row,
+    judgment_row,
     snapshot_data,
     snapshot_row,
     to_json,
@@ -251,6 +252,7 @@ class RunStore:
         events: Iterable[Mapping[str, Any] | Any] = (),
         calls: Iterable[Mapping[str, Any] | Any] = (),
         snapshot: tuple[str, str, Any, Any] | None = None,
+        judgments: Iterable[Mapping[str, Any]] = (),
     ) -> None:
         """Write one finished question in one transaction: all of it or (on any error) none of it.
 
@@ -265,9 +267,11 @@ class RunStore:
                 ``reused_memory`` true) are left as they are.
             calls: the question's LLM calls (``CallRecord`` or its ``asdict``); ``seq`` is their order.
             snapshot: ``(memory_key, question_id, snapshot, stats)``, JSON text or plain data, to store too.
+            judgments: verdicts to keep in ``judgments`` (replacing the same judge's earlier verdict).
         """
         row = item_row(run_id, item)
         question_id = row["question_id"]
+        judgment_rows = [judgment_row(run_id, question_id, j) for j in judgments]
         memory_key = row["memory_key"]
         event_rows = [event_row(event, memory_key, question_id, seq) for seq, event in enumerate(events)]
         calls = list(calls)
@@ -291,6 +295,28 @@ class RunStore:
             insert(con, "llm_calls", call_rows)
             if snapshot_values is not None:
                 insert(con, "memory_snapshots", [snapshot_values], replace=True)
+            insert(con, "judgments", judgment_rows, replace=True)
+
+    def record_judgments(
+        self, run_id: str, rows: Iterable[tuple[str, Mapping[str, Any]]],
+        calls: Mapping[str, Iterable[Mapping[str, Any] | Any]] | None = None,
+    ) -> int:
+        """Store ``(question_id, judgment)`` verdicts of a re-judging in one transaction; returns their count.
+
+        A verdict replaces the same judge's earlier one for that question; the run's items stay as they are.
+        ``calls`` (question id -> the judge calls made for it) are added after the question's earlier calls.
+        """
+        if run_id not in self._run_ids:
+            raise StoreError(f"run {run_id} is not registered in {self.path}; call register_run first")
+        judgment_rows = [judgment_row(run_id, qid, judgment) for qid, judgment in rows]
+        with self._transaction() as con:
+            insert(con, "judgments", judgment_rows, replace=True)
+            for question_id, question_calls in (calls or {}).items():
+                first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
+                                    "question_id = ?", [run_id, question_id]).fetchone()[0]
+                insert(con, "llm_calls", [call_row(call, run_id, question_id, first + seq)
+                                          for seq, call in enumerate(question_calls)])
+        return len(judgment_rows)
 
     # -- memory snapshots (the pipeline's SnapshotStore interface) ----------------------------------------------
 

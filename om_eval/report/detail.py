@@ -1,0 +1,135 @@
+"""One question of one run, everything about it: the drill-down behind ``om-eval show`` and ``om-eval view``.
+
+A question's story is spread over the store: its item row (question, gold answer, the answer, the verdict, what the
+actor saw, where the evidence went), the memory snapshot of its build (observations generation by generation,
+possibly in another run's file when the memory was reused), the build's OM events (observations and reflections)
+and every verdict any judge gave (``judgments``). :func:`question_detail` gathers them into one plain dict, the
+same for the terminal and the HTML page. Runs stored before a field existed read ``None`` there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
+from om_eval.store.catalog import Catalog
+
+__all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail"]
+
+#: How each evidence status reads to a person (see ``om_eval.bench.trace``).
+EVIDENCE_STATUS_TEXT = {
+    "in_memory": "captured",
+    "lost_at_reflection": "lost at reflection",
+    "not_captured": "not captured",
+    "in_raw_tail": "never observed (raw tail)",
+}
+_ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "gold_answer", "question_date",
+                "status", "hypothesis", "label", "judge_status", "judge_reply", "error", "memory_key",
+                "reused_memory", "observer_calls", "reflector_calls", "observations", "reflections",
+                "history_tokens", "observation_tokens", "pending_tokens", "compression_ratio",
+                "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at")
+_RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
+               "actor_model", "judge_model", "judge_mode", "official")
+
+
+def find_run(runs: Sequence[Mapping[str, Any]], wanted: str) -> Mapping[str, Any]:
+    """The run named by an id, an id prefix or an exact label.
+
+    Raises:
+        LookupError: naming the choices, when nothing or more than one run matches.
+    """
+    by_id = [r for r in runs if r["run_id"].startswith(wanted)]
+    matches = by_id or [r for r in runs if r.get("label") == wanted]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        known = ", ".join(f"{r['run_id'][:8]} ({r.get('label')})" for r in runs[:12]) or "none"
+        raise LookupError(f"no run matches {wanted!r}; runs here: {known}")
+    names = ", ".join(r["run_id"][:12] for r in matches)
+    raise LookupError(f"{len(matches)} runs match {wanted!r} ({names}); give more of the run id")
+
+
+def find_question(question_ids: Sequence[str], wanted: str) -> str:
+    """The question named by its id or an unambiguous prefix of it."""
+    if wanted in question_ids:
+        return wanted
+    matches = [q for q in question_ids if q.startswith(wanted)]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        shown = ", ".join(sorted(question_ids)[:10]) or "none"
+        raise LookupError(f"the run has no question {wanted!r}; some of its questions: {shown}")
+    raise LookupError(f"{len(matches)} questions start with {wanted!r}: {', '.join(sorted(matches)[:10])}")
+
+
+def _generations(snapshot: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Per memory record (the resource, or each thread), its generations oldest first."""
+    if not snapshot:
+        return []
+    records = []
+    for key, generations in sorted(snapshot.get("generations", {}).items()):
+        records.append({
+            "record": key,
+            "generations": [{
+                "generation": g.get("generation_count", i),
+                "origin": g.get("origin_type"),
+                "observation_tokens": g.get("observation_token_count"),
+                "last_observed_at": g.get("last_observed_at"),
+                "observations": g.get("active_observations", ""),
+            } for i, g in enumerate(generations)],
+        })
+    return records
+
+
+def _judgments(rows: Sequence[Mapping[str, Any]], hypothesis: str | None) -> list[dict[str, Any]]:
+    current = hypothesis_hash(hypothesis)
+    return [{
+        "judge_key": r["judge_key"], "judge_mode": r["judge_mode"], "judge_model": r["judge_model"],
+        "official": r["official"], "label": r["label"], "status": r["status"], "reply": r["reply"],
+        "error": r["error"], "judged_at": r["judged_at"], "current": r["hypothesis_hash"] == current,
+    } for r in sorted(rows, key=lambda r: (str(r["judged_at"]), r["judge_key"]))]
+
+
+def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str, Any]:
+    """Everything stored about one question of one run, as plain data (JSON-ready but for timestamps).
+
+    Keys: ``run`` (the run's models and judge), ``item`` (question, gold answer, answer, verdict, memory
+    statistics), ``evidence`` (list, or None for runs stored before it was kept), ``memory`` (records with their
+    generations of observations, or [] when no snapshot is found), ``events`` (the build's OM events, in order),
+    ``reflections`` (those events that are reflections), ``actor_messages`` (what the actor saw, or None) and
+    ``judgments`` (every verdict on this question, ``current`` when it grades the stored answer).
+
+    Raises:
+        LookupError: the run or the question is not in the catalog.
+    """
+    runs = catalog.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+    if not runs:
+        raise LookupError(f"no run {run_id} in {catalog.results_dir}")
+    items = catalog.query("SELECT * FROM items WHERE run_id = ? AND question_id = ?", [run_id, question_id])
+    if not items:
+        raise LookupError(f"run {run_id[:12]} has no question {question_id}")
+    item = items[0]
+    snapshot_rows = catalog.query(
+        "SELECT snapshot FROM memory_snapshots WHERE memory_key = ? AND question_id = ? LIMIT 1",
+        [item["memory_key"], question_id])
+    snapshot = json.loads(snapshot_rows[0]["snapshot"]) if snapshot_rows else None
+    events = catalog.query(
+        "SELECT DISTINCT seq, kind, \"at\", generation, thread_count, message_tokens, observation_tokens_before, "
+        "observation_tokens_after, level, levels, calls, detail, record_id FROM om_events "
+        "WHERE memory_key = ? AND question_id = ? ORDER BY seq", [item["memory_key"], question_id])
+    judgments = catalog.query("SELECT * FROM judgments WHERE run_id = ? AND question_id = ?", [run_id, question_id])
+    evidence = json.loads(item["evidence"]) if item.get("evidence") else None
+    for trace in evidence or []:
+        trace["status_text"] = EVIDENCE_STATUS_TEXT.get(trace["status"], trace["status"])
+    return {
+        "run": {name: runs[0].get(name) for name in _RUN_FIELDS},
+        "item": {name: item.get(name) for name in _ITEM_FIELDS},
+        "evidence": evidence,
+        "memory": _generations(snapshot),
+        "events": events,
+        "reflections": [e for e in events if e["kind"].startswith("reflection")],
+        "actor_messages": unpack_messages(item.get("actor_prompt")),
+        "judgments": _judgments(judgments, item.get("hypothesis")),
+    }

@@ -1,0 +1,102 @@
+"""``om-eval show``: one question of one run in the terminal, from the question to the judge's reply.
+
+Long texts (an S-sized actor prompt is ~100k tokens) are cut to their first and last lines unless ``full`` is
+asked for; the cut says how many lines it left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["render_detail", "verdict_text"]
+
+_CUT_LINES = 40
+
+
+def verdict_text(label: Any, status: str | None) -> str:
+    if status not in (None, "ok"):
+        return f"not graded ({status})"
+    return "correct" if label else "wrong" if label is not None else "not graded"
+
+
+def _cut(text: str, full: bool, keep: int = _CUT_LINES) -> str:
+    lines = text.splitlines()
+    if full or len(lines) <= keep:
+        return text
+    head, tail = lines[: keep // 2], lines[-keep // 2:]
+    return "\n".join([*head, f"… {len(lines) - len(head) - len(tail)} lines left out (--full shows them) …", *tail])
+
+
+def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False) -> None:
+    """Print a :func:`om_eval.report.detail.question_detail` result on a rich console."""
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.rule import Rule
+    from rich.table import Table
+
+    run, item = detail["run"], detail["item"]
+    abstention = ", abstention" if item["is_abstention"] else ""
+    console.print(Rule(f"[bold]{escape(item['question_id'])}[/bold] ({item['question_type']}{abstention}) · run "
+                       f"{run['run_id'][:12]} · {escape(str(run['label']))}"))
+    console.print(f"[bold]Question[/bold] ({escape(str(item['question_date']))}): {escape(str(item['question']))}")
+    console.print(f"[bold]Gold answer[/bold]: {escape(str(item['gold_answer']))}")
+    console.print(f"[bold]Answer[/bold] ({escape(str(run['actor_model']))}): {escape(str(item['hypothesis']))}")
+    console.print(f"[bold]Verdict[/bold] ({run['judge_mode']}:{escape(str(run['judge_model']))}): "
+                  f"{verdict_text(item['label'], item['judge_status'])}"
+                  + (f" · error: {escape(str(item['error']))}" if item.get("error") else ""))
+    console.print(f"[bold]Judge reply[/bold]: {escape(str(item['judge_reply']))}")
+    console.print(f"memory {item['memory_key']} ({'reused' if item['reused_memory'] else 'built'}): "
+                  f"{item['observations']} observation and {item['reflections']} reflection calls · history "
+                  f"{item['history_tokens']} tokens → observations {item['observation_tokens']} · unobserved tail "
+                  f"{item['pending_tokens']}")
+
+    console.print(Rule("Where the evidence went"))
+    evidence = detail["evidence"]
+    if evidence is None:
+        console.print("(not stored for this run: it was made before om-eval kept evidence traces)")
+    elif not evidence:
+        console.print("(the question has no evidence turns marked has_answer)")
+    else:
+        table = Table(show_lines=False)
+        for name in ("session", "turn", "role", "where it went", "answer kept", "matching lines / excerpt"):
+            table.add_column(name)
+        for trace in evidence:
+            shown = "\n".join(trace["lines"]) or f"[dim]{escape(trace['excerpt'])}[/dim]"
+            table.add_row(str(trace["session_index"]), str(trace["turn_index"]), trace["role"], trace["status_text"],
+                          "yes" if trace["answer_in_lines"] else "no", shown if trace["lines"] else shown)
+        console.print(table)
+
+    console.print(Rule("Observations by generation"))
+    if not detail["memory"]:
+        console.print("(no memory snapshot found in this results folder)")
+    for record in detail["memory"]:
+        for generation in record["generations"]:
+            title = (f"{record['record']} · generation {generation['generation']} ({generation['origin']}) · "
+                     f"{generation['observation_tokens']} tokens")
+            console.print(Panel(escape(_cut(generation["observations"] or "(empty)", full)), title=escape(title),
+                                title_align="left"))
+
+    console.print(Rule("Reflections"))
+    if not detail["reflections"]:
+        console.print("(none)")
+    for event in detail["reflections"]:
+        console.print(f"#{event['seq']} {event['kind']} · generation {event['generation']} · level {event['level']} · "
+                      f"{event['observation_tokens_before']} → {event['observation_tokens_after']} tokens"
+                      + (f" · {escape(str(event['detail']))}" if event.get("detail") else ""))
+
+    console.print(Rule("What the actor saw"))
+    messages = detail["actor_messages"]
+    if messages is None:
+        console.print("(not stored for this run: it was made before om-eval kept actor prompts)")
+    for message in messages or []:
+        console.print(Panel(escape(_cut(message["content"], full)), title=message["role"], title_align="left"))
+
+    console.print(Rule("Verdicts"))
+    for judgment in detail["judgments"]:
+        note = "" if judgment["current"] else " (graded an earlier answer)"
+        console.print(f"{judgment['judge_mode']}:{escape(str(judgment['judge_model']))} [{judgment['judge_key']}] "
+                      f"{verdict_text(judgment['label'], judgment['status'])}{note} · reply: "
+                      f"{escape(str(judgment['reply']))}")
+    if not detail["judgments"]:
+        console.print("(only the item's verdict above is stored)")
