@@ -77,6 +77,8 @@ class RunProgress:
     """Known dollars spent by earlier invocations of the same run."""
     errors_seen: dict[str, int] = field(default_factory=dict)
     """Distinct error messages of failed questions, with counts."""
+    warnings_seen: dict[str, int] = field(default_factory=dict)
+    """Distinct problems that did not fail a question (a reflection that failed and kept the memory)."""
 
     def describe(self) -> str:
         t = self.totals
@@ -99,7 +101,26 @@ def _event_rows(memory: Any) -> list[dict[str, Any]]:
 
 
 def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
-    return [{"seq": seq, **asdict(record)} for seq, record in enumerate(ledger.records)]
+    """The question's calls in order; the store numbers them after earlier attempts' calls."""
+    return [asdict(record) for record in ledger.records]
+
+
+class _HeldSnapshot:
+    """A snapshot store that holds a fresh memory back, so it is committed with the question's item and events.
+
+    Committing the snapshot on its own would let a kill between the two commits leave a memory whose OM events
+    are lost for good: the resumed run would reuse the snapshot and record no events.
+    """
+
+    def __init__(self, lookup: Any) -> None:
+        self.lookup = lookup
+        self.held: tuple[str, str, Any, Any] | None = None
+
+    def get(self, key: str, question_id: str) -> dict[str, Any] | None:
+        return self.lookup.get(key, question_id)
+
+    def put(self, key: str, question_id: str, data: Mapping[str, Any]) -> None:
+        self.held = (key, question_id, data["snapshot"], data["stats"])
 
 
 class RunJob:
@@ -115,12 +136,12 @@ class RunJob:
         self.progress = RunProgress()
         self._ledger = Ledger()
 
-    def run_info(self, dataset: Dataset) -> Any:
+    def run_info(self, dataset: Dataset, judge: Judge | None = None) -> Any:
         from om_eval.store.provenance import git_state, package_versions
         from om_eval.store.writer import RunInfo
 
         spec = self.spec
-        judge = make_judge(spec)
+        judge = judge or make_judge(spec)
         sha, dirty = git_state(Path(__file__).resolve().parents[2])
         packages = package_versions(["om-eval", "litellm", "duckdb", "hydra-core", "tiktoken", "llama-cpp-python",
                                      "datasets", "pandas", "matplotlib"])
@@ -159,29 +180,41 @@ class RunJob:
         }
         events: list[dict[str, Any]] = []
         judgments: list[dict[str, Any]] = []
+        held = _HeldSnapshot(snapshots)
         try:
             build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                       store=snapshots, token_counter=self.counter)
+                                       store=held, token_counter=self.counter)
             item.update(memory_key=build.key, reused_memory=build.reused)
             if not build.reused:
                 events = _event_rows(build.memory)
+                for message in build.stats.reflection_errors:
+                    self._note(self.progress.warnings_seen, f"reflection failed (memory kept): {message}")
             result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge,
                                             replay=self.spec.replay)
             item.update(result.row(), status="done")
             judgments.append(result.judgment())
-            self.progress.done += 1
+            if result.judge_status != "ok":  # no verdict is an error state, retried on resume, never "wrong"
+                item.update(status="error", error=f"judge: {result.error}")
+                self._note(self.progress.errors_seen, f"judge: {result.error}")
+                self.progress.errors += 1
+            else:
+                self.progress.done += 1
         except Exception as error:  # one failed question must not stop the run; it is retried on resume
             message = f"{type(error).__name__}: {error}"
             item.update(status="error", judge_status="not_run", error=message)
             self.progress.errors += 1
-            self.progress.errors_seen[message[:300]] = self.progress.errors_seen.get(message[:300], 0) + 1
+            self._note(self.progress.errors_seen, message)
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
-        store.record_question(self.run_id, item, events, _call_rows(ledger), judgments=judgments)
+        store.record_question(self.run_id, item, events, _call_rows(ledger), snapshot=held.held, judgments=judgments)
         for record in ledger.records:
             self._ledger.add(record)
         self.progress.totals = self._ledger.totals()
+
+    @staticmethod
+    def _note(seen: dict[str, int], message: str) -> None:
+        seen[message[:300]] = seen.get(message[:300], 0) + 1
 
     def load_dataset(self) -> Dataset:
         return load_run_dataset(self.spec.dataset)
@@ -190,16 +223,16 @@ class RunJob:
         from om_eval.store.writer import RunStore, SnapshotLookup
 
         dataset = dataset or self.load_dataset()
+        judge = make_judge(self.spec)  # a judge that cannot be built must fail before any store file exists
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None
-            store.register_run(self.run_info(dataset), keep_label=not explicit_label)
+            store.register_run(self.run_info(dataset, judge), keep_label=not explicit_label)
             done = store.done_question_ids(self.run_id)
             todo = [q for q in dataset.questions if q.question_id not in done]
             self.progress.total = len(dataset)
             self.progress.skipped_done = len(dataset) - len(todo)
             client = LLMClient(cache=ResponseCache(self.spec.run.cache_dir))
-            judge = make_judge(self.spec)
             snapshots = SnapshotLookup(self.results, store)
             semaphore = asyncio.Semaphore(self.spec.run.concurrency)
             budget = self.spec.run.budget_usd

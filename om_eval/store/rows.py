@@ -89,7 +89,7 @@ def event_row(
 
 def call_row(call: Mapping[str, Any] | Any, run_id: str, question_id: str, seq: int) -> dict[str, Any]:
     values = _as_dict(call, "call")
-    values.setdefault("seq", seq)
+    values["seq"] = seq  # the writer numbers calls after the question's earlier attempts: its offset wins
     if values.setdefault("run_id", run_id) != run_id or values.setdefault("question_id", question_id) != question_id:
         raise ValueError(f"call is for ({values['run_id']}, {values['question_id']}), not ({run_id}, {question_id})")
     return _full_row("llm_calls", values, "call")

@@ -1,0 +1,90 @@
+"""Failed questions are states, kept and retried: resume after errors, judge errors, a crash mid-question."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from om_eval.experiment import job as job_module
+from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.experiment.schema import register_configs
+from om_eval.llm.providers import register_scripted
+from om_eval.om.scripted import ScriptedModel
+from om_eval.store import Catalog
+
+
+def composed(results: Path, *overrides: str):  # noqa: ANN201
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
+                                            f"run.cache_dir={results / 'cache'}", "run.progress=false",
+                                            "run.concurrency=1"])
+
+
+def statuses(results: Path) -> dict[str, tuple[str, str | None]]:
+    with Catalog(results) as catalog:
+        return {i["question_id"]: (i["status"], i["judge_status"]) for i in catalog.items()}
+
+
+def test_resuming_a_run_with_failed_questions_retries_them(tmp_path: Path) -> None:
+    # The actor fails on the first question; the resumed run must neither crash on the question's earlier
+    # call rows (their numbering restarted at 0 before) nor skip the question.
+    name = "resume-actor"
+    register_scripted(name, ScriptedModel(faults={"actor": ["bad_request"]}))
+    run_from_config(composed(tmp_path, f"models.actor.model=scripted/{name}"))
+    first = statuses(tmp_path)
+    assert sorted(s for s, _ in first.values()).count("error") == 1
+    with Catalog(tmp_path) as catalog:
+        calls_before = catalog.query("SELECT count(*) AS n FROM llm_calls")[0]["n"]
+    register_scripted(name, ScriptedModel())
+    run_from_config(composed(tmp_path, f"models.actor.model=scripted/{name}"))
+    assert all(s == "done" for s, _ in statuses(tmp_path).values())
+    with Catalog(tmp_path) as catalog:
+        failed = [q for q, (s, _) in first.items() if s == "error"][0]
+        seqs = [r["seq"] for r in catalog.query("SELECT seq FROM llm_calls WHERE question_id = ? ORDER BY seq",
+                                                [failed])]
+        calls_after = catalog.query("SELECT count(*) AS n FROM llm_calls")[0]["n"]
+    assert seqs == list(range(len(seqs))) and calls_after > calls_before  # both attempts kept, numbered in turn
+
+
+def test_a_judge_without_verdict_is_an_error_retried_on_resume(tmp_path: Path) -> None:
+    name = "judge-outage"
+    register_scripted(name, ScriptedModel(faults={"judge": ["bad_request"]}))
+    run_from_config(composed(tmp_path, f"models.judge.model=scripted/{name}"))
+    first = statuses(tmp_path)
+    assert sorted(first.values()).count(("error", "error")) == 1  # not "done" with a missing label
+    register_scripted(name, ScriptedModel())
+    run_from_config(composed(tmp_path, f"models.judge.model=scripted/{name}"))
+    assert set(statuses(tmp_path).values()) == {("done", "ok")}
+
+
+class Crash(BaseException):
+    """Stands in for a kill: nothing after it runs."""
+
+
+def test_a_crash_after_the_memory_is_built_loses_no_om_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = job_module.answer_and_judge
+    crashed: list[str] = []
+
+    async def crash_once(question, build, **kwargs):  # noqa: ANN001, ANN003, ANN202
+        if not crashed:
+            crashed.append(question.question_id)
+            raise Crash
+        return await real(question, build, **kwargs)
+
+    monkeypatch.setattr(job_module, "answer_and_judge", crash_once)
+    with pytest.raises(Crash):
+        run_from_config(composed(tmp_path))
+    run_from_config(composed(tmp_path))
+    with Catalog(tmp_path) as catalog:
+        events = catalog.query("SELECT count(*) AS n FROM om_events WHERE question_id = ?", crashed)[0]["n"]
+        item = catalog.query("SELECT reused_memory FROM items WHERE question_id = ?", crashed)[0]
+    assert events > 0 and item["reused_memory"] is False  # the memory was not committed without its events
+
+
+def test_a_judge_that_cannot_be_built_leaves_no_store_file(tmp_path: Path) -> None:
+    with pytest.raises(Exception, match="does not exist"):
+        run_from_config(composed(tmp_path, "judge=official", f"judge.source={tmp_path / 'missing'}"))
+    assert not list(tmp_path.glob("store/*.duckdb"))
