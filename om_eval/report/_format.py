@@ -66,6 +66,23 @@ def accuracy_cell(value: float | None, ci: tuple[float, float] | None, n: int | 
     return sep.join(parts)
 
 
+def compact_interval(ci: tuple[float, float] | None) -> str:
+    """An interval in whole percentage points with an en dash (``[61–83]``); empty when missing."""
+    if ci is None or missing(ci[0]) or missing(ci[1]):
+        return ""
+    return f"[{100.0 * ci[0]:.0f}–{100.0 * ci[1]:.0f}]"
+
+
+def compact_cell(value: float | None, ci: tuple[float, float] | None, n: int | None = None) -> str:
+    """``72.0 [61–83] n=25``: accuracy % with one decimal, the interval in whole points, and n when given."""
+    parts = [pct(value)]
+    if not missing(value) and ci is not None:
+        parts.append(compact_interval(ci))
+    if n is not None:
+        parts.append(f"n={n}")
+    return " ".join(parts)
+
+
 def dollars(value: float | None) -> str:
     return MISSING if missing(value) else f"{value:.4f}"
 

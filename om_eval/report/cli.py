@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 REPORT_EXAMPLES = """examples:
-  om-eval report                                   # every run in results/, as a rich table
-  om-eval report --markdown report.md --csv report.csv
+  om-eval report                                   # every run in results/: types as rows, runs as columns
+  om-eval report --wide                            # one row per run with every column (strict, cost, tokens)
+  om-eval report --markdown report.md --csv report.csv   # markdown follows --wide; the CSV has every column
   om-eval report --runs 1825af23 e76636ce          # only these runs (id prefixes)
   om-eval report --compare 1825af23 e76636ce       # paired comparison: deltas, bootstrap CI, McNemar
 """
@@ -22,8 +23,11 @@ def add_report_parsers(commands: argparse._SubParsersAction) -> None:
     )
     report.add_argument("--results", default="results", help="results folder (default: results)")
     report.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
-    report.add_argument("--markdown", metavar="PATH", help="also write the table as markdown")
-    report.add_argument("--csv", metavar="PATH", help="also write the table as CSV")
+    report.add_argument("--wide", action="store_true",
+                        help="one row per run with every column (strict accuracies, cost, tokens, compression) "
+                             "instead of the compact table")
+    report.add_argument("--markdown", metavar="PATH", help="also write the table as markdown (follows --wide)")
+    report.add_argument("--csv", metavar="PATH", help="also write the table as CSV (always every column)")
     report.add_argument("--compare", nargs=2, metavar=("A", "B"), help="paired comparison of run B against run A")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
@@ -75,9 +79,10 @@ def run_report(args: argparse.Namespace) -> int:
         console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
     table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
-    console.print(to_rich(table))
+    wide = bool(getattr(args, "wide", False))
+    console.print(to_rich(table, wide=wide))
     if args.markdown:
-        Path(args.markdown).write_text(to_markdown(table), encoding="utf-8")
+        Path(args.markdown).write_text(to_markdown(table, wide=wide), encoding="utf-8")
         console.print(f"markdown written to {args.markdown}")
     if args.csv:
         to_csv(table, args.csv)

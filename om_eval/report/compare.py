@@ -17,6 +17,9 @@ discordant pairs uses it (lessons-from-peers §6.6).
   continuity correction, ``(max(|b - c| - 1, 0))^2 / (b + c)``, whose 1-dof survival function is
   ``erfc(sqrt(x / 2))``. No discordant pairs: p = 1. Per-type p-values are also Holm-adjusted over the
   types that have pairs (six tests at once inflate false positives).
+* **Untrusted judges.** When a run's judge has a caveat (:func:`om_eval.report.tables.judge_caveat`: a small
+  local model, the scripted test model, or none recorded) the comparison warns about it: a delta between
+  verdicts that are often wrong measures the judge as much as the memory.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, longmemeval_metrics, percentile_interval
 from om_eval.report import _format as fmt
+from om_eval.report.tables import CAVEAT_MARK, judge_caveat
 
 __all__ = ["Comparison", "ComparisonRow", "comparison_to_markdown", "comparison_to_rich", "holm", "mcnemar",
            "paired_comparison"]
@@ -180,6 +184,13 @@ def _setup_warnings(run_a: Mapping[str, Any] | None, run_b: Mapping[str, Any] | 
     if run_a is None or run_b is None:
         return ()
     out = []
+    for side, run in (("A", run_a), ("B", run_b)):
+        caveat = judge_caveat(run)
+        if caveat:
+            name = run.get("label") or run.get("run_id") or side
+            judge = run.get("judge_model") or "an unrecorded model"
+            out.append(f"{CAVEAT_MARK} {caveat}: run {side} ({name}) was judged by {judge}; its verdicts are not "
+                       "trustworthy, so neither are these deltas.")
     for field in ("judge_mode", "official", "judge_model"):
         if run_a.get(field) != run_b.get(field):
             out.append(f"The runs differ in {field} ({run_a.get(field)!r} vs {run_b.get(field)!r}): the deltas "

@@ -16,7 +16,21 @@ above the first section, and plots mark the non-official variants.
 
 **Errors are states.** Items are mapped to metric rows by ``judge_status`` (``ok``, ``error``, ``not_run``): the
 *graded* accuracies leave unjudged answers out (as upstream does), the *strict* ones count them wrong. The
-rendered tables add the strict columns whenever any run has an unjudged answer; the CSV always has them.
+rendered tables add the strict numbers whenever any run has an unjudged answer; the CSV always has them.
+
+**Two layouts.** The default (*compact*) table is transposed: one row per question type (plus abstention,
+overall, task-averaged), one column per run. A run then costs one narrow column (``72.0 [61–83] n=25``,
+about 20 characters) instead of a wide row of 20 cells, so 3 runs fit in under 100 terminal columns and a
+sweep of 6 still reads side by side, with the types in the same order as the plots. ``wide=True`` gives the
+full one-row-per-run table (strict accuracies, costs, unpriced calls, observation tokens, compression).
+Markdown follows the chosen layout; the CSV is always the full record.
+
+**Untrustworthy judges are marked, not hidden.** :func:`judge_caveat` flags a run judged by a small model on
+this machine (``local/...``, ``ollama/...``: a 1.5B judge got 3 of 7 verdicts wrong in a spot check), by the
+scripted test model (``scripted/...``), or by an unrecorded model. Such a run keeps its numbers but carries a
+``⚠`` marker and a footnote, is listed after the trusted runs of its section without a rank, and is shown
+*without* a confidence interval: the bootstrap interval measures question sampling only, and printing it
+would lend a precision that a judge which is often wrong does not have (the CSV still holds it).
 
 **Determinism.** Items are sorted by question id before bootstrapping (every run uses the same ``seed``), the
 section and row order is fixed, and floats are printed with fixed decimals: the same rows and options give
@@ -33,6 +47,7 @@ import csv
 import io
 import math
 import os
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
@@ -41,12 +56,17 @@ from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, metric_report
 from om_eval.report import _format as fmt
 
 __all__ = [
+    "CAVEAT_MARK",
     "Accuracy",
     "ReportTable",
     "RunSummary",
     "Scores",
     "Section",
+    "caveat_notes",
+    "display_name",
+    "judge_caveat",
     "metric_rows",
+    "section_ranks",
     "summary_table",
     "to_csv",
     "to_markdown",
@@ -54,6 +74,44 @@ __all__ = [
 ]
 
 _SHORT_ID = 8
+#: Run headers of the compact table wrap at spaces to this width (a label is never cut).
+_HEADER_WIDTH = 22
+
+#: The marker of a run whose judge cannot be trusted (see :func:`judge_caveat`).
+CAVEAT_MARK = "⚠"
+#: litellm prefixes of models that run on this machine (small, often wrong as judges).
+LOCAL_JUDGE_PREFIXES = ("local/", "ollama/", "ollama_chat/", "llamafile/", "lm_studio/")
+#: Prefixes of the offline test models (rule-based, not language models).
+TEST_JUDGE_PREFIXES = ("scripted/",)
+_CAVEAT_NOTES = {
+    "local judge": "scored by a small model running on this machine ({models}); such judges mis-grade many "
+                   "answers (a 1.5B judge got 3 of 7 verdicts wrong in a spot check), so read these accuracies "
+                   "as rough.",
+    "test judge": "scored by the offline scripted test model ({models}), a rule-based tool that exercises the "
+                  "pipeline; these numbers say nothing about memory quality.",
+    "judge unknown": "the run did not record its judge model, so its scores cannot be traced.",
+}
+
+
+def judge_caveat(run: Mapping[str, Any] | RunSummary) -> str | None:
+    """Why a run's scores need a caveat, from its judge model; ``None`` for a hosted judge.
+
+    >>> judge_caveat({"judge_model": "local/qwen2.5-coder-1.5b"}), judge_caveat({"judge_model": "gpt-4o"})
+    ('local judge', None)
+
+    Returns:
+        ``"local judge"`` (a model run on this machine: ``local/``, ``ollama/``...), ``"test judge"`` (the
+        scripted model), ``"judge unknown"`` (no judge model recorded) or ``None``.
+    """
+    model = run.judge_model if isinstance(run, RunSummary) else run.get("judge_model")
+    if not model:
+        return "judge unknown"
+    name = str(model).lower()
+    if name.startswith(LOCAL_JUDGE_PREFIXES):
+        return "local judge"
+    if name.startswith(TEST_JUDGE_PREFIXES):
+        return "test judge"
+    return None
 
 
 @dataclass(frozen=True)
@@ -101,6 +159,8 @@ class RunSummary:
     mean_compression_ratio: float | None
     n_expected: int | None = None
     """Questions the run was started on (``runs.n_questions``); more than ``n_items`` means it is unfinished."""
+    caveat: str | None = None
+    """Why its scores need a caveat (:func:`judge_caveat`), or ``None``."""
 
     @property
     def complete(self) -> bool:
@@ -242,12 +302,21 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         mean_observation_tokens=_mean(i.get("observation_tokens") for i in items),
         mean_compression_ratio=_mean(i.get("compression_ratio") for i in items),
         n_expected=int(run["n_questions"]) if not fmt.missing(run.get("n_questions")) else None,
+        caveat=judge_caveat(run),
     )
 
 
-def _rank_key(row: RunSummary) -> tuple[bool, float, str]:
+def _rank_key(row: RunSummary) -> tuple[bool, bool, float, str]:
     value = row.graded.task_averaged.value
-    return (fmt.missing(value), -(value or 0.0), row.run_id)
+    return (row.caveat is not None, fmt.missing(value), -(value or 0.0), row.run_id)
+
+
+def section_ranks(section: Section) -> list[int | None]:
+    """The rank of each row of a section (1, 2, ...); ``None`` for runs with a judge caveat (listed last)."""
+    out: list[int | None] = []
+    for row in section.rows:
+        out.append(None if row.caveat else len([r for r in out if r is not None]) + 1)
+    return out
 
 
 def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str, Any]], *, n_boot: int = 1000,
@@ -264,7 +333,8 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
 
     Returns:
         A :class:`ReportTable` with one section per scoring regime (official first), each ranked by graded
-        task-averaged accuracy (highest first; runs without one last), ties broken by run id.
+        task-averaged accuracy (highest first; runs without one last), ties broken by run id. Runs with a
+        :func:`judge_caveat` come after the trusted ones, unranked.
 
     Raises:
         ValueError: for a duplicate run id, an item without a run id, or an invalid item (see
@@ -309,34 +379,51 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
 # ------------------------------------------------------------------------------------------------ rendering
 
 
+def display_name(row: RunSummary) -> str:
+    """The run's label, followed by ``⚠ <caveat>`` when its judge cannot be trusted."""
+    return f"{row.label} {CAVEAT_MARK} {row.caveat}" if row.caveat else row.label
+
+
+def _judged(row: RunSummary) -> str:
+    return f"{row.n_ok}/{row.n_items}" + ("" if row.complete else f" of {row.n_expected} (unfinished)")
+
+
+def _cell(row: RunSummary, acc: Accuracy, *, with_n: bool = True, sep: str = " ", compact: bool = False) -> str:
+    """One accuracy of a run; the interval is left out for a run with a judge caveat (see the module doc)."""
+    ci = None if row.caveat else acc.ci
+    n = acc.n if with_n else None
+    if compact:
+        return fmt.compact_cell(acc.value, ci, n)
+    return fmt.accuracy_cell(acc.value, ci, n, sep=sep)
+
+
+#: The rows of the compact table and the columns of the wide one, in order: (name, accuracy of a score set).
+_STATISTICS: tuple[tuple[str, Any, bool], ...] = (
+    *((fmt.TYPE_SHORT[t], (lambda sc, t=t: sc.per_type[t]), True) for t in OFFICIAL_TYPE_ORDER),
+    ("abstention", lambda sc: sc.abstention, True),
+    ("overall", lambda sc: sc.overall, True),
+    ("task-avg", lambda sc: sc.task_averaged, False),
+)
+
+
 def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any]]:
-    """(header, right-aligned, cell function) for the rendered (markdown and rich) tables."""
+    """(header, right-aligned, cell function) for the wide rendered (markdown and rich) tables."""
     columns: list[tuple[str, bool, Any]] = [
         ("#", True, None),
-        ("variant", False, lambda r: r.label),
+        ("variant", False, display_name),
         ("run", False, lambda r: r.short_id),
         ("judge", False, lambda r: f"{r.judge_mode or '?'} ({r.judge_model or '?'})"),
         ("official", False, lambda r: "yes" if r.official else "no"),
-        ("judged/n", True, lambda r: f"{r.n_ok}/{r.n_items}" + ("" if r.complete else f" of {r.n_expected} (unfinished)")),
+        ("judged/n", True, _judged),
     ]
-    for t in OFFICIAL_TYPE_ORDER:
-        columns.append((fmt.TYPE_SHORT[t], True,
-                        lambda r, t=t: fmt.accuracy_cell(r.graded.per_type[t].value, r.graded.per_type[t].ci,
-                                                         r.graded.per_type[t].n, sep=sep)))
-    g = lambda r: r.graded  # noqa: E731
-    columns += [
-        ("abstention", True, lambda r: fmt.accuracy_cell(g(r).abstention.value, g(r).abstention.ci,
-                                                         g(r).abstention.n, sep=sep)),
-        ("overall", True, lambda r: fmt.accuracy_cell(g(r).overall.value, g(r).overall.ci, g(r).overall.n, sep=sep)),
-        ("task-avg", True, lambda r: fmt.accuracy_cell(g(r).task_averaged.value, g(r).task_averaged.ci, sep=sep)),
-    ]
+    for name, pick, with_n in _STATISTICS:
+        columns.append((name, True, lambda r, pick=pick, with_n=with_n: _cell(r, pick(r.graded), with_n=with_n,
+                                                                              sep=sep)))
     if any(r.unjudged for r in table.rows):
-        s = lambda r: r.strict  # noqa: E731
         columns += [
             ("unjudged", True, lambda r: str(r.unjudged)),
-            ("strict overall", True, lambda r: fmt.accuracy_cell(s(r).overall.value, s(r).overall.ci, sep=sep)),
-            ("strict task-avg", True,
-             lambda r: fmt.accuracy_cell(s(r).task_averaged.value, s(r).task_averaged.ci, sep=sep)),
+            ("strict overall", True, lambda r: _cell(r, r.strict.overall, with_n=False, sep=sep)),
+            ("strict task-avg", True, lambda r: _cell(r, r.strict.task_averaged, with_n=False, sep=sep)),
         ]
     columns += [
         ("cost $", True, lambda r: fmt.dollars(r.cost_usd)),
@@ -347,21 +434,69 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
     return columns
 
 
-def _cells(columns: list[tuple[str, bool, Any]], rank: int, row: RunSummary) -> list[str]:
-    return [str(rank) if fn is None else fn(row) for _, _, fn in columns]
+def _cells(columns: list[tuple[str, bool, Any]], rank: int | None, row: RunSummary) -> list[str]:
+    return [(fmt.MISSING if rank is None else str(rank)) if fn is None else fn(row) for _, _, fn in columns]
 
 
-def _explanation(table: ReportTable) -> list[str]:
+def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tuple[list[str], bool]]]:
+    """The transposed table of one section: headers (one per run) and (cells, ends a block) rows."""
+    rows = section.rows
+    headers = [""]
+    for rank, row in zip(section_ranks(section), rows):
+        name = row.label if row.caveat else f"#{rank} {row.label}"
+        lines = textwrap.wrap(name, _HEADER_WIDTH, break_long_words=False, break_on_hyphens=False) or [name]
+        headers.append("\n".join([*lines, f"{CAVEAT_MARK} {row.caveat}"] if row.caveat else lines))
+    body: list[tuple[list[str], bool]] = [
+        (["run", *(r.short_id for r in rows)], False),
+        (["judge", *(r.judge_model or "?" for r in rows)], False),
+        (["judged/n", *(_judged(r) for r in rows)], True),
+    ]
+    for name, pick, with_n in _STATISTICS:
+        body.append(([name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True) for r in rows)],
+                     name == "abstention"))
+    if any(r.unjudged for r in table.rows):
+        body[-1] = (body[-1][0], True)
+        body.append((["strict task-avg", *(_cell(r, r.strict.task_averaged, with_n=False, compact=True)
+                                            for r in rows)], False))
+    return headers, body
+
+
+def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
     level = f"{100 * table.confidence:g}%"
+    if wide:
+        cells = f"Cells: accuracy % [{level} CI] (n judged)."
+    else:
+        cells = f"Cells: accuracy % [{level} CI, whole points] n=judged questions; one column per run."
     lines = [
-        f"Cells: accuracy % [{level} CI] (n judged). overall = micro average over questions; task-avg = mean of "
-        "the six type accuracies (macro, the official headline); abstention = questions with `_abs` in their id.",
+        f"{cells} overall = micro average over questions; task-avg = mean of the six type accuracies (macro, the "
+        "official headline); abstention = questions with `_abs` in their id.",
         f"Intervals: percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}. "
         "Graded accuracies leave unjudged answers (judge error, not run) out; strict ones count them wrong.",
-        "cost $ = known spend (unpriced calls are counted, not guessed); obs tokens = mean observation tokens at "
-        "answer time; compression = mean raw history tokens / observation tokens.",
     ]
+    if wide:
+        lines.append("cost $ = known spend (unpriced calls are counted, not guessed); obs tokens = mean observation "
+                     "tokens at answer time; compression = mean raw history tokens / observation tokens.")
+    else:
+        lines.append("Strict accuracies of every type, cost, unpriced calls, observation tokens and compression: "
+                     "the wide table (`om-eval report --wide`); the CSV always has every column.")
     return lines
+
+
+def caveat_notes(rows: Iterable[RunSummary]) -> list[str]:
+    """One footnote per kind of judge caveat among ``rows``: which runs, which judge, why it matters."""
+    by_kind: dict[str, list[RunSummary]] = {}
+    for row in rows:
+        if row.caveat:
+            by_kind.setdefault(row.caveat, []).append(row)
+    notes = []
+    for kind in sorted(by_kind):
+        members = by_kind[kind]
+        models = ", ".join(sorted({str(r.judge_model) for r in members if r.judge_model})) or "?"
+        text = _CAVEAT_NOTES.get(kind, "the judge is not trusted.").format(models=models)
+        notes.append(f"{CAVEAT_MARK} {kind} ({', '.join(r.label for r in members)}): {text} Listed unranked "
+                     "and without confidence intervals, which cover question sampling, not judge error (the CSV "
+                     "has them).")
+    return notes
 
 
 def _warning(table: ReportTable) -> str:
@@ -370,11 +505,16 @@ def _warning(table: ReportTable) -> str:
             "Accuracies are not comparable across sections; each section is ranked on its own.")
 
 
-def to_markdown(table: ReportTable, *, title: str = "LongMemEval results") -> str:
-    """The table as GitHub markdown: explanation, a warning when regimes are mixed, one section per regime."""
+def to_markdown(table: ReportTable, *, title: str = "LongMemEval results", wide: bool = False) -> str:
+    """The table as GitHub markdown: explanation, a warning when regimes are mixed, one section per regime.
+
+    Args:
+        wide: one row per run with every column (as the CSV, minus raw fractions) instead of the compact
+            transposed table (types as rows, runs as columns).
+    """
     columns = _columns(table)
     lines = [f"# {title}", ""]
-    lines += [line for text in _explanation(table) for line in (text, "")]
+    lines += [line for text in _explanation(table, wide=wide) for line in (text, "")]
     if table.mixed:
         lines += [f"> **{_warning(table)}**", ""]
     lines += [f"> {note}" for note in table.notes] + ([""] if table.notes else [])
@@ -383,9 +523,14 @@ def to_markdown(table: ReportTable, *, title: str = "LongMemEval results") -> st
         lines += [f"> {note}" for note in section.notes] + ([""] if section.notes else [])
         if not section.rows:
             continue
-        rows = [_cells(columns, rank, row) for rank, row in enumerate(section.rows, 1)]
-        lines += fmt.md_table([h for h, _, _ in columns], rows, [r for _, r, _ in columns])
+        if wide:
+            rows = [_cells(columns, rank, row) for rank, row in zip(section_ranks(section), section.rows)]
+            lines += fmt.md_table([h for h, _, _ in columns], rows, [r for _, r, _ in columns])
+        else:
+            headers, body = _compact(table, section)
+            lines += fmt.md_table(headers, [cells for cells, _ in body], [False] + [True] * len(section.rows))
         lines.append("")
+    lines += [line for note in caveat_notes(table.rows) for line in (f"> {note}", "")]
     lines += [fmt.TYPE_LEGEND, ""]
     return "\n".join(lines)
 
@@ -399,10 +544,11 @@ def _accuracy_fields(prefix: str, acc: Accuracy, with_n: bool = True) -> dict[st
     return out
 
 
-def _csv_record(section: Section, rank: int, row: RunSummary) -> dict[str, str]:
+def _csv_record(section: Section, rank: int | None, row: RunSummary) -> dict[str, str]:
     record = {
-        "section": section.key, "rank": str(rank), "label": row.label, "variant": row.variant,
-        "run_id": row.run_id, "judge_mode": row.judge_mode or "", "judge_model": row.judge_model or "",
+        "section": section.key, "rank": "" if rank is None else str(rank), "label": row.label,
+        "variant": row.variant, "run_id": row.run_id, "judge_mode": row.judge_mode or "",
+        "judge_model": row.judge_model or "", "judge_caveat": row.caveat or "",
         "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
         "n_error": str(row.n_error), "n_not_run": str(row.n_not_run),
     }
@@ -426,9 +572,10 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
     """The table as CSV: one line per run, machine-readable (fractions, full run ids, every column always).
 
     The ``section`` column carries the scoring regime (``official`` or ``non-official:<judge mode>``); rank
-    within a section only. Writes to ``path_or_buffer`` when given, and returns the text either way.
+    within a section only, empty for a run with a ``judge_caveat`` (whose intervals are kept here). Writes to
+    ``path_or_buffer`` when given, and returns the text either way.
     """
-    records = [_csv_record(s, rank, row) for s in table.sections for rank, row in enumerate(s.rows, 1)]
+    records = [_csv_record(s, rank, row) for s in table.sections for rank, row in zip(section_ranks(s), s.rows)]
     if records:
         fields = list(records[0])
     else:
@@ -457,8 +604,12 @@ def _empty_summary() -> RunSummary:
     return RunSummary("", "", "", "", None, None, False, 0, 0, 0, 0, scores, scores, 0.0, 0, None, None)
 
 
-def to_rich(table: ReportTable, *, title: str = "LongMemEval results") -> Any:
-    """The table as a rich renderable (a ``Group``): a warning when regimes are mixed, one table per section."""
+def to_rich(table: ReportTable, *, title: str = "LongMemEval results", wide: bool = False) -> Any:
+    """The table as a rich renderable (a ``Group``): a warning when regimes are mixed, one table per section.
+
+    Args:
+        wide: one row per run with every column instead of the compact transposed table.
+    """
     from rich.console import Group
     from rich.table import Table
     from rich.text import Text
@@ -469,12 +620,23 @@ def to_rich(table: ReportTable, *, title: str = "LongMemEval results") -> Any:
         parts.append(Text(_warning(table), style="bold red"))
     parts += [Text(note, style="yellow") for note in table.notes]
     for section in table.sections:
-        grid = Table(title=section.title, title_style="bold", show_lines=True)
-        for header, right, _ in columns:
-            grid.add_column(header, justify="right" if right else "left", no_wrap=header in ("variant", "run"))
-        for rank, row in enumerate(section.rows, 1):
-            grid.add_row(*_cells(columns, rank, row))
+        if wide:
+            grid = Table(title=section.title, title_style="bold", show_lines=True)
+            for header, right, _ in columns:
+                grid.add_column(header, justify="right" if right else "left", no_wrap=header in ("variant", "run"))
+            for rank, row in zip(section_ranks(section), section.rows):
+                grid.add_row(*_cells(columns, rank, row), style="yellow" if row.caveat else None)
+        else:
+            grid = Table(title=section.title, title_style="bold")
+            headers, body = _compact(table, section)
+            grid.add_column(headers[0], justify="left", no_wrap=True)
+            for header, row in zip(headers[1:], section.rows):
+                grid.add_column(header, justify="right", overflow="fold",
+                                header_style="bold yellow" if row.caveat else "bold")
+            for cells, end in body:
+                grid.add_row(*cells, end_section=end, style="bold" if cells[0] == "task-avg" else None)
         parts.append(grid)
         parts += [Text(note, style="yellow") for note in section.notes]
-    parts += [Text(line, style="dim") for line in (*_explanation(table), fmt.TYPE_LEGEND)]
+    parts += [Text(note, style="yellow") for note in caveat_notes(table.rows)]
+    parts += [Text(line, style="dim") for line in (*_explanation(table, wide=wide), fmt.TYPE_LEGEND)]
     return Group(*parts)

@@ -2,7 +2,8 @@
 
 Each run answers the same 24 questions (4 per type; the 4th of SS-user, multi-session, temporal and
 knowledge-update is an abstention question). A pattern character per question: ``1`` right, ``0`` wrong,
-``E`` judge error (label None), ``N`` never answered (not run).
+``E`` judge error (label None), ``N`` never answered (not run). ``prompt=condensed`` is judged by the small local
+model, so its rows carry the local-judge caveat.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ SSU, SSP, SSA = "single-session-user", "single-session-preference", "single-sess
 MS, TR, KU = "multi-session", "temporal-reasoning", "knowledge-update"
 PREFIX = {SSU: "ssu", SSP: "ssp", SSA: "ssa", MS: "ms", TR: "tr", KU: "ku"}
 ABSTAINING = {SSU, MS, TR, KU}
+LOCAL_JUDGE = "local/qwen2.5-coder-1.5b"
 
 #: label -> (judge mode, official, judge model, cost per question, base observation tokens, patterns per type)
 VARIANTS: dict[str, tuple[str, bool, str, float, int, dict[str, str]]] = {
@@ -21,7 +23,7 @@ VARIANTS: dict[str, tuple[str, bool, str, float, int, dict[str, str]]] = {
                        {SSU: "1101", SSP: "1E00", SSA: "1111", MS: "1001", TR: "0110", KU: "1110"}),
     "prompt=legacy": ("official", True, "gpt-4o-2024-08-06", 0.02, 2000,
                       {SSU: "1111", SSP: "1100", SSA: "1110", MS: "1101", TR: "1110", KU: "1111"}),
-    "prompt=condensed": ("house", False, "gpt-4o-mini", 0.0, 500,
+    "prompt=condensed": ("house", False, LOCAL_JUDGE, 0.0, 500,
                          {SSU: "1011", SSP: "0110", SSA: "EEEE", MS: "0N01", TR: "0101", KU: "1100"}),
 }
 

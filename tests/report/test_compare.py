@@ -14,7 +14,7 @@ from rich.console import Console
 
 from om_eval.report.compare import comparison_to_markdown, comparison_to_rich, holm, mcnemar, paired_comparison
 from tests.golden import assert_golden
-from tests.report.data import KU, MS, SSA, SSP, SSU, TR
+from tests.report.data import KU, LOCAL_JUDGE, MS, SSA, SSP, SSU, TR
 
 
 def item(qid: str, qtype: str, label: bool | None, run: str) -> dict:
@@ -152,6 +152,19 @@ def test_judge_difference_is_flagged():
     assert (c.label_a, c.label_b) == ("current", "legacy")
     assert len(c.warnings) == 2 and "judge_mode" in c.warnings[0]
     assert "WARNING" in comparison_to_markdown(c).split("Paired on")[0]
+
+
+def test_an_untrusted_judge_is_flagged():
+    a, b = pair_items()
+    run_a = {"run_id": "A", "label": "current", "judge_mode": "house", "official": False,
+             "judge_model": LOCAL_JUDGE}
+    run_b = {**run_a, "run_id": "B", "label": "legacy"}
+    c = paired_comparison(a, b, n_boot=10, run_a=run_a, run_b=run_b)
+    assert [w.split(":")[0] for w in c.warnings] == ["⚠ local judge", "⚠ local judge"]
+    assert LOCAL_JUDGE in c.warnings[0] and "(current)" in c.warnings[0] and "(legacy)" in c.warnings[1]
+    assert "⚠ local judge" in comparison_to_markdown(c).split("Paired on")[0]
+    hosted = {**run_a, "judge_model": "gpt-4o-2024-08-06"}
+    assert not paired_comparison(a, b, n_boot=10, run_a=hosted, run_b={**hosted, "run_id": "B"}).warnings
 
 
 def test_invalid_pairs_are_refused():

@@ -1,4 +1,4 @@
-"""Summary table: hand-computed numbers, official/house split, deterministic markdown/CSV/rich output."""
+"""Summary table: hand-computed numbers, official/house split, judge caveats, compact and wide renderings."""
 
 from __future__ import annotations
 
@@ -9,9 +9,22 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from om_eval.report.tables import metric_rows, summary_table, to_csv, to_markdown, to_rich
+from om_eval.report import _format as fmt
+from om_eval.report.tables import judge_caveat, metric_rows, summary_table, to_csv, to_markdown, to_rich
 from tests.golden import assert_golden
-from tests.report.data import KU, MS, SSA, SSP, SSU, TR, make_items, make_run, make_runs_items, run_id
+from tests.report.data import (
+    KU,
+    LOCAL_JUDGE,
+    MS,
+    SSA,
+    SSP,
+    SSU,
+    TR,
+    make_items,
+    make_run,
+    make_runs_items,
+    run_id,
+)
 
 CURRENT, LEGACY, CONDENSED = "prompt=current", "prompt=legacy", "prompt=condensed"
 
@@ -75,7 +88,7 @@ def test_a_single_regime_has_no_warning():
     table = summary_table(runs, items, n_boot=50)
     assert not table.mixed
     text = to_markdown(table)
-    assert "WARNING" not in text and text.count("\n## ") == 1 and "unjudged" in text
+    assert "WARNING" not in text and text.count("\n## ") == 1 and "| strict task-avg |" in text
 
 
 def test_official_templates_with_a_deviation_are_not_official():
@@ -96,12 +109,14 @@ def test_order_and_bootstrap_do_not_depend_on_input_order():
 
 def test_strict_columns_only_when_some_answer_is_unjudged():
     runs, items = make_runs_items((LEGACY,))
-    assert "strict overall" not in to_markdown(summary_table(runs, items, n_boot=20))
+    assert "strict overall" not in to_markdown(summary_table(runs, items, n_boot=20), wide=True)
+    assert "strict task-avg" not in to_markdown(summary_table(runs, items, n_boot=20))
     assert "strict_overall_acc" in to_csv(summary_table(runs, items, n_boot=20))  # CSV schema is fixed
 
 
 def test_markdown_golden(table):
     assert_golden("report_summary.md", to_markdown(table))
+    assert_golden("report_summary_wide.md", to_markdown(table, wide=True))
 
 
 def test_csv_golden_and_file_output(table, tmp_path: Path):
@@ -116,14 +131,128 @@ def test_csv_golden_and_file_output(table, tmp_path: Path):
     assert [r["section"] for r in records] == ["official", "official", "non-official:house"]
     assert records[1]["run_id"] == run_id(CURRENT) and records[1]["task_averaged_acc"] == f"{23 / 36:.6f}"
     assert records[2]["single-session-assistant_acc"] == ""  # missing, not zero
+    # the local-judge run: flagged and unranked, but its intervals are kept for analysis
+    assert [r["judge_caveat"] for r in records] == ["", "", "local judge"]
+    assert [r["rank"] for r in records] == ["1", "2", ""]
+    assert records[2]["overall_ci_low"] != ""
 
 
-def test_rich_rendering_carries_the_warning_and_both_sections(table):
-    console = Console(record=True, width=260, file=io.StringIO())
-    console.print(to_rich(table))
-    text = console.export_text()
+def render(renderable, width: int = 1000) -> str:
+    console = Console(record=True, width=width, file=io.StringIO())
+    console.print(renderable)
+    return console.export_text()
+
+
+def table_width(text: str) -> int:
+    """Width of the widest line of a rich table (box-drawing lines), not of the wrapped prose around it."""
+    return max(len(line.rstrip()) for line in text.splitlines() if any(c in line for c in "│┃┏└"))
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_rich_rendering_carries_the_warning_and_both_sections(table, wide):
+    text = render(to_rich(table, wide=wide), 260)
     assert "WARNING" in text
     assert "Official scoring" in text and "Non-official scoring (house judge)" in text
+    assert "⚠ local judge" in text
+
+
+def hosted_sweep(long_label: bool = False) -> tuple[list[dict], list[dict]]:
+    """The three variants in one section, all judged by a hosted model (so every cell has an interval)."""
+    runs, items = make_runs_items()
+    for run in runs:
+        run.update(judge_mode="house", official=False, judge_model="openai/gpt-4o-mini")
+        if long_label and run["label"] == CURRENT:
+            run["label"] = "prompt=current om.observation.message_tokens=200"
+    return runs, items
+
+
+@pytest.mark.parametrize("long_label", [False, True])
+def test_compact_report_of_three_runs_fits_a_terminal(long_label):
+    table = summary_table(*hosted_sweep(long_label), n_boot=100)
+    assert len(table.sections) == 1 and len(table.rows) == 3
+    compact = render(to_rich(table))
+    assert table_width(compact) <= 110, compact  # it was 328 (one row per run, 22 columns)
+    assert table_width(render(to_rich(table, wide=True))) > 250
+    markdown = to_markdown(table)
+    assert max(len(line) for line in markdown.splitlines() if line.startswith("|")) <= 110
+    # every run is a column; every type, overall and task-averaged a row, with accuracy, interval and n
+    header = next(line for line in markdown.splitlines() if line.startswith("|  |"))
+    assert all(label in header for label in ("#1 prompt=legacy", "#3 prompt=condensed"))
+    rows = {line.split(" | ")[0].strip("| "): line for line in markdown.splitlines() if line.startswith("| ")}
+    for name in (*fmt.TYPE_SHORT.values(), "overall", "task-avg", "abstention", "judged/n"):
+        assert name in rows, name
+    assert "100.0 [100–100] n=4" in rows["SS-user"]
+    assert rows["overall"].count(" n=") == 3 and rows["overall"].count("–") == 3
+
+
+def test_wide_report_keeps_every_column(table):
+    wide, compact = to_markdown(table, wide=True), to_markdown(table)
+    for header in ("| strict overall |", "| cost $ |", "| unpriced calls |", "| obs tokens |", "| compression |",
+                   "| unjudged |"):
+        assert header in wide, header
+        assert header not in compact, header
+    assert "| strict task-avg |" in wide and "| strict task-avg |" in compact  # a row of the compact table
+    assert "| 0.4800 |" in wide and "| 2,115 |" in wide  # legacy's cost and mean observation tokens
+    assert "om-eval report --wide" in compact
+    assert set(csv.DictReader(io.StringIO(to_csv(table))).fieldnames) >= {  # type: ignore[arg-type]
+        "strict_overall_acc", "cost_usd", "mean_observation_tokens", "mean_compression_ratio", "judge_caveat"}
+
+
+@pytest.mark.parametrize(("judge_model", "expected"), [
+    (LOCAL_JUDGE, "local judge"),
+    ("ollama/llama3", "local judge"),
+    ("scripted/om-eval", "test judge"),
+    (None, "judge unknown"),
+    ("", "judge unknown"),
+    ("gpt-4o-2024-08-06", None),
+    ("openai/gpt-4o-2024-08-06", None),
+    ("google/gemini-2.5-flash", None),
+])
+def test_judge_caveat(judge_model, expected):
+    assert judge_caveat({"judge_model": judge_model}) == expected
+
+
+def test_local_judge_runs_are_marked_unranked_and_without_intervals(table):
+    row = table.run(run_id(CONDENSED))
+    assert row.caveat == "local judge" and row.judge_model == LOCAL_JUDGE
+    assert row.graded.overall.ci is not None  # computed, kept in the CSV, just not shown
+    for text in (to_markdown(table), to_markdown(table, wide=True)):
+        house = text.split("## Non-official scoring (house judge)")[1]
+        table_lines = [line for line in house.splitlines() if line.startswith("|")]
+        assert "⚠ local judge" in table_lines[0] or "⚠ local judge" in table_lines[2]  # heading or row
+        assert not any("[" in line for line in table_lines[2:])  # no interval for this run
+        footnote = next(line for line in house.splitlines() if line.startswith("> ⚠ local judge"))
+        assert LOCAL_JUDGE in footnote and CONDENSED in footnote
+    official = to_markdown(table).split("## Non-official")[0]
+    assert "⚠" not in official and "[0–100]" in official  # trusted runs keep their intervals
+
+
+def test_a_caveat_run_is_listed_after_the_trusted_ones_whatever_its_score():
+    runs, items = hosted_sweep()
+    runs[1]["judge_model"] = "scripted/om-eval"  # prompt=legacy, the best task-averaged accuracy
+    table = summary_table(runs, items, n_boot=20)
+    assert [r.variant for r in table.rows] == [CURRENT, CONDENSED, LEGACY]
+    text = to_markdown(table)
+    assert "#1 prompt=current" in text and "#2 prompt=condensed" in text and "#3" not in text
+    assert "⚠ test judge" in text and "> ⚠ test judge (prompt=legacy)" in text
+
+
+def test_compact_cells():
+    assert fmt.compact_cell(0.72, (0.61, 0.834), 25) == "72.0 [61–83] n=25"
+    assert fmt.compact_cell(0.72, None, 25) == "72.0 n=25"
+    assert fmt.compact_cell(None, None, 0) == "– n=0"
+    assert fmt.compact_cell(0.5, (0.25, 0.75)) == "50.0 [25–75]"
+
+
+def test_report_cli_has_a_wide_switch():
+    import argparse
+
+    from om_eval.report.cli import add_report_parsers
+
+    parser = argparse.ArgumentParser()
+    add_report_parsers(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(["report", "--wide"]).wide is True
+    assert parser.parse_args(["report"]).wide is False
 
 
 def test_empty_inputs_and_stray_items():
@@ -163,3 +292,4 @@ def test_an_unfinished_run_is_marked_as_such() -> None:
     (row,) = table.rows
     assert not row.complete and row.n_expected == 30
     assert "of 30 (unfinished)" in to_markdown(table)
+    assert "of 30 (unfinished)" in to_markdown(table, wide=True)
