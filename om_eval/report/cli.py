@@ -41,6 +41,16 @@ def add_report_parsers(commands: argparse._SubParsersAction) -> None:
     plot.add_argument("--n-boot", type=int, default=1000)
 
 
+def _judge_agreement(results: str, runs: list[dict[str, Any]]) -> list[str]:
+    """One line per pair of judges that graded the same answers of a run (after ``om-eval rejudge``)."""
+    from om_eval.report.agreement import agreement_lines, agreement_rows
+    from om_eval.store import Catalog
+
+    with Catalog(results, warn=False) as catalog:
+        pairs = agreement_rows(catalog, runs)
+    return agreement_lines(pairs, {r["run_id"]: r["label"] for r in runs})
+
+
 def _load(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from om_eval.store import Catalog
 
@@ -81,8 +91,17 @@ def run_report(args: argparse.Namespace) -> int:
     table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
     wide = bool(getattr(args, "wide", False))
     console.print(to_rich(table, wide=wide))
+    agreement = _judge_agreement(args.results, runs)
+    if agreement:
+        console.print("[bold]Judge agreement[/bold] (same answers graded by two judges; kappa = Cohen's):")
+        for line in agreement:
+            console.print(f"  {line}", markup=False, highlight=False)
     if args.markdown:
-        Path(args.markdown).write_text(to_markdown(table, wide=wide), encoding="utf-8")
+        text = to_markdown(table, wide=wide)
+        if agreement:
+            text += "\n## Judge agreement\n\nSame answers graded by two judges; kappa is Cohen's.\n\n" + "".join(
+                f"- {line}\n" for line in agreement)
+        Path(args.markdown).write_text(text, encoding="utf-8")
         console.print(f"markdown written to {args.markdown}")
     if args.csv:
         to_csv(table, args.csv)

@@ -388,13 +388,18 @@ def _judged(row: RunSummary) -> str:
     return f"{row.n_ok}/{row.n_items}" + ("" if row.complete else f" of {row.n_expected} (unfinished)")
 
 
-def _cell(row: RunSummary, acc: Accuracy, *, with_n: bool = True, sep: str = " ", compact: bool = False) -> str:
-    """One accuracy of a run; the interval is left out for a run with a judge caveat (see the module doc)."""
+def _cell(row: RunSummary, acc: Accuracy, *, with_n: bool = True, sep: str = " ", compact: bool = False,
+          strict: Accuracy | None = None) -> str:
+    """One accuracy of a run; the interval is left out for a run with a judge caveat (see the module doc).
+
+    With ``strict`` (the same statistic counting unjudged answers), the questions that could not be graded
+    (errors, not run) are added as ``+k unjudged``: they are left out of the accuracy, never counted wrong.
+    """
     ci = None if row.caveat else acc.ci
     n = acc.n if with_n else None
-    if compact:
-        return fmt.compact_cell(acc.value, ci, n)
-    return fmt.accuracy_cell(acc.value, ci, n, sep=sep)
+    text = fmt.compact_cell(acc.value, ci, n) if compact else fmt.accuracy_cell(acc.value, ci, n, sep=sep)
+    unjudged = strict.n - acc.n if strict is not None and with_n else 0
+    return f"{text} +{unjudged} unjudged" if unjudged > 0 else text
 
 
 #: The rows of the compact table and the columns of the wide one, in order: (name, accuracy of a score set).
@@ -418,7 +423,7 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
     ]
     for name, pick, with_n in _STATISTICS:
         columns.append((name, True, lambda r, pick=pick, with_n=with_n: _cell(r, pick(r.graded), with_n=with_n,
-                                                                              sep=sep)))
+                                                                              sep=sep, strict=pick(r.strict))))
     if any(r.unjudged for r in table.rows):
         columns += [
             ("unjudged", True, lambda r: str(r.unjudged)),
@@ -452,7 +457,8 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         (["judged/n", *(_judged(r) for r in rows)], True),
     ]
     for name, pick, with_n in _STATISTICS:
-        body.append(([name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True) for r in rows)],
+        body.append(([name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True, strict=pick(r.strict))
+                             for r in rows)],
                      name == "abstention"))
     if any(r.unjudged for r in table.rows):
         body[-1] = (body[-1][0], True)

@@ -129,3 +129,7 @@ def test_rejudge_grades_stored_answers_and_the_report_shows_agreement(
     # The strict judge says "no" to all 7; the house judge said "yes" to 3 of them (task-averaged 0.4286 micro).
     assert pairs[0].accuracy_second == 0.0 and pairs[0].agreement == pytest.approx(4 / 7)
     assert pairs[0].kappa == pytest.approx(0.0)  # a judge that never says yes agrees only by chance
+    assert main(["report", "--results", str(results), "--markdown", str(results / "r.md")]) == 0
+    out = capsys.readouterr().out
+    assert "Judge agreement" in out and "kappa 0.000" in out and "n=7" in out
+    assert "## Judge agreement" in (results / "r.md").read_text()
