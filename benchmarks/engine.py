@@ -67,7 +67,7 @@ def run_once(sessions: list) -> dict[str, float]:
         "context": context_seconds,
         "observations": observations,
         "reflections": sum(e.kind == "reflection" for e in memory.events),
-        "calls": len(model.calls),
+        "calls": model.total_calls,
         "context_chars": sum(len(m["content"]) for m in context.messages),
     }
 

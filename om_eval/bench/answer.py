@@ -5,11 +5,16 @@ are computed from it), then ``Current Date: <question_date>`` + ``Question: <que
 conversation" and its unobserved tail appears raw. The shipped actor configs sample at temperature 0. Memory is
 only read here: no observation or reflection runs
 at answer time, and nothing about the question is written into memory.
+
+Why an unusable answer raises: an empty reply or a repetition loop is a model failure, not a wrong answer.
+Scoring it would count the failure against the memory system, so :func:`answer_question` raises
+:class:`AnswerError` instead, and the reply is never cached (a re-run asks the actor again).
 """
 
 from __future__ import annotations
 
 import tomllib
+import zlib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +25,8 @@ from om_eval.om.config import ModelSettings
 from om_eval.om.context import ContextInputs, build_actor_context
 from om_eval.om.dates import format_boundary
 from om_eval.om.memory import ObservationalMemory
-from om_eval.om.model import ChatModel
+from om_eval.om.model import ChatModel, complete_checked
+from om_eval.om.parsing import DEGENERATE_MIN_CHARS, detect_degenerate
 from om_eval.om.prompts import fill, text_hash
 
 
@@ -72,6 +78,47 @@ def actor_messages(memory: ObservationalMemory, question: Question) -> list[dict
     ]
 
 
+class AnswerError(RuntimeError):
+    """The actor's reply cannot be scored (empty, or a repetition loop). Names the question and the problem."""
+
+    def __init__(self, question_id: str, model: str, problem: str, reply: str) -> None:
+        super().__init__(
+            f"the actor ({model}) gave {problem} for question {question_id}; it was not scored and not cached. "
+            f"Re-run the question to ask again, or check the actor model. First 200 characters: {reply[:200]!r}"
+        )
+        self.question_id = question_id
+        self.model = model
+        self.problem = problem
+        self.reply = reply
+
+
+MIN_COMPRESSED_SHARE = 0.05
+"""A long reply that zlib squeezes below this share of its size is a repetition loop.
+
+Why besides Mastra's detector: that one samples 50 windows at a fixed step, so a loop whose period shares no
+factor with the step (a 69-character sentence repeated 60 times) yields 50 distinct windows and passes. zlib
+finds repeats of any period: a passage repeated n times compresses to about half of 1/n, so ten or more repeats
+fall under 5 %, while prose stays near 45 % and even a 600-row templated table near 9 %. Only replies of at
+least ``DEGENERATE_MIN_CHARS`` characters are measured.
+"""
+
+
+def _compressed_share(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(zlib.compress(data, 9)) / len(data)
+
+
+def answer_problem(text: str) -> str | None:
+    """What makes an actor reply unusable (``"an empty reply"``, ``"a degenerate reply ..."``), or ``None``."""
+    if not text.strip():
+        return "an empty reply"
+    if detect_degenerate(text) or (
+        len(text) >= DEGENERATE_MIN_CHARS and _compressed_share(text) < MIN_COMPRESSED_SHARE
+    ):
+        return "a degenerate reply (a repetition loop)"
+    return None
+
+
 @dataclass(frozen=True)
 class AnswerResult:
     """The actor's answer and what it cost."""
@@ -92,9 +139,15 @@ async def answer_question(
 
     Sampling comes from ``settings``; the shipped actor configs use temperature 0 (reasoning models such as
     gpt-5-mini only accept their default, so it is not forced here).
+
+    Raises:
+        AnswerError: the reply is empty or degenerate (:func:`answer_problem`); it is not cached.
     """
     messages = actor_messages(memory, question)
-    reply = await actor.complete(messages, stage="actor", settings=settings)
+    reply = await complete_checked(actor, messages, stage="actor", settings=settings, check=answer_problem)
+    problem = answer_problem(reply.text)
+    if problem is not None:
+        raise AnswerError(question.question_id, settings.model, problem, reply.text)
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     return AnswerResult(
         reply.text.strip(), reply.prompt_tokens, reply.completion_tokens, reply.cached, text_hash(joined),

@@ -15,7 +15,9 @@ grades), so :attr:`Judge.identity` goes into every judge call's cache key next t
 
 Why errors are states: a judge call that fails for good yields ``status="error"`` and ``label=None``, never
 "wrong"; the metrics report both the graded accuracy (errors left out, as upstream never writes them) and the
-strict one (errors counted wrong).
+strict one (errors counted wrong). So does a reply that holds no verdict at all (empty, cut off, or neither yes
+nor no; see :func:`parse_verdict`): upstream's ``'yes' in reply`` would have scored it "wrong". Such a reply is
+never cached, so re-judging asks the model again.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ import asyncio
 import hashlib
 import json
 import os
+import re
+import string
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterable, Mapping
@@ -55,6 +59,7 @@ __all__ = [
     "load_official_prompt_builder",
     "load_official_templates",
     "parse_label",
+    "parse_verdict",
 ]
 
 PromptBuilder = Callable[..., str]
@@ -78,8 +83,10 @@ OFFLINE_ENV = ("OM_EVAL_OFFLINE", "HF_HUB_OFFLINE")
 #: template literal and looks up no builtin; the body's only global lookup is the exception it raises for an
 #: unknown task. Leaving out ``__import__``, ``open``, ``exec``, ``eval``, ``getattr``, ``type`` and ``object``
 #: means the body can neither import, open files, nor reflect; the AST check below also refuses underscore
-#: attributes and names (the ``().__class__.__subclasses__()`` route). This is defence in depth, not a sandbox:
-#: the sha256 pin is what makes the file trusted.
+#: attributes and names (the ``().__class__.__subclasses__()`` route), generator expressions and the attributes
+#: of frames, code, generators and tracebacks (the ``gen.gi_frame.f_back.f_globals`` route), and format strings
+#: whose fields read attributes or items (``"{0.gi_frame}".format(...)``). This is defence in depth, not a
+#: sandbox: the sha256 pin is what makes the file trusted.
 SAFE_BUILTINS: Mapping[str, Any] = {
     "NotImplementedError": NotImplementedError,
     "ValueError": ValueError,
@@ -89,8 +96,14 @@ SAFE_BUILTINS: Mapping[str, Any] = {
 }
 _FORBIDDEN_NODES = (
     ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
-    ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom,
+    ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.GeneratorExp,
 )
+#: Attribute prefixes of frame, code, generator, coroutine, async-generator and traceback internals. From a
+#: generator, ``gi_frame.f_back.f_globals`` reaches the caller's module globals (``os`` among them), so none of
+#: these may be read, whatever object they are read from.
+_FORBIDDEN_ATTRIBUTE_PREFIXES = ("_", "gi_", "cr_", "ag_", "f_", "tb_", "co_", "func_", "im_")
+#: Other attributes that lead from a value to classes or code.
+_FORBIDDEN_ATTRIBUTES = frozenset({"mro"})
 
 
 class OfficialTemplateError(RuntimeError):
@@ -226,8 +239,16 @@ def _check_function(node: ast.FunctionDef, where: str) -> None:
                 f"{where}: {FUNCTION_NAME} contains a {type(child).__name__} (line {child.lineno}); only plain "
                 "string formatting is accepted"
             )
-        if isinstance(child, ast.Attribute) and child.attr.startswith("_"):
+        if isinstance(child, ast.Attribute) and (child.attr.startswith(_FORBIDDEN_ATTRIBUTE_PREFIXES)
+                                                 or child.attr in _FORBIDDEN_ATTRIBUTES):
             raise OfficialTemplateError(f"{where}: {FUNCTION_NAME} uses attribute {child.attr!r} (line {child.lineno})")
+        if isinstance(child, ast.Constant) and isinstance(child.value, str):
+            field_path = _format_field_traversal(child.value)
+            if field_path is not None:
+                raise OfficialTemplateError(
+                    f"{where}: {FUNCTION_NAME} has a format field {field_path!r} (line {child.lineno}); only plain "
+                    "{} or {name} fields are accepted"
+                )
         if isinstance(child, ast.Name):
             if child.id.startswith("_"):
                 raise OfficialTemplateError(f"{where}: {FUNCTION_NAME} uses name {child.id!r} (line {child.lineno})")
@@ -237,6 +258,22 @@ def _check_function(node: ast.FunctionDef, where: str) -> None:
         raise OfficialTemplateError(
             f"{where}: {FUNCTION_NAME} refers to module-level names {free}; only the function definition is run"
         )
+
+
+def _format_field_traversal(text: str) -> str | None:
+    """The first ``str.format`` field of ``text`` that reads an attribute or an item (``{0.gi_frame}``,
+    ``{0[x]}``), nested format specs included; ``None`` when there is none or ``text`` is no format string."""
+    try:
+        parsed = list(string.Formatter().parse(text))
+    except ValueError:
+        return None  # not a valid format string: formatting it would raise before reading anything
+    for _, field_name, spec, _ in parsed:
+        if field_name and ("." in field_name or "[" in field_name):
+            return field_name
+        nested = _format_field_traversal(spec) if spec else None
+        if nested is not None:
+            return nested
+    return None
 
 
 def _extract_builder(text: str, where: str) -> PromptBuilder:
@@ -381,8 +418,42 @@ OFFICIAL_JUDGE_SETTINGS = ModelSettings(
 """As ``configs/model/gpt-4o-judge.yaml``: the official judge, temperature 0, at most 10 tokens."""
 
 
+_VERDICT_WORD = re.compile(r"\b(?:yes|no)\b")
+_FIRST_WORD = re.compile(r"^[^a-z0-9]*([a-z0-9]+)")
+
+
+def parse_verdict(reply: str, rule: ParseRule = "official") -> bool | None:
+    """The label of a judge reply, or ``None`` when the reply holds no verdict for ``rule`` to read.
+
+    Replies that do hold one get exactly :func:`parse_label`'s (upstream's) answer, quirks included. No verdict:
+
+    * ``official`` reads ``yes`` anywhere in the reply, so the reply needs ``yes`` or ``no`` as a word somewhere:
+      empty, cut-off or off-format replies ("Correct.", "Yesterday...") have none, and upstream would have
+      scored them "wrong".
+    * ``mastra`` reads only the opening of the reply, so its first word must be ``yes`` or ``no``.
+    """
+    text = reply.strip().lower()
+    if rule == "official":
+        present = _VERDICT_WORD.search(text) is not None
+    elif rule == "mastra":
+        first = _FIRST_WORD.match(text)
+        present = first is not None and first.group(1) in ("yes", "no")
+    else:
+        raise ValueError(f"unknown parse rule {rule!r}; use 'official' or 'mastra'")
+    return parse_label(reply, rule) if present else None
+
+
+def _no_verdict(reply: str, rule: ParseRule) -> str | None:
+    """Why ``reply`` holds no verdict for ``rule``, or ``None`` when it holds one."""
+    if parse_verdict(reply, rule) is not None:
+        return None
+    if not reply.strip():
+        return "empty reply"
+    return "neither 'yes' nor 'no' as a word" if rule == "official" else "does not open with 'yes' or 'no'"
+
+
 def parse_label(reply: str, rule: ParseRule = "official") -> bool:
-    """Turn a judge reply into a label.
+    """Turn a judge reply into a label (upstream's rules; use :func:`parse_verdict` to tell "no verdict" apart).
 
     ``official``: ``'yes' in reply.strip().lower()`` (a substring test: "no, but yes" is yes).
     ``mastra``: the trimmed, lower-cased reply is exactly ``yes`` or starts with ``yes.`` (Mastra's port).
@@ -495,16 +566,28 @@ class JudgeResult:
 
 
 async def judge_answer(judge: Judge, client: LLMClient, question: Question, hypothesis: str) -> JudgeResult:
-    """Grade ``hypothesis`` for ``question``; a call that fails for good gives ``status="error"``."""
+    """Grade ``hypothesis`` for ``question``.
+
+    A call that fails for good, or a reply with no verdict (:func:`parse_verdict`), gives ``status="error"`` and
+    ``label=None``; such a reply is not cached.
+    """
     prompt = judge.prompt_for(question, hypothesis)
     prompt_hash = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     request = build_request([{"role": "user", "content": prompt}], judge.model)
+
+    def no_verdict(text: str) -> str | None:
+        return _no_verdict(text, judge.parse)
+
     try:
-        reply = await client.call(request, stage="judge", scope=judge.identity)
+        reply = await client.call(request, stage="judge", scope=judge.identity, check=no_verdict)
     except LLMCallError as error:
         return JudgeResult(None, "error", "", str(error), prompt_hash, question.question_id)
-    return JudgeResult(parse_label(reply.text, judge.parse), "ok", reply.text, None, prompt_hash,
-                       question.question_id, reply.cached)
+    label = parse_verdict(reply.text, judge.parse)
+    if label is None:
+        problem = (f"the judge ({judge.model.model}) gave no verdict ({no_verdict(reply.text)}) for question "
+                   f"{question.question_id}: {reply.text[:200]!r}; not scored, and not cached")
+        return JudgeResult(None, "error", reply.text, problem, prompt_hash, question.question_id, reply.cached)
+    return JudgeResult(label, "ok", reply.text, None, prompt_hash, question.question_id, reply.cached)
 
 
 async def judge_many(

@@ -367,6 +367,11 @@ def question_from_record(record: Any, *, source: str = "<records>", index: int =
     if not isinstance(record["question"], str):
         raise DatasetValidationError(source, f"must be a string, got {type(record['question']).__name__}",
                                      question_id=qid, field="question")
+    if not record["question"].strip():
+        raise DatasetValidationError(
+            source, "is empty: there is nothing to ask. Fill in the question text, or drop this record "
+            "(select(..., ids=...) can leave it out)", question_id=qid, field="question",
+        )
     answer = record["answer"]
     if isinstance(answer, bool) or not isinstance(answer, str | int):
         raise DatasetValidationError(source, f"must be a string or an integer, got {answer!r}",
@@ -391,12 +396,23 @@ def question_from_record(record: Any, *, source: str = "<records>", index: int =
         if sid not in known_ids:
             raise DatasetValidationError(source, f"{sid!r} is not among haystack_session_ids",
                                          question_id=qid, field=f"answer_session_ids[{i}]")
+    if not session_ids:
+        raise DatasetValidationError(
+            source, "is empty: the question has no haystack, so no memory can be built to answer it. Give it at "
+            "least one session with its id and date, or drop this record", question_id=qid, field="haystack_sessions",
+        )
     evidence = set(answer_ids)
     normalised = []
     for i, (sid, date_text, raw_turns) in enumerate(zip(session_ids, dates, sessions, strict=True)):
         date = _date(date_text, source, qid, f"haystack_dates[{i}]")
         turns = _turns(raw_turns, source, qid, f"haystack_sessions[{i}]")
         normalised.append(HaystackSession(qid, i, sid, date, date_text, turns, sid in evidence))
+    if not any(turn.content.strip() for session in normalised for turn in session.turns):
+        raise DatasetValidationError(
+            source, f"holds {len(normalised)} session(s) but not one turn with text, so no memory can be built to "
+            "answer the question. Check that the file was not truncated or stripped, or drop this record",
+            question_id=qid, field="haystack_sessions",
+        )
     return Question(
         question_id=qid,
         question_type=qtype,
@@ -443,6 +459,11 @@ def dataset_from_records(
             )
         seen[question.question_id] = index
         questions.append(question)
+    if not questions:
+        raise DatasetValidationError(
+            source, "holds no questions (an empty array or no JSON lines). Point to a LongMemEval file with at "
+            "least one record, e.g. the oracle split, or check that the file was written completely",
+        )
     return Dataset(name=name, path=path, sha256=sha256, questions=tuple(questions))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from om_eval.bench.replay import ReplayConfig
 from om_eval.llm.request import canonical_json
+from om_eval.llm.secrets import redact_secrets
 from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.prompts import prompt_set_hash
 
@@ -53,7 +54,7 @@ class RunSpec:
     dataset: Mapping[str, Any]
     run: RunOptions
     resolved: Mapping[str, Any]
-    """The resolved config as plain data (for the run record)."""
+    """The resolved config as plain data, secrets redacted (for the run record and the run id)."""
 
     @property
     def config_hash(self) -> str:
@@ -140,7 +141,8 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         judge_parse=cfg["judge"]["parse"],
         dataset=dict(cfg["dataset"]),
         run=run,
-        resolved={k: v for k, v in cfg.items() if k != "hydra"},
+        # Secrets never reach the store, the console or the run id (a rotated key is the same run).
+        resolved=redact_secrets({k: v for k, v in cfg.items() if k != "hydra"}),
     )
 
 

@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from om_eval.llm.request import LLMRequest
+from om_eval.llm.secrets import redact_secrets
 
 __all__ = ["CacheStats", "CachedResponse", "ResponseCache", "default_cache_dir"]
 
@@ -205,7 +206,7 @@ def _summarise(request: LLMRequest | None, stage: str | None, scope: Any) -> dic
     """A few readable facts about the request, stored beside the response for debugging (not part of the key)."""
     if request is None and stage is None and scope is None:
         return None
-    summary: dict[str, Any] = {"stage": stage, "scope": scope}
+    summary: dict[str, Any] = {"stage": stage, "scope": redact_secrets(scope)}
     if request is not None:
         last = request.messages[-1] if request.messages else {}
         content = last.get("content")
@@ -213,7 +214,7 @@ def _summarise(request: LLMRequest | None, stage: str | None, scope: Any) -> dic
             model=request.model,
             messages=len(request.messages),
             last_message=(f"{last.get('role')}: {content[:160]}" if isinstance(content, str) else last.get("role")),
-            params={name: _brief(value) for name, value in sorted(request.params.items())},
+            params={name: _brief(value) for name, value in sorted(redact_secrets(dict(request.params)).items())},
         )
     return summary
 
@@ -330,6 +331,14 @@ class ResponseCache:
         body = json.dumps(payload, indent=1, ensure_ascii=False, default=repr).encode("utf-8")
         header = _MAGIC + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n"
         _write_atomic(Path(path), header + body, fsync=self._fsync)
+
+    def discard(self, key: str) -> bool:
+        """Remove the entry for ``key`` (a reply its caller found unusable). Returns whether there was one."""
+        try:
+            os.unlink(self._path(key))
+        except FileNotFoundError:
+            return False
+        return True
 
     def _entry_files(self) -> list[os.DirEntry[str]]:
         found: list[os.DirEntry[str]] = []

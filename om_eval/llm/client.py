@@ -11,12 +11,21 @@ judge all reach models the same way. Per call it:
    message;
 5. stores the answer (only deterministic requests, unless the caller opts in) and records a ledger entry.
 
-A paid call is written to the cache before it is returned, so a crash afterwards never loses it.
+A paid call is written to the cache before it is returned, so a crash afterwards never loses it. A cache that
+cannot be written (full disk, no permission) costs the entry, never the answer: a warning is logged and the
+reply returned.
+
+Unusable replies and retries (see :mod:`om_eval.om.model`): a caller may pass a ``check`` that says what is
+wrong with a reply's text. A reply the check refuses is returned to the caller but never stored, and a stored
+reply it refuses is removed and asked for again; so one bad answer cannot be served to every later retry and
+re-run. ``attempt`` numbers a caller's retries: from 1 on it joins the cache scope, so a retry is its own entry
+and a real call, while the first attempt keeps the key it always had.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -25,11 +34,13 @@ from datetime import datetime, timezone
 from typing import Any
 
 from om_eval.llm.cache import CachedResponse, ResponseCache
-from om_eval.llm.ledger import CallRecord, Ledger
+from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
 from om_eval.llm.pricing import call_cost
 from om_eval.llm.request import LLMRequest, cache_key
 from om_eval.om.config import ModelSettings
-from om_eval.om.model import ChatMessage, ModelReply
+from om_eval.om.model import ChatMessage, ModelReply, ReplyCheck
+
+log = logging.getLogger(__name__)
 
 #: HTTP statuses worth retrying: request timeout, conflict, too early, rate limit; every 5xx is too.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
@@ -183,19 +194,57 @@ class LLMClient:
         """Call the model ``settings`` names with ``messages`` (the engine's entry point)."""
         return await self.call(build_request(messages, settings), stage=stage, scope=scope)
 
+    async def complete_checked(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        stage: str,
+        settings: ModelSettings,
+        check: ReplyCheck | None = None,
+        attempt: int = 0,
+        scope: Any = None,
+    ) -> ModelReply:
+        """:meth:`complete`, caching only replies ``check`` accepts; ``attempt`` > 0 is a retry's own entry."""
+        return await self.call(build_request(messages, settings), stage=stage, scope=scope, check=check,
+                               attempt=attempt)
+
     # -- the general entry point ----------------------------------------------------------------------------
 
     async def call(
-        self, request: LLMRequest, *, stage: str, scope: Any = None, cache: bool | None = None
+        self,
+        request: LLMRequest,
+        *,
+        stage: str,
+        scope: Any = None,
+        cache: bool | None = None,
+        check: ReplyCheck | None = None,
+        attempt: int = 0,
     ) -> ModelReply:
-        """Send ``request``. ``cache`` forces caching on or off; by default only deterministic calls are."""
+        """Send ``request``. ``cache`` forces caching on or off; by default only deterministic calls are.
+
+        Args:
+            check: what is wrong with a reply's text (``None``: usable). Refused replies are returned but never
+                cached, and a cached reply it refuses is dropped and asked for again.
+            attempt: the caller's retry number; from 1 on it is part of the cache scope.
+        """
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
+            raise ValueError(f"attempt must be an integer >= 0, got {attempt!r}")
         started = time.time()
         use_cache = self.cache is not None and (
             cache if cache is not None else (request.deterministic or self.settings.cache_nondeterministic)
         )
-        key = cache_key(request, {"client": self.scope, "call": scope}) if use_cache else None
+        key_scope: dict[str, Any] = {"client": self.scope, "call": scope}
+        if attempt:
+            key_scope["attempt"] = attempt  # the first attempt keeps the key it had before retries were numbered
+        key = cache_key(request, key_scope) if use_cache else None
         if key is not None:
             hit = self.cache.get(key)  # type: ignore[union-attr]
+            problem = check(hit.text) if hit is not None and check is not None else None
+            if problem is not None:
+                log.warning("dropping a cached %s reply the caller cannot use (%s); asking %s again",
+                            stage, problem, request.model)
+                self._discard(key)
+                hit = None
             if hit is not None:
                 self.ledger.add(CallRecord(
                     stage, request.model, hit.prompt_tokens, hit.completion_tokens, True,
@@ -219,21 +268,41 @@ class LLMClient:
                         error=f"{type(error).__name__}: {error}", cache_key=key, started_at=started,
                     ))
                     raise LLMCallError(stage, request.model, error, retries) from error
-        if key is not None:
+        problem = check(reply.text) if check is not None else None
+        if key is not None and problem is None:
             entry = CachedResponse(
                 text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens, cost_usd=cost,
                 created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model,
             )
-            # Stored (with fsync) before the answer is returned; off the event loop so other calls proceed.
-            await asyncio.to_thread(self.cache.put, key, entry, request=request, stage=stage, scope=scope)  # type: ignore[union-attr]
+            await self._store(key, entry, request, stage, scope)
         self.ledger.add(CallRecord(
             stage, request.model, reply.prompt_tokens, reply.completion_tokens, False, time.time() - started,
-            retries, cost, cache_key=key, started_at=started,
+            retries, cost, error=None if problem is None else f"{REJECTED_PREFIX}{problem}",
+            cache_key=key, started_at=started,
         ))
         return reply
 
     # -- internals ------------------------------------------------------------------------------------------
+
+    async def _store(
+        self, key: str, entry: CachedResponse, request: LLMRequest, stage: str, scope: Any
+    ) -> None:
+        """Write a paid answer (fsynced, off the event loop). A failed write is a warning: the answer stands."""
+        cache = self.cache
+        assert cache is not None
+        try:
+            await asyncio.to_thread(cache.put, key, entry, request=request, stage=stage, scope=scope)
+        except OSError as error:
+            log.warning("could not store the %s reply of %s in the cache at %s (%s: %s); the reply is used but "
+                        "will be paid for again next time", stage, request.model, cache.root,
+                        type(error).__name__, error)
+
+    def _discard(self, key: str) -> None:
+        try:
+            self.cache.discard(key)  # type: ignore[union-attr]
+        except OSError as error:  # unremovable: it is refused again on every lookup, never served
+            log.warning("could not remove cache entry %s: %s", key, error)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         semaphore = self._semaphores.get(model)

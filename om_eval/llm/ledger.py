@@ -10,6 +10,10 @@ import threading
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+#: How a record's ``error`` begins when the call succeeded but the caller refused the reply (empty, looping,
+#: unparsable, no verdict). Such a call was made and paid for; its reply was not cached.
+REJECTED_PREFIX = "unusable reply: "
+
 
 @dataclass(frozen=True)
 class CallRecord:
@@ -31,6 +35,11 @@ class CallRecord:
     cache_key: str | None = None
     started_at: float = 0.0
     """Unix time the call started."""
+
+    @property
+    def rejected(self) -> bool:
+        """The model answered, but the caller could not use the reply (see :data:`REJECTED_PREFIX`)."""
+        return self.error is not None and self.error.startswith(REJECTED_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -63,7 +72,7 @@ class LedgerTotals:
             completion += record.completion_tokens or 0
             latency += record.latency_s
             if record.cost_usd is None:
-                unknown += record.error is None and not record.cached
+                unknown += (record.error is None or record.rejected) and not record.cached
             else:
                 cost += record.cost_usd
             saved += record.saved_usd or 0.0

@@ -16,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from om_eval.llm.secrets import redact_secrets
+
 #: Bump when the key's layout changes, so old entries are never served for new requests.
 KEY_VERSION = 1
 
@@ -66,6 +68,10 @@ class LLMRequest:
     def __post_init__(self) -> None:
         body = {"model": self.model, "messages": list(self.messages), **self.params}
         object.__setattr__(self, "payload", canonical_json(body))
+
+    def __repr__(self) -> str:
+        params = redact_secrets(self.params)  # an api_key passed through provider options must not be shown
+        return f"LLMRequest(model={self.model!r}, messages=<{len(self.messages)} messages>, params={params!r})"
 
     @classmethod
     def build(cls, model: str, messages: Sequence[Mapping[str, Any]], **params: Any) -> LLMRequest:

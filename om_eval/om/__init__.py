@@ -5,12 +5,13 @@ A library in its own right; it knows nothing about benchmarks.
 
 from om_eval.om.config import ConfigError, ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.memory import ActorContext, ObservationalMemory, ObservationOutcome, OMEvent, ReflectionOutcome
-from om_eval.om.model import ChatModel, ModelReply
+from om_eval.om.model import ChatModel, CheckedChatModel, ModelReply, ReplyCheck, complete_checked
 from om_eval.om.records import Message, OMRecord, ThreadState
 
 __all__ = [
     "ActorContext",
     "ChatModel",
+    "CheckedChatModel",
     "ConfigError",
     "Message",
     "ModelReply",
@@ -23,5 +24,7 @@ __all__ = [
     "ObservationalMemory",
     "ReflectionConfig",
     "ReflectionOutcome",
+    "ReplyCheck",
     "ThreadState",
+    "complete_checked",
 ]

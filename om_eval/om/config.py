@@ -71,6 +71,14 @@ class ModelSettings:
     provider_options: Mapping[str, Any] = field(default_factory=dict)
     """Provider-specific parameters passed through unchanged (e.g. Gemini thinking budgets)."""
 
+    def __repr__(self) -> str:
+        # Provider options may carry credentials (an api_key, an Authorization header); never show them.
+        from om_eval.llm.secrets import redact_secrets  # imported late: llm depends on this module
+
+        return (f"ModelSettings(model={self.model!r}, temperature={self.temperature!r}, "
+                f"max_output_tokens={self.max_output_tokens!r}, "
+                f"provider_options={redact_secrets(self.provider_options)!r})")
+
     def validate(self, prefix: str) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
             _fail(f"{prefix}.model", self.model, "must be a non-empty model id such as 'openai/gpt-4o-mini'")

@@ -2,11 +2,19 @@
 
 OM needs only "chat messages and sampling settings in, text and token usage out". Keeping the protocol this
 small lets the litellm client, the scripted offline model and any test double plug in unchanged.
+
+Why :class:`CheckedChatModel` and :func:`complete_checked`: a model behind a persistent cache must never store a
+reply its caller cannot use (an empty, looping or unparsable answer), or every retry and every re-run would be
+served that same reply again without a model call. A caller therefore says what "usable" means with a
+:data:`ReplyCheck`, and numbers its retries with ``attempt``. A caching model (the litellm client) stores only
+replies the check accepts, bypasses stored replies it refuses, and puts ``attempt`` into the cache scope so that
+a retry is a distinct entry. Models without a cache need neither and implement only :class:`ChatModel`;
+:func:`complete_checked` then calls them plainly.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, runtime_checkable
 
@@ -34,6 +42,46 @@ class ChatModel(Protocol):
     async def complete(
         self, messages: Sequence[ChatMessage], *, stage: Stage, settings: ModelSettings
     ) -> ModelReply: ...
+
+
+ReplyCheck = Callable[[str], str | None]
+"""Inspects a reply's text: ``None`` when the caller can use it, else a short reason it cannot."""
+
+
+@runtime_checkable
+class CheckedChatModel(Protocol):
+    """A chat model that can be told which replies are usable (see the module docstring)."""
+
+    async def complete_checked(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        stage: Stage,
+        settings: ModelSettings,
+        check: ReplyCheck | None = None,
+        attempt: int = 0,
+    ) -> ModelReply: ...
+
+
+async def complete_checked(
+    model: ChatModel,
+    messages: Sequence[ChatMessage],
+    *,
+    stage: Stage,
+    settings: ModelSettings,
+    check: ReplyCheck | None = None,
+    attempt: int = 0,
+) -> ModelReply:
+    """Call ``model``; a :class:`CheckedChatModel` also gets ``check`` and ``attempt``, any other a plain call.
+
+    The reply is returned whatever ``check`` says: the caller decides whether to retry or fail. ``attempt``
+    (0 for the first try) must be the only thing that differs between a call and its retries.
+    """
+    if attempt < 0:
+        raise ValueError(f"attempt must be >= 0, got {attempt}")
+    if isinstance(model, CheckedChatModel):
+        return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt)
+    return await model.complete(messages, stage=stage, settings=settings)
 
 
 class ModelCallError(RuntimeError):

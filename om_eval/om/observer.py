@@ -2,7 +2,10 @@
 
 Prompt assembly follows om-reference §2.1 (system prompt), §2.4 (user side, in the 1.10 "split" layout or the
 1.1 "single" layout) and uses the texts in ``prompts/`` (our own words). A degenerate or unusable answer is
-retried once and then raised, so that a broken model reply never marks messages as observed.
+retried once and then raised, so that a broken model reply never marks messages as observed. The model is told
+what "unusable" means (:func:`~om_eval.om.model.complete_checked`), so a caching model never stores such an
+answer, and the retry differs from the first call only by its attempt number: it is a new call, not the cached
+bad answer again.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from om_eval.om.config import ModelSettings
-from om_eval.om.model import ChatModel, ModelReply
+from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
     MultiThreadOutput,
     ObserverOutput,
@@ -256,6 +259,29 @@ def _usable_single(output: ObserverOutput, raw: str) -> bool:
     return not output.degenerate and (bool(output.observations) or "<observations>" in raw)
 
 
+def _single_problem(raw: str) -> str | None:
+    """What makes a single-thread answer unusable, or ``None``."""
+    if not raw.strip():
+        return "empty reply"
+    output = parse_observer_output(raw)
+    if output.degenerate:
+        return "degenerate (repetition loop)"
+    if not _usable_single(output, raw):
+        return "no <observations> block and no observation lines"
+    return None
+
+
+def _multi_problem(raw: str, thread_ids: Sequence[str]) -> str | None:
+    """What makes a multi-thread answer unusable, or ``None``."""
+    if not raw.strip():
+        return "empty reply"
+    if _read_multi(raw, thread_ids) is not None:
+        return None
+    if parse_multi_thread_output(raw).degenerate:
+        return "degenerate (repetition loop)"
+    return "no <observations> for any thread of the batch"
+
+
 def _read_multi(raw: str, thread_ids: Sequence[str]) -> MultiThreadOutput | None:
     """The multi-thread answer, or None when it is unusable.
 
@@ -287,24 +313,32 @@ async def call_observer(
 ) -> ObserverCall:
     """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
 
-    ``thread_ids`` (multi-thread only) are the ids the model was shown; an answer must cover one of them.
+    ``thread_ids`` (multi-thread only) are the ids the model was shown; an answer must cover one of them. The
+    retry sends the same messages as attempt 1; only the attempt number (a cache scope) differs.
     """
     messages = [{"role": "system", "content": system_prompt}, *user_messages]
+
+    def problem(raw: str) -> str | None:
+        return _multi_problem(raw, thread_ids) if multi_thread else _single_problem(raw)
+
     replies: list[ModelReply] = []
-    for _ in range(OBSERVER_ATTEMPTS):
-        reply = await model.complete(messages, stage="observer", settings=settings)
+    reason: str | None = None
+    for attempt in range(OBSERVER_ATTEMPTS):
+        reply = await complete_checked(
+            model, messages, stage="observer", settings=settings, check=problem, attempt=attempt
+        )
         replies.append(reply)
+        reason = problem(reply.text)
+        if reason is not None:
+            continue
         if multi_thread:
             multi = _read_multi(reply.text, thread_ids)
-            if multi is not None:
-                return ObserverCall(multi, tuple(replies))
-        else:
-            single = parse_observer_output(reply.text)
-            if _usable_single(single, reply.text):
-                return ObserverCall(single, tuple(replies))
+            assert multi is not None
+            return ObserverCall(multi, tuple(replies))
+        return ObserverCall(parse_observer_output(reply.text), tuple(replies))
     kind = "multi-thread " if multi_thread else ""
     raise ObserverOutputError(
-        f"the {kind}observer ({settings.model}) returned degenerate or unusable output {OBSERVER_ATTEMPTS} times; "
-        "no message was marked observed. First 200 characters of the last reply: "
+        f"the {kind}observer ({settings.model}) returned unusable output {OBSERVER_ATTEMPTS} times (last: {reason}); "
+        "no message was marked observed and no bad reply was cached. First 200 characters of the last reply: "
         + repr(replies[-1].text[:200])
     )

@@ -29,6 +29,7 @@ __all__ = [
     "MultiThreadOutput",
     "ObserverOutput",
     "ReflectorOutput",
+    "count_observation_lines",
     "detect_degenerate",
     "extract_list_items",
     "is_degenerate",
@@ -73,6 +74,8 @@ SHORT_LINE_BUDGET_CHARS: Final = MAX_OBSERVATION_LINE_CHARS
 _FLAGS: Final = re.IGNORECASE | re.MULTILINE | re.DOTALL
 _NEWLINES = re.compile(r"\r\n?")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s")
+#: An observation line: a priority marker (🔴 🟡 🟢 ✅) opening the line, optionally after a list bullet.
+_OBSERVATION_LINE = re.compile(r"^[ \t]*(?:(?:[-*]|\d+\.)[ \t]+)?(?:🔴|🟡|🟢|✅)", re.MULTILINE)
 
 # Line-anchored blocks (§2.5): both the opening and the closing tag must start a line.
 _OBSERVATIONS_BLOCK = re.compile(r"^[ \t]*<observations>(.*?)^[ \t]*</observations>", _FLAGS)
@@ -337,6 +340,21 @@ def _observation_blocks(text: str) -> str | None:
     if not matches:
         return None
     return "\n".join(body.strip() for body in matches if body.strip())
+
+
+def count_observation_lines(text: str) -> int:
+    """How many lines are observations in the format the Observer and Reflector write.
+
+    Such a line opens with a priority marker (🔴 🟡 🟢 ✅), optionally after a list bullet and indentation:
+    ``* 🔴 (09:12) User stated ...``. ``Date:`` headers, ``* ->`` sub-steps, tags and prose do not count.
+
+    Args:
+        text: Observation text (or a model's answer).
+
+    Returns:
+        The number of observation lines.
+    """
+    return sum(1 for _ in _OBSERVATION_LINE.finditer(text))
 
 
 def extract_list_items(text: str) -> str:

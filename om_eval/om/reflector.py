@@ -5,6 +5,12 @@ Departures from 1.10, each fixing a failure reported against it (lessons-from-pe
 * the ladder keeps the *smallest* non-degenerate attempt rather than the last one (mastra#15062);
 * an all-degenerate ladder raises instead of writing an empty memory (mastra PR#22074);
 * a result that is empty or no smaller than its input is reported as unproductive and is never applied;
+* an attempt that is not observations is a failed attempt, like a degenerate one, and is never applied: either
+  it has no observation lines although its input had some (prose, an apology, a stray summary), or it shrank
+  memory below :data:`MIN_KEPT_SHARE` of what it was asked to fit in (see there). Upstream would have replaced
+  a whole memory with such a reply;
+* the model is told which replies are unusable (:func:`~om_eval.om.model.complete_checked`), so a caching model
+  never stores one and a re-run asks again;
 * the ladder is bounded (at most four levels above the start), and the engine backs off after a reflection
   that stayed above its target, so observations that cannot be compressed never cause a reflect-loop
   (mastra#14109).
@@ -12,23 +18,37 @@ Departures from 1.10, each fixing a failure reported against it (lessons-from-pe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings
-from om_eval.om.model import ChatModel, ModelReply
+from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import extraction_instructions, observer_guidelines
-from om_eval.om.parsing import parse_reflector_output
+from om_eval.om.parsing import count_observation_lines, parse_reflector_output
 from om_eval.om.prompts import load_prompts
 from om_eval.om.tokens import TokenCounter
 
 #: Extra levels the ladder may climb above its start level.
 LADDER_HEIGHT = 3
+MIN_KEPT_SHARE = 0.05
+"""The smallest believable reflection, as a share of ``min(input tokens, target)``.
+
+Why 5 %: the harshest rung (level 4) asks for "a level of detail around 2/10" of the input, and a reflection only
+has to fit under its target. A reply under a quarter of that most aggressive request, i.e. under a twentieth of
+the memory it replaces (or of the budget it had to fit, when that is smaller), has not condensed the memory but
+lost it: a model that answered with a one-line summary or a refusal. Such an attempt fails and memory is kept.
+"""
+
+
+def min_reflection_tokens(input_tokens: int, target: int) -> int:
+    """Fewest tokens an acceptable reflection may have (at least 1; see :data:`MIN_KEPT_SHARE`)."""
+    return max(1, math.ceil(MIN_KEPT_SHARE * min(input_tokens, target)))
 
 
 class ReflectionError(RuntimeError):
-    """Every attempt of the ladder was degenerate or empty; memory was left unchanged."""
+    """Every attempt of the ladder failed (degenerate, empty, not observations, too small); memory unchanged."""
 
 
 def compression_guidance(level: int) -> str:
@@ -93,9 +113,27 @@ class ReflectionAttempt:
 
     level: int
     tokens: int | None
-    """Observation tokens of the parsed answer; ``None`` when degenerate."""
+    """Observation tokens of the parsed answer; ``None`` when degenerate or empty."""
     degenerate: bool
+    """The repetition detector fired."""
     reply: ModelReply
+    problem: str | None = None
+    """Why the attempt failed (degenerate, empty, not observations, too small); ``None`` when usable."""
+
+    @property
+    def usable(self) -> bool:
+        return self.problem is None
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """What one Reflector answer holds, and what is wrong with it (``problem`` is ``None`` when usable)."""
+
+    problem: str | None
+    degenerate: bool = False
+    tokens: int | None = None
+    observations: str = ""
+    suggested_response: str | None = None
 
 
 @dataclass(frozen=True)
@@ -135,36 +173,59 @@ async def reflect_observations(
 ) -> ReflectionResult:
     """Run the compression ladder from ``start_level`` until an attempt is below ``target`` (§3.5).
 
+    An attempt fails, and the ladder moves on, when its answer is degenerate, empty, has no observation lines
+    although ``observations`` has some, or has fewer than :func:`min_reflection_tokens` tokens.
+
     Raises:
-        ReflectionError: every attempt was degenerate or empty.
+        ReflectionError: every attempt failed.
     """
     input_tokens = counter.count_text(observations)
     system_prompt = render_reflector_system_prompt(variant, instruction)
     max_level = min(MAX_COMPRESSION_LEVEL, start_level + LADDER_HEIGHT)
+    floor = min_reflection_tokens(input_tokens, target)
+    structured = count_observation_lines(observations) > 0
     attempts: list[ReflectionAttempt] = []
     best: tuple[int, int, str, str | None] | None = None  # tokens, level, text, suggested response
+
+    def read(raw: str) -> _Reading:
+        """One answer, parsed and checked."""
+        parsed = parse_reflector_output(raw)
+        if parsed.degenerate:
+            return _Reading("degenerate (repetition loop)", degenerate=True)
+        if not parsed.observations.strip():
+            return _Reading("empty reflection")
+        tokens = counter.count_text(parsed.observations)
+        problem = None
+        if structured and count_observation_lines(parsed.observations) == 0:
+            problem = "not observations (no line opens with a 🔴/🟡/🟢/✅ marker)"
+        elif tokens < floor:
+            problem = f"{tokens} tokens, below the floor of {floor} for {input_tokens} tokens in (target {target})"
+        return _Reading(problem, tokens=tokens, observations=parsed.observations,
+                        suggested_response=parsed.suggested_response)
 
     for level in range(start_level, max_level + 1):
         request = render_reflector_request(
             observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints
         )
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": request}]
-        reply = await model.complete(messages, stage="reflector", settings=settings)
-        parsed = parse_reflector_output(reply.text)
-        if parsed.degenerate or not parsed.observations.strip():
-            attempts.append(ReflectionAttempt(level, None, True, reply))
+        # Each rung is a different request, so every rung is its own cache entry without an attempt number.
+        reply = await complete_checked(model, messages, stage="reflector", settings=settings,
+                                       check=lambda raw: read(raw).problem)
+        reading = read(reply.text)
+        attempts.append(ReflectionAttempt(level, reading.tokens, reading.degenerate, reply, reading.problem))
+        if reading.problem is not None or reading.tokens is None:
             continue
-        tokens = counter.count_text(parsed.observations)
-        attempts.append(ReflectionAttempt(level, tokens, False, reply))
+        tokens = reading.tokens
         if best is None or tokens < best[0]:
-            best = (tokens, level, parsed.observations, parsed.suggested_response)
+            best = (tokens, level, reading.observations, reading.suggested_response)
         if tokens < target:
             break
 
     if best is None:
+        reasons = "; ".join(f"level {a.level}: {a.problem}" for a in attempts)
         raise ReflectionError(
-            f"the reflector ({settings.model}) gave degenerate or empty output at every level "
-            f"{start_level}-{max_level}; the observations were kept unchanged"
+            f"the reflector ({settings.model}) gave no usable reflection at any level {start_level}-{max_level} "
+            f"({reasons}); the observations were kept unchanged"
         )
     tokens, level, text, suggested = best
     return ReflectionResult(text, tokens, input_tokens, target, level, suggested, tuple(attempts))

@@ -18,12 +18,18 @@ the first Observer call return a repetition loop and later calls behave. Faults:
 ``no_compression`` (the Reflector echoes its input), and provider errors that raise :class:`ScriptedModelError`
 with an HTTP status: ``error``/``server_error`` (500), ``rate_limit`` (429), ``timeout`` (408), ``bad_request``
 (400), ``auth_error`` (401).
+
+It remembers only its most recent calls in full (``history``, 64 by default) and counts all of them per stage
+(``call_counts``): one shared instance answers every call of a long run, and keeping every prompt it ever saw
+cost over a gigabyte on a 500-question run. ``history=None`` keeps every call, for tests that need them all.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+import threading
+from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -43,6 +49,8 @@ ERROR_FAULTS = {
     "auth_error": 401,
 }
 FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", *ERROR_FAULTS)
+#: Calls kept in full (messages and reply) by default; older ones are only counted.
+DEFAULT_HISTORY = 64
 #: Words kept per observation line at each compression level.
 WORDS_PER_LEVEL = {0: 18, 1: 13, 2: 9, 3: 6, 4: 4}
 
@@ -78,6 +86,8 @@ class ScriptedModelError(RuntimeError):
 
 @dataclass
 class ScriptedCall:
+    """One call as the scripted model saw it."""
+
     stage: str
     messages: list[dict[str, str]]
     fault: str | None
@@ -166,14 +176,31 @@ class ScriptedModel:
     faults: Mapping[str, Sequence[str]] = field(default_factory=dict)
     latency: float = 0.0
     name: str = "scripted/om-eval"
-    calls: list[ScriptedCall] = field(default_factory=list)
+    history: int | None = DEFAULT_HISTORY
+    """How many of the most recent calls ``calls`` keeps in full; ``None`` keeps all of them (memory then grows
+    with every prompt), 0 none. ``call_counts`` counts every call either way."""
+    calls: deque[ScriptedCall] = field(init=False, repr=False, compare=False)
+    """The most recent calls, oldest first (at most ``history``)."""
+    call_counts: Counter[str] = field(init=False, repr=False, compare=False)
+    """Calls per stage since the model was made, faults included."""
 
     def __post_init__(self) -> None:
         for stage, faults in self.faults.items():
             for fault in faults:
                 if fault not in FAULTS:
                     raise ValueError(f"scripted fault {fault!r} for {stage} is unknown: use one of {', '.join(FAULTS)}")
+        if self.history is not None and (isinstance(self.history, bool) or not isinstance(self.history, int)
+                                         or self.history < 0):
+            raise ValueError(f"history={self.history!r} is invalid: a number of calls >= 0, or None to keep all")
         self._pending = {stage: list(faults) for stage, faults in self.faults.items()}
+        self.calls = deque(maxlen=self.history)
+        self.call_counts = Counter()
+        self._lock = threading.Lock()
+
+    @property
+    def total_calls(self) -> int:
+        """Every call since the model was made (``calls`` may hold fewer)."""
+        return sum(self.call_counts.values())
 
     async def complete(
         self, messages: Sequence[ChatMessage], *, stage: Stage, settings: ModelSettings
@@ -185,19 +212,26 @@ class ScriptedModel:
     def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None) -> ModelReply:
         """Answer synchronously (used by the async path and by the litellm provider wrapper)."""
         stage = stage or detect_stage(messages)
-        queue = self._pending.get(stage)
-        fault = queue.pop(0) if queue else None
+        with self._lock:
+            queue = self._pending.get(stage)
+            fault = queue.pop(0) if queue else None
+            self.call_counts[stage] += 1
         plain = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
         if fault in ERROR_FAULTS:
-            self.calls.append(ScriptedCall(stage, plain, fault, ""))
+            self._remember(ScriptedCall(stage, plain, fault, ""))
             raise ScriptedModelError(f"scripted {stage} fault: simulated {fault}", ERROR_FAULTS[fault])
         text = self._answer(plain, stage, fault)
-        self.calls.append(ScriptedCall(stage, plain, fault, text))
+        self._remember(ScriptedCall(stage, plain, fault, text))
         prompt = sum(_approx_tokens(m["content"]) for m in plain)
         return ModelReply(text, model or self.name, prompt_tokens=prompt, completion_tokens=_approx_tokens(text))
 
+    def _remember(self, call: ScriptedCall) -> None:
+        if self.history != 0:
+            self.calls.append(call)
+
     def calls_for(self, stage: str) -> list[ScriptedCall]:
-        return [c for c in self.calls if c.stage == stage]
+        """The remembered calls of ``stage`` (see ``history``); ``call_counts[stage]`` counts them all."""
+        return [c for c in self.calls if c is not None and c.stage == stage]
 
     # -- behaviours -----------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from om_eval.bench.judge import (
     load_official_prompt_builder,
     load_official_templates,
     parse_label,
+    parse_verdict,
 )
 from om_eval.data.records import QUESTION_TYPES, Question
 from om_eval.llm.cache import ResponseCache
@@ -396,8 +397,9 @@ class RecordingClient:
         self.text = text
         self.calls: list[tuple[LLMRequest, str, Any]] = []
 
-    async def call(self, request: LLMRequest, *, stage: str, scope: Any = None) -> ModelReply:
+    async def call(self, request: LLMRequest, *, stage: str, scope: Any = None, check: Any = None) -> ModelReply:
         self.calls.append((request, stage, scope))
+        self.check = check
         return ModelReply(self.text, request.model)
 
 
@@ -516,3 +518,98 @@ def test_judge_many_keeps_order_bounds_concurrency_and_feeds_the_metrics(tmp_pat
     assert metrics["overall"] == 0.75 and metrics["abstention"] == {"accuracy": 1.0, "n": 1}
     with pytest.raises(ValueError, match="concurrency"):
         asyncio.run(judge_many(Judge.house(model=model), client, items, concurrency=0))
+
+
+# ----------------------------------------------------------------------------- replies without a verdict
+
+
+@pytest.mark.parametrize(
+    ("reply", "official", "mastra"),
+    [
+        ("Yes.", True, True),
+        ("no", False, False),
+        ("no, but yes", True, False),  # upstream's substring quirk is kept for replies with a verdict
+        ("Yes, because it names the city", True, False),
+        ("eyes closed: no", True, None),  # official finds the word "no"; mastra reads only the opening word
+        ("**Yes**", True, False),
+        ("", None, None),
+        ("   \n", None, None),
+        ("Correct.", None, None),
+        ("Yesterday the user said so", None, None),  # 'yes' as a substring only: upstream would say "yes"
+        ("The response is right", None, None),
+    ],
+)
+def test_parse_verdict_tells_no_verdict_from_a_no(reply: str, official: bool | None, mastra: bool | None) -> None:
+    assert parse_verdict(reply, "official") is official
+    assert parse_verdict(reply, "mastra") is mastra
+    for rule, verdict in (("official", official), ("mastra", mastra)):
+        if verdict is not None:
+            assert verdict is parse_label(reply, rule)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="parse rule"):
+        parse_verdict("yes", "lenient")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("reply", ["", "Correct.", "Yesterday"])
+def test_a_reply_without_a_verdict_is_an_error_state_not_a_wrong_answer(reply: str) -> None:
+    client = RecordingClient(reply)
+    q = question("q3", "multi-session", "Lisbon")
+    result = asyncio.run(judge_answer(Judge.house(), client, q, "Lisbon"))  # type: ignore[arg-type]
+    assert result.status == "error" and result.label is None and result.reply == reply
+    assert "no verdict" in (result.error or "") and "q3" in (result.error or "")
+    assert client.check(reply) is not None and client.check("no") is None  # the client is told not to cache it
+
+
+def test_a_reply_without_a_verdict_is_not_cached_and_rejudging_asks_again(tmp_path: Path) -> None:
+    model = register_scripted("judge-mute", ScriptedModel(faults={"judge": ["empty"]}))
+    client = cached_client(tmp_path)
+    q = question("q1", "multi-session", "Lisbon")
+    first = asyncio.run(judge_answer(Judge.house(model=model), client, q, "You live in Lisbon"))
+    assert (first.status, first.label) == ("error", None)
+    second = asyncio.run(judge_answer(Judge.house(model=model), client, q, "You live in Lisbon"))
+    assert (second.status, second.label, second.cached) == ("ok", True, False)  # a real call, not the empty reply
+    third = asyncio.run(judge_answer(Judge.house(model=model), client, q, "You live in Lisbon"))
+    assert third.cached and third.label is True
+    assert [c.cached for c in client.ledger.records] == [False, False, True]
+    assert (client.ledger.records[0].error or "").startswith("unusable reply")
+
+
+# ------------------------------------------------------------------------- escapes from the template checker
+
+_HEAD = "def get_anscheck_prompt(task, question, answer, response, abstention=False):\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # A running generator's frame leads to the caller's frame and its module globals (os among them).
+        ("    g = (g.gi_frame.f_back.f_back.f_globals for one in [1])\n"
+         "    for found in g:\n        found['os'].system('touch {m}')\n    return ''\n", "GeneratorExp"),
+        ("    frame = task.gi_frame\n    return ''\n", "attribute 'gi_frame'"),
+        ("    return task.f_back.f_globals\n", "attribute 'f_globals'"),
+        ("    return task.tb_frame.f_locals\n", "attribute 'f_locals'"),
+        ("    return task.cr_frame.f_builtins\n", "attribute 'f_builtins'"),
+        ("    return task.ag_frame\n", "attribute 'ag_frame'"),
+        ("    return task.gi_code.co_consts\n", "attribute 'co_consts'"),
+        ("    return str.mro()\n", "attribute 'mro'"),
+        ("    return '{0.__class__.__mro__}'.format(question)\n", "format field '0.__class__.__mro__'"),
+        ("    return '{0[os]}'.format(task)\n", "format field '0\\[os\\]'"),
+        ("    return '{0:{1.gi_frame}}'.format(task, question)\n", "format field '1.gi_frame'"),
+        ("    try:\n        raise ValueError()\n    except ValueError as e:\n"
+         "        return e.__traceback__.tb_frame.f_back\n", "attribute 'f_back'"),
+    ],
+)
+def test_frame_and_format_escapes_are_refused_even_without_the_pin(tmp_path: Path, body: str, reason: str) -> None:
+    marker = tmp_path / "side-effect"
+    function = _HEAD + body.replace("{m}", str(marker))
+    path, _ = write_standin(tmp_path / "bad", standin_source(function))
+    with pytest.raises(OfficialTemplateError, match=reason):
+        load_official_prompt_builder(path, expected_sha256=None)
+    assert not marker.exists()
+
+
+def test_plain_format_fields_are_still_accepted(tmp_path: Path) -> None:
+    function = _HEAD + ("    return 'Q: {}\\nA: {answer}\\nR: {response!r:>5}'"
+                        ".format(question, answer=answer, response=response)\n")
+    path, _ = write_standin(tmp_path / "ok", standin_source(function))
+    builder = load_official_prompt_builder(path, expected_sha256=None)
+    assert builder("multi-session", "q", "a", "r") == "Q: q\nA: a\nR:   'r'"

@@ -150,6 +150,28 @@ BAD_RECORDS = [
 ]
 
 
+def _no_haystack(record: dict[str, Any]) -> None:
+    for name in ("haystack_session_ids", "haystack_dates", "haystack_sessions", "answer_session_ids"):
+        record[name] = []
+
+
+def _hollow_sessions(turns: list[Any]) -> Any:
+    def change(record: dict[str, Any]) -> None:
+        record["haystack_sessions"] = [copy.deepcopy(turns) for _ in record["haystack_sessions"]]
+    return change
+
+
+#: Records that parse but give the engine nothing to work with.
+EMPTY_RECORDS = [
+    (_set(("question",), ""), "question", "is empty: there is nothing to ask"),
+    (_set(("question",), " \n\t"), "question", "is empty: there is nothing to ask"),
+    (_no_haystack, "haystack_sessions", "is empty: the question has no haystack"),
+    (_hollow_sessions([]), "haystack_sessions", r"holds 4 session\(s\) but not one turn with text"),
+    (_hollow_sessions([{"role": "user", "content": " "}, {"role": "assistant", "content": ""}]),
+     "haystack_sessions", r"holds 4 session\(s\) but not one turn with text"),
+]
+
+
 @pytest.mark.parametrize(("change", "field", "problem"), BAD_RECORDS)
 def test_validation_names_the_file_question_and_field(tmp_path: Path, change: Any, field: str,
                                                       problem: str) -> None:
@@ -157,6 +179,32 @@ def test_validation_names_the_file_question_and_field(tmp_path: Path, change: An
     change(record)
     path = _write(tmp_path, [_record("00000001"), record])
     with pytest.raises(DatasetValidationError, match=rf"^bad\.json: question 'e47becba' field {field}: {problem}"):
+        load_dataset(path)
+
+
+@pytest.mark.parametrize(("change", "field", "problem"), EMPTY_RECORDS)
+def test_empty_questions_and_haystacks_are_refused_with_a_remedy(tmp_path: Path, change: Any, field: str,
+                                                                  problem: str) -> None:
+    record = _record()
+    change(record)
+    with pytest.raises(DatasetValidationError, match=rf"^bad\.json: question 'e47becba' field {field}: {problem}") \
+            as caught:
+        load_dataset(_write(tmp_path, [_record("00000001"), record]))
+    assert "drop this record" in str(caught.value)  # says what to do
+    assert (caught.value.question_id, caught.value.field) == ("e47becba", field)
+
+
+def test_some_empty_sessions_are_fine(tmp_path: Path) -> None:
+    record = _record()
+    record["haystack_sessions"][0] = []
+    assert load_dataset(_write(tmp_path, [record])).questions[0].sessions[0].turns == ()
+
+
+@pytest.mark.parametrize("text", ["[]", " [ ]\n", "", "\n\n"])
+def test_a_file_without_questions_is_refused(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "empty.json"
+    path.write_text(text)
+    with pytest.raises(DatasetValidationError, match=r"^empty\.json: holds no questions .*at least one record"):
         load_dataset(path)
 
 

@@ -27,7 +27,18 @@ from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.report import summary_table
 from om_eval.store import Catalog
-from tests.bench.test_judge import write_standin
+from tests.bench.test_judge import standin_source, write_standin
+
+# An invented official-layout file whose prompts the scripted judge can read (a "<Label>: <gold>" section, then
+# "Response: <answer>", then a yes-or-no request).
+READABLE_STANDIN = '''
+def get_anscheck_prompt(task, question, answer, response, abstention=False):
+    if abstention:
+        layout = "Invented refusal check.\\n\\nAsked: {}\\n\\nWhy unanswerable: {}\\n\\nResponse: {}\\n\\nRefused? yes or no."
+    else:
+        layout = "Invented check for " + task + ".\\n\\nAsked: {}\\n\\nExpected: {}\\n\\nResponse: {}\\n\\nRight? yes or no."
+    return layout.format(question, answer, response)
+'''
 
 
 def composed(results: Path, *overrides: str):  # noqa: ANN201
@@ -89,7 +100,7 @@ def test_house_judged_run_exports_every_verdict(tmp_path: Path) -> None:
 
 
 def test_official_layout_run_exports_every_verdict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    source, _ = write_standin(tmp_path / "upstream")
+    source, _ = write_standin(tmp_path / "upstream", standin_source(READABLE_STANDIN))
     # The pinned sha256 guards real runs; the stand-in's bytes are not upstream's, so the pin is off here only.
     monkeypatch.setattr(job_module, "make_judge", lambda spec: Judge.official(
         source, model=spec.judge_model, parse=spec.judge_parse, expected_sha256=None))

@@ -573,3 +573,13 @@ def test_cache_modules_import_neither_litellm_nor_rich() -> None:
     code = "import sys, om_eval.llm.cache, om_eval.llm.cache_cli; "
     code += "sys.exit(any(m in sys.modules for m in ('litellm', 'rich')))"
     assert subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT).returncode == 0
+
+
+def test_discard_removes_one_entry(tmp_path: Path) -> None:
+    cache = ResponseCache(tmp_path)
+    cache.put(_key(1), _response("keep"))
+    cache.put(_key(2), _response("drop"))
+    assert cache.discard(_key(2)) and not cache.discard(_key(2))  # a second discard finds nothing
+    assert cache.get(_key(2)) is None and cache.get(_key(1)).text == "keep"  # type: ignore[union-attr]
+    with pytest.raises(ValueError, match="cache key"):
+        cache.discard("not-a-key")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
+from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger, LedgerTotals
 from om_eval.llm.pricing import call_cost
 
 
@@ -30,6 +30,17 @@ def test_totals_by_hand() -> None:
     assert list(by_stage) == ["actor", "judge", "observer"]
     assert by_stage["observer"].calls == 2 and by_stage["observer"].cached == 1
     assert ledger.by_model()["openai/gpt-4o"].unknown_cost_calls == 1
+
+
+def test_a_refused_reply_is_an_error_that_was_still_paid_for() -> None:
+    ledger = Ledger()
+    refused = record("observer", "openai/gpt-4o", cost_usd=None, error=f"{REJECTED_PREFIX}empty reply")
+    failed = record("observer", "openai/gpt-4o", cost_usd=None, error="RateLimitError: slow down")
+    ledger.add(refused)
+    ledger.add(failed)
+    assert refused.rejected and not failed.rejected
+    totals = ledger.totals()
+    assert totals.errors == 2 and totals.unknown_cost_calls == 1  # the refused call was made, its price unknown
 
 
 def test_empty_ledger() -> None:

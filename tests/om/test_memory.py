@@ -42,7 +42,7 @@ class TestLongConversationInResourceScope:
     @pytest.fixture(scope="class")
     @classmethod
     def replay(cls) -> dict:
-        model = ScriptedModel()
+        model = ScriptedModel(history=None)  # the tests below read the very first call
         memory = ObservationalMemory(resource_config(), observer=model, resource_id="user-1")
         sessions = make_conversation(24, 6, seed=7)
         checks = []
@@ -258,8 +258,9 @@ def test_uncompressible_observations_do_not_loop() -> None:
     assert len(memory.generations()) == 1  # memory never replaced by a no-smaller reflection
 
 
-@pytest.mark.parametrize("fault", ["degenerate", "error"])
+@pytest.mark.parametrize("fault", ["degenerate", "error", "prose", "empty"])
 def test_failed_reflection_keeps_memory_and_the_observation(fault: str) -> None:
+    # "prose": a junk reply (no observation lines) once replaced a 4,001-token memory with 16 tokens.
     model = ScriptedModel(faults={"reflector": [fault] * 8})
     config = resource_config(reflection=ReflectionConfig(observation_tokens=300))
     memory = ObservationalMemory(config, observer=model)

@@ -135,7 +135,7 @@ def test_degenerate_or_unusable_answer_is_retried_once(bad: str) -> None:
 
 
 def test_twice_degenerate_raises() -> None:
-    with pytest.raises(ObserverOutputError, match="degenerate or unusable output 2 times"):
+    with pytest.raises(ObserverOutputError, match="unusable output 2 times"):
         run(call_observer(QueueModel([LOOP, LOOP]), SETTINGS, "s", [], multi_thread=False))
 
 
@@ -148,3 +148,39 @@ def test_multi_thread_answer_without_thread_blocks_is_retried() -> None:
     good = '<observations>\n<thread id="a1">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
     call = run(call_observer(QueueModel(["just prose", good]), SETTINGS, "s", [], multi_thread=True))
     assert isinstance(call.output, MultiThreadOutput) and set(call.output.threads) == {"a1"}
+
+
+class CheckedQueueModel(QueueModel):
+    """A :class:`~om_eval.om.model.CheckedChatModel`: records the attempt number and the check of each call."""
+
+    def __init__(self, answers: list[str | Exception]) -> None:
+        super().__init__(answers)
+        self.attempts: list[int] = []
+        self.verdicts: list[str | None] = []
+
+    async def complete_checked(self, messages, *, stage, settings, check=None, attempt=0):  # noqa: ANN001, ANN201
+        reply = await self.complete(messages, stage=stage, settings=settings)
+        self.attempts.append(attempt)
+        self.verdicts.append(check(reply.text) if check is not None else "no check")
+        return reply
+
+
+@pytest.mark.parametrize(("bad", "reason"), [(LOOP, "degenerate"), ("", "empty reply"),
+                                             ("Nothing to report.", "no <observations>")])
+def test_the_retry_differs_only_by_its_attempt_number_and_bad_replies_are_flagged(bad: str, reason: str) -> None:
+    # Regression: the retry was the identical request, so a caching model served it the cached bad reply.
+    model = CheckedQueueModel([bad, GOOD])
+    user = [{"role": "user", "content": "history"}]
+    call = run(call_observer(model, SETTINGS, "s", user, multi_thread=False))
+    assert "beagle" in call.output.observations
+    assert model.attempts == [0, 1] and model.requests[0] == model.requests[1]
+    assert reason in (model.verdicts[0] or "") and model.verdicts[1] is None
+
+
+def test_multi_thread_check_refuses_answers_for_no_thread_of_the_batch() -> None:
+    other = '<observations>\n<thread id="zz">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
+    good = '<observations>\n<thread id="a1">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
+    model = CheckedQueueModel([other, good])
+    call = run(call_observer(model, SETTINGS, "s", [], multi_thread=True, thread_ids=("a1",)))
+    assert set(call.output.threads) == {"a1"} and model.attempts == [0, 1]  # type: ignore[union-attr]
+    assert "no <observations> for any thread" in (model.verdicts[0] or "") and model.verdicts[1] is None

@@ -11,6 +11,7 @@ from om_eval.om.parsing import (
     MultiThreadOutput,
     ObserverOutput,
     ReflectorOutput,
+    count_observation_lines,
     detect_degenerate,
     extract_list_items,
     is_degenerate,
@@ -429,3 +430,17 @@ def test_head_short_text_is_never_degenerate() -> None:
     text = "\n".join([*run, "a separate sizeable remark about the garden", *run])
     assert len(text) < 2000
     assert not is_degenerate_strict(text)
+
+
+def test_observation_lines_are_marker_lines_in_the_observer_format() -> None:
+    text = ("Date: Mar 3, 2026\n* 🔴 (09:12) User runs a bakery.\n  * -> read costs.xlsx\n"
+            "- 🟡 (09:20) Agent helped.\n🟢 (09:30) Minor point.\n1. ✅ (09:40) Price fixed.\n<observations>\n"
+            "The user said 🔴 twice.\n")
+    assert count_observation_lines(text) == 4
+    assert count_observation_lines("I looked at the conversation; nothing to report.") == 0
+    assert count_observation_lines("Date: Mar 3, 2026\n* -> a step") == 0
+
+
+@given(st.text(alphabet=st.characters(blacklist_characters="🔴🟡🟢✅"), max_size=300))
+def test_text_without_markers_has_no_observation_lines(text: str) -> None:
+    assert count_observation_lines(text) == 0

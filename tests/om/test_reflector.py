@@ -5,11 +5,16 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from om_eval.om.config import ModelSettings
+from om_eval.om.parsing import count_observation_lines
 from om_eval.om.reflector import (
+    MIN_KEPT_SHARE,
     ReflectionError,
     compression_guidance,
+    min_reflection_tokens,
     reflect_observations,
     render_reflector_request,
     render_reflector_system_prompt,
@@ -26,6 +31,11 @@ LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
 
 def wrap(text: str) -> str:
     return f"<observations>\n{text}\n</observations>"
+
+
+def lines(chars: int) -> str:
+    """One observation line of exactly ``chars`` characters (= tokens with COUNTER)."""
+    return "* 🔴 " + "x" * (chars - 4)
 
 
 def reflect(model: QueueModel, *, target: int, start_level: int = 0, observations: str = OBSERVATIONS):  # noqa: ANN201
@@ -70,7 +80,7 @@ def test_first_attempt_below_target_stops_the_ladder() -> None:
 
 
 def test_ladder_escalates_until_below_target() -> None:
-    model = QueueModel([wrap("x" * 90), wrap("x" * 70), wrap("x" * 40)])
+    model = QueueModel([wrap(lines(90)), wrap(lines(70)), wrap(lines(40))])
     result = reflect(model, target=50, start_level=1)
     assert [a.level for a in result.attempts] == [1, 2, 3]
     assert result.tokens == 40 and result.level == 3
@@ -79,19 +89,19 @@ def test_ladder_escalates_until_below_target() -> None:
 
 def test_ladder_is_bounded_and_keeps_the_smallest_attempt() -> None:
     # mastra#15062: the last attempt is not always the best one.
-    model = QueueModel([wrap("x" * 80), wrap("x" * 60), wrap("x" * 75), wrap("x" * 70)])
+    model = QueueModel([wrap(lines(80)), wrap(lines(60)), wrap(lines(75)), wrap(lines(70))])
     result = reflect(model, target=10, start_level=0)
     assert [a.level for a in result.attempts] == [0, 1, 2, 3]  # start + 3, never more
     assert result.tokens == 60 and result.level == 1 and not result.below_target
 
 
 def test_ladder_from_level_two_stops_at_four() -> None:
-    result = reflect(QueueModel([wrap("x" * 80)] * 3), target=10, start_level=2)
+    result = reflect(QueueModel([wrap(lines(80))] * 3), target=10, start_level=2)
     assert [a.level for a in result.attempts] == [2, 3, 4]
 
 
 def test_degenerate_attempts_are_skipped_not_chosen() -> None:
-    result = reflect(QueueModel([LOOP, wrap("x" * 30)]), target=50)
+    result = reflect(QueueModel([LOOP, wrap(lines(30))]), target=50)
     assert [a.degenerate for a in result.attempts] == [True, False] and result.tokens == 30
 
 
@@ -102,5 +112,65 @@ def test_all_degenerate_raises_instead_of_wiping_memory() -> None:
 
 
 def test_larger_reflection_is_unproductive() -> None:
-    result = reflect(QueueModel([wrap("y" * 500)] * 4), target=10)
+    result = reflect(QueueModel([wrap(lines(500))] * 4), target=10)
     assert not result.productive and result.input_tokens == len(OBSERVATIONS)
+
+
+# ----------------------------------------------------------------------------- junk is never a memory
+
+#: About 4,000 tokens of observations (one token per character with COUNTER).
+BIG = "Date: Mar 1, 2025\n" + "\n".join(
+    f"* 🔴 (09:{i % 60:02d}) User stated detail number {i} about their beagle Toby, his vet and his diet."
+    for i in range(50)
+)
+PROSE = "I read through the observations. The user has a dog and talks about it a lot."
+
+
+def test_prose_is_a_failed_attempt_and_the_ladder_moves_on() -> None:
+    result = reflect(QueueModel([PROSE, wrap(lines(30))]), target=50)
+    first, second = result.attempts
+    assert "not observations" in (first.problem or "") and not first.usable and not first.degenerate
+    assert second.usable and result.level == 1 and result.observations == lines(30)
+
+
+def test_a_reply_that_wipes_memory_to_a_line_is_never_applied() -> None:
+    # Regression: a 4,001-token memory was replaced by a 16-token reply, with no error.
+    assert 3500 < COUNTER.count_text(BIG) < 4500
+    tiny = wrap("* 🔴 (09:00) User has a dog.")
+    with pytest.raises(ReflectionError, match="below the floor") as raised:
+        reflect(QueueModel([tiny] * 4), target=40_000, observations=BIG)
+    assert "kept unchanged" in str(raised.value)
+    floor = min_reflection_tokens(COUNTER.count_text(BIG), 40_000)
+    enough = wrap(lines(floor))
+    assert reflect(QueueModel([tiny, enough]), target=40_000, observations=BIG).tokens == floor
+
+
+def test_input_without_markers_only_needs_the_size_floor() -> None:
+    notes = "Toby is a beagle. " * 10
+    result = reflect(QueueModel([wrap("Toby is the user's beagle.")]), target=100, observations=notes)
+    assert result.observations == "Toby is the user's beagle." and result.productive
+
+
+@given(st.integers(0, 10**7), st.integers(1, 10**7), st.integers(0, 10**6), st.integers(0, 10**6))
+def test_the_floor_is_small_positive_and_monotone(input_tokens: int, target: int, more_in: int,
+                                                   more_target: int) -> None:
+    floor = min_reflection_tokens(input_tokens, target)
+    assert floor >= 1
+    assert floor <= max(1, MIN_KEPT_SHARE * min(input_tokens, target) + 1)
+    assert min_reflection_tokens(input_tokens + more_in, target + more_target) >= floor
+
+
+_LINE = st.sampled_from(["Date: Mar 2, 2025", "* 🔴 (10:00) User moved to Ghent.", "* -> detail", "prose text",
+                         "<observations>", "</observations>", "", "* 🟡 (10:05) Agent suggested a route."])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(_LINE, st.text(max_size=40)), max_size=12))
+def test_an_applied_reflection_always_looks_like_observations(reply_lines: list[str]) -> None:
+    reply = "\n".join(reply_lines)
+    try:
+        result = reflect(QueueModel([reply] * 4), target=60)
+    except ReflectionError:
+        return
+    assert result.observations.strip() and count_observation_lines(result.observations) >= 1
+    assert result.tokens >= min_reflection_tokens(result.input_tokens, 60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import tracemalloc
 from datetime import datetime
 
 import pytest
@@ -100,3 +101,28 @@ def test_judge_prompts_get_yes_or_no(label: str, reference: str, response: str, 
     messages = [{"role": "user", "content": prompt}]
     assert detect_stage(messages) == "judge"
     assert complete(ScriptedModel(), messages, "judge") == expected
+
+
+def test_only_recent_calls_are_kept_in_full_but_all_are_counted() -> None:
+    # Regression: the shared scripted model kept every prompt of a 500-question run (1.68 GB peak RSS).
+    question = {"role": "user", "content": "Question: where do I live?"}
+    model = ScriptedModel()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(400):  # a fresh 20 kB prompt each time, as a real run sends
+            complete(model, [{"role": "system", "content": f"{i} " + "x" * 20_000}, question], "actor")
+        retained = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(model.calls) == 64 and model.call_counts["actor"] == 400 and model.total_calls == 400
+    assert retained < 3_000_000  # 64 prompts of 20 kB, not 400 (8 MB)
+    everything = ScriptedModel(history=None)
+    for _ in range(100):
+        complete(everything, [question], "actor")
+    assert len(everything.calls) == 100
+    silent = ScriptedModel(history=0)
+    complete(silent, [question], "actor")
+    assert not silent.calls and silent.call_counts == {"actor": 1}
+    with pytest.raises(ValueError, match="history=-1 is invalid"):
+        ScriptedModel(history=-1)

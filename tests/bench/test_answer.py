@@ -1,0 +1,73 @@
+"""The actor's answer: an empty or looping reply is a model failure, raised and never cached, not a wrong answer."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from om_eval.bench.answer import AnswerError, answer_problem, answer_question
+from om_eval.data import load_dataset, mini_fixture_path
+from om_eval.data.records import Question
+from om_eval.llm.cache import ResponseCache
+from om_eval.llm.client import LLMClient
+from om_eval.llm.providers import register_scripted
+from om_eval.om import ModelSettings, ObservationalMemory, OMConfig
+from om_eval.om.scripted import ScriptedModel
+from tests.om.fakes import QueueModel
+
+#: A loop Mastra's window sampler misses (its period shares no factor with the sampling step).
+LOOP = "You told me about your trip to Lisbon and the tram ride up the hill. " * 60
+#: A loop Mastra's detector catches.
+LINE_LOOP = "* (09:00) You said the same thing again and again.\n" * 120
+CITIES = ("Lisbon", "Porto", "Ghent", "Leeds", "Madrid", "Oslo", "Rome")
+#: A long, templated but genuine answer.
+TABLE = "\n".join(f"- Day {i}: you visited {CITIES[i * 5 % 7]} and paid {(i * 37) % 90 + 3} euros." for i in range(300))
+
+
+@lru_cache(maxsize=1)
+def question() -> Question:
+    return load_dataset(path=mini_fixture_path()).questions[0]
+
+
+def empty_memory() -> ObservationalMemory:
+    return ObservationalMemory(OMConfig(scope="resource"), observer=ScriptedModel())
+
+
+def answer(actor, settings: ModelSettings):  # noqa: ANN001, ANN201
+    return asyncio.run(answer_question(actor, settings, empty_memory(), question()))
+
+
+SETTINGS = ModelSettings(model="test/actor", temperature=0)
+
+
+@pytest.mark.parametrize(("reply", "problem"), [("", "an empty reply"), ("  \n\t", "an empty reply"),
+                                                 (LOOP, "a degenerate reply"), (LINE_LOOP, "a degenerate reply")])
+def test_an_unusable_answer_raises_naming_the_question_and_the_problem(reply: str, problem: str) -> None:
+    with pytest.raises(AnswerError) as raised:
+        answer(QueueModel([reply]), SETTINGS)
+    error = raised.value
+    assert error.question_id == question().question_id and error.problem.startswith(problem)
+    assert question().question_id in str(error) and "test/actor" in str(error) and problem in str(error)
+
+
+def test_a_short_or_repetitive_but_real_answer_is_returned() -> None:
+    assert answer(QueueModel(["  I don't know.  "]), SETTINGS).hypothesis == "I don't know."
+    assert answer(QueueModel(["yes " * 100]), SETTINGS).hypothesis.startswith("yes yes")  # under the detector's floor
+    assert answer_problem("Lisbon") is None and answer_problem("") == "an empty reply"
+    assert len(TABLE) > 10_000 and answer(QueueModel([TABLE]), SETTINGS).hypothesis == TABLE
+
+
+def test_an_empty_answer_is_not_cached_and_a_rerun_asks_the_actor_again(tmp_path: Path) -> None:
+    model = register_scripted("actor-mute", ScriptedModel(faults={"actor": ["empty"]}))
+    settings = ModelSettings(model=model, temperature=0, max_output_tokens=None)
+    llm = LLMClient(cache=ResponseCache(tmp_path / "cache"))
+    with pytest.raises(AnswerError):
+        answer(llm, settings)
+    rerun = answer(llm, settings)
+    assert rerun.hypothesis and not rerun.cached  # a real call, not the cached empty reply
+    assert answer(llm, settings).cached
+    assert [r.cached for r in llm.ledger.records] == [False, False, True]
+    assert (llm.ledger.records[0].error or "").startswith("unusable reply: an empty reply")

@@ -1,0 +1,39 @@
+"""An api_key given in a model's provider options never reaches the store, the console or the run id."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from rich.console import Console
+
+from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.experiment.schema import register_configs
+from om_eval.experiment.spec import spec_from_config
+from om_eval.store import Catalog
+
+
+def composed(results: Path, *overrides: str):  # noqa: ANN201
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
+                                            f"run.cache_dir={results / 'cache'}", "run.progress=false"])
+
+
+def test_a_key_in_provider_options_is_redacted_everywhere(tmp_path: Path) -> None:
+    key = "+models.judge.provider_options.api_key="
+    console = Console(file=io.StringIO(), width=200)
+    summary = run_from_config(composed(tmp_path, key + "sk-first-secret-1234"), console=console)
+    with Catalog(tmp_path) as catalog:
+        stored = catalog.runs()[0]["config_json"]
+    assert "sk-first-secret" not in stored and '"api_key": "***"' in stored
+    assert "sk-first-secret" not in console.file.getvalue()
+    for path in tmp_path.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".jsonl", ".yaml", ".md", ".txt"):
+            assert "sk-first-secret" not in path.read_text(errors="replace"), path
+    # Rotating the key is the same run.
+    from omegaconf import OmegaConf
+
+    rotated = spec_from_config(OmegaConf.to_container(composed(tmp_path, key + "sk-other-5678"), resolve=True))
+    assert rotated.config_hash == summary["run_id"]
