@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,15 +70,84 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
         console.print("[red]failed questions (retried when the same command runs again):[/red]")
         for message, count in sorted(progress.errors_seen.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count} x {message}", markup=False, highlight=False)
+    if progress.warnings_seen:
+        _FAILED_JOBS.append(job.run_id)  # answered, but not as the protocol says: the exit code must tell
+        console.print("[yellow]answered from a memory that is not what the configuration asks for:[/yellow]")
+        for message, count in sorted(progress.warnings_seen.items(), key=lambda kv: -kv[1]):
+            console.print(f"  {count} x {message}", markup=False, highlight=False)
     if progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")
     return summary
 
 
-async def _run_with_progress(job: Any, console: Any, show: bool, dataset: Any) -> Any:
-    if not show:
+def _progress_mode(setting: Any, console: Any) -> str:
+    """How progress is shown: ``bar`` on a terminal, ``lines`` when output goes to a file or pipe, or ``off``.
+
+    ``run.progress`` false turns it off; ``"lines"`` forces lines on a terminal too (where the config passes a
+    string). A rich bar is silent when the console is not a terminal, so a long run logged to a file would
+    otherwise print nothing until the end.
+    """
+    if setting is False or setting in ("off", "false"):
+        return "off"
+    if setting == "lines" or not (console.is_terminal or console.is_jupyter):
+        return "lines"
+    return "bar"
+
+
+def _duration(seconds: float) -> str:
+    """``42s``, ``1m12s``, ``2h05m``."""
+    seconds = max(0, round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class ProgressLines:
+    """One plain line per finished question, for logs: ``[12/50] q_id ok · elapsed 1m12s · ETA 3m40s · $0.0123``.
+
+    The clock starts at the job's first report (after its setup). The ETA is the wall time per question run so
+    far in this invocation (questions already done by an earlier invocation take no time and do not count) times
+    the questions left; with concurrency it is a throughput.
+    """
+
+    def __init__(self, console: Any, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.console = console
+        self.clock = clock
+        self.started: float | None = None
+        self._seen = 0
+
+    def __call__(self, progress: Any) -> None:
+        if self.started is None:
+            self.started = self.clock()
+            self.console.print(f"{progress.total} questions: {progress.skipped_done} already done, "
+                               f"{progress.total - progress.skipped_done} to run", markup=False, highlight=False)
+        finished = progress.finished[self._seen:]
+        self._seen += len(finished)
+        for question_id, status in finished:
+            self.console.print(self.line(progress, f"{question_id} {status}"), markup=False, highlight=False,
+                               soft_wrap=True)
+
+    def line(self, progress: Any, status: str) -> str:
+        elapsed = self.clock() - (self.started or 0.0)
+        ran = progress.done + progress.errors
+        finished = progress.skipped_done + ran + progress.not_run
+        left = progress.total - finished
+        eta = _duration(elapsed / ran * left) if ran else "?"
+        totals = progress.totals
+        unpriced = f" ({totals.unknown_cost_calls} calls unpriced)" if totals.unknown_cost_calls else ""
+        return (f"[{finished}/{progress.total}] {status} · elapsed {_duration(elapsed)} · ETA {eta} · "
+                f"${totals.cost_usd:.4f}{unpriced}")
+
+
+async def _run_with_progress(job: Any, console: Any, show: Any, dataset: Any) -> Any:
+    mode = _progress_mode(show, console)
+    if mode == "off":
         return await job.run(dataset=dataset)
+    if mode == "lines":
+        return await job.run(on_update=ProgressLines(console), dataset=dataset)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     columns = (TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
@@ -111,6 +181,29 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
                                                                                             "task_averaged")}}
 
 
+def _fixable_errors() -> tuple[type[Exception], ...]:
+    """Failures whose message says what to do (a missing dataset or template, a bad option, a busy store)."""
+    from om_eval.bench.judge import OfficialTemplateError
+    from om_eval.data.loader import DatasetIntegrityError, DatasetNotFoundError, DatasetValidationError
+    from om_eval.llm.local import LocalModelError
+    from om_eval.om.config import ConfigError
+    from om_eval.om.tokens import TokenizerUnavailableError
+    from om_eval.store.writer import StoreError
+
+    return (ConfigError, DatasetNotFoundError, DatasetIntegrityError, DatasetValidationError, OfficialTemplateError,
+            LocalModelError, TokenizerUnavailableError, StoreError)
+
+
+def _run_job(cfg: Any) -> dict[str, Any] | None:
+    """One Hydra job: a fixable failure is printed as its message (not a traceback) and fails the command."""
+    try:
+        return run_from_config(cfg)
+    except _fixable_errors() as error:
+        print(f"om-eval run: {error}", file=sys.stderr)
+        _FAILED_JOBS.append(type(error).__name__)
+        return None
+
+
 def main(argv: Sequence[str]) -> int:
     """Entry point for ``om-eval run [overrides] [-m]``: hands the arguments to Hydra."""
     import hydra
@@ -122,10 +215,11 @@ def main(argv: Sequence[str]) -> int:
               file=sys.stderr)
         return 2
     register_configs()
+    _FAILED_JOBS.clear()
     saved = sys.argv
     sys.argv = ["om-eval run", *argv]
     try:
-        hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(run_from_config)()
+        hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(_run_job)()
     finally:
         sys.argv = saved
     return 1 if _FAILED_JOBS else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import warnings
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -26,7 +27,7 @@ from om_eval.data.synth import generate
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
-from om_eval.llm.ledger import Ledger, LedgerTotals
+from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.om.prompts import prompt_set_hash
 from om_eval.om.tokens import make_counter
 
@@ -77,6 +78,8 @@ class RunProgress:
     """Known dollars spent by earlier invocations of the same run."""
     errors_seen: dict[str, int] = field(default_factory=dict)
     """Distinct error messages of failed questions, with counts."""
+    finished: list[tuple[str, str]] = field(default_factory=list)
+    """(question id, ``ok`` or ``error``) of the questions this invocation finished, in order."""
     warnings_seen: dict[str, int] = field(default_factory=dict)
     """Distinct problems that did not fail a question (a reflection that failed and kept the memory)."""
 
@@ -103,6 +106,22 @@ def _event_rows(memory: Any) -> list[dict[str, Any]]:
 def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
     """The question's calls in order; the store numbers them after earlier attempts' calls."""
     return [asdict(record) for record in ledger.records]
+
+
+@dataclass
+class _JournaledLedger(Ledger):
+    """A question's ledger that also hands each call to ``sink`` the moment it is recorded (paid spend is noted
+    before its result is used, so a kill cannot hide it)."""
+
+    sink: Any = None
+
+    def add(self, record: CallRecord) -> None:
+        if self.sink is not None:
+            try:
+                self.sink(record)
+            except OSError as error:  # the call is still saved with its question; only a kill would lose it now
+                warnings.warn(f"could not journal a {record.stage} call ({error})", RuntimeWarning, stacklevel=2)
+        super().add(record)
 
 
 class _HeldSnapshot:
@@ -172,7 +191,7 @@ class RunJob:
         )
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge) -> None:
-        ledger = Ledger()
+        ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, question.question_id, record))
         scoped = client.with_ledger(ledger)
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
@@ -208,6 +227,7 @@ class RunJob:
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
         store.record_question(self.run_id, item, events, _call_rows(ledger), snapshot=held.held, judgments=judgments)
+        self.progress.finished.append((question.question_id, "ok" if item["status"] == "done" else "error"))
         for record in ledger.records:
             self._ledger.add(record)
         self.progress.totals = self._ledger.totals()

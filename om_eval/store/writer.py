@@ -10,6 +10,11 @@ free lock but a busy database means a reader, which is waited out for ``open_tim
 Durability: each ``record_question`` and ``put`` is one transaction; DuckDB appends it to ``<file>.wal`` and
 fdatasyncs before the commit returns. A killed writer leaves the WAL behind; the next open (read-only or not)
 replays it, so every committed question is there and the question in flight is not.
+
+Paid calls of a question in flight are not lost with it: each call is appended to ``<file>.calls.jsonl`` as soon
+as it returns (``journal_call``), and the question's commit takes its lines out again. The next writer to open the
+file moves lines left by a killed process into ``llm_calls``, marked as calls of an interrupted attempt, so
+spend and budgets count them. (The journal is flushed, not fsynced: it survives a killed process, not a power cut.)
 """
 
 from __future__ import annotations
@@ -56,6 +61,10 @@ _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _JSON_RUN_FIELDS = ("prompt_hashes", "packages", "judge_identity")
 #: Run columns that must agree when a run is registered again (compared when both sides are known).
 _IDENTITY_FIELDS = ("memory_key", "dataset_sha256", "prompt_hashes")
+
+
+#: The ``error`` of a recovered call whose question was never saved (the process was killed first).
+INTERRUPTED_ATTEMPT = "attempt interrupted before its question was saved"
 
 
 class StoreError(RuntimeError):
@@ -146,6 +155,10 @@ class RunStore:
             self._con = _connect(self.path, open_timeout)
             self._create_schema()
             self._run_ids = {row[0] for row in self._con.execute("SELECT run_id FROM runs").fetchall()}
+            self._journal = self.path.with_name(self.path.name + ".calls.jsonl")
+            self._in_flight: dict[tuple[str, str], list[str]] = {}
+            self.recovered_calls = self._recover_journal()
+            """Calls of interrupted attempts found in the journal when the file was opened."""
         except BaseException:
             self.close()
             raise
@@ -192,8 +205,12 @@ class RunStore:
         dataset sha256 and prompt hashes when both sides know them. Provenance (git state, package versions)
         may change; every invocation's provenance is appended to ``registrations``.
 
-        ``keep_label`` keeps the label stored by the first invocation (a derived label should not change when
-        the same run is resumed from another command line).
+        ``keep_label`` marks ``run.label`` as derived from the command line rather than given by the user. A given
+        label always replaces the stored one. A derived label never replaces a given one, and replaces a derived
+        one only when it names more keys (``prompt=legacy om.replay.scope=thread`` over ``prompt=legacy`` over the
+        experiment's name): the first job of a sweep ``-m prompt=current,legacy`` shares its run with a plain
+        ``experiment=smoke`` run and should be told apart in reports, and resuming with a plainer command line
+        should not lose that name. Each entry of ``registrations`` records the label kept and whether it was given.
 
         Raises:
             ConfigMismatchError: the run id is stored with another configuration.
@@ -210,16 +227,29 @@ class RunStore:
             if other is not None:
                 raise StoreError(f"{self.path} already holds run {other[0]}; a run file holds one run only")
             stored = fetch_dict(con, "SELECT * FROM runs WHERE run_id = ?", [run.run_id])
+            label_given = not keep_label
             if stored is None:
                 row["created_at"] = row["created_at"] or now
                 history = [entry]
             else:
                 _check_identity(self.path, stored, row, set(ignore_config_keys))
                 row["created_at"] = stored["created_at"]
+                history = json.loads(stored["registrations"] or "[]")
                 if keep_label and stored["label"]:
-                    row["label"] = stored["label"]
-                history = [*json.loads(stored["registrations"] or "[]"), entry]
+                    given = [h["label_given"] for h in history if "label_given" in h]
+                    # Files registered before labels were recorded: a derived label is the experiment's name or
+                    # key=value overrides; anything else was given.
+                    stored_given = given[-1] if given else not (stored["label"] == stored["experiment"] or all(
+                        "=" in word for word in stored["label"].split()))
+
+                    def keys(label: str | None) -> int:
+                        return len({word.split("=", 1)[0] for word in (label or "").split() if "=" in word})
+
+                    if stored_given or keys(row["label"]) <= keys(stored["label"]):
+                        row["label"], label_given = stored["label"], stored_given
+                history.append(entry)
                 con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
+            entry.update(label=row["label"], label_given=label_given)
             row["updated_at"] = now
             row["registrations"] = to_json(history)
             insert(con, "runs", [row])
@@ -296,6 +326,56 @@ class RunStore:
             if snapshot_values is not None:
                 insert(con, "memory_snapshots", [snapshot_values], replace=True)
             insert(con, "judgments", judgment_rows, replace=True)
+        with self._mutex:
+            if self._in_flight.pop((run_id, question_id), None) is not None:
+                self._rewrite_journal()
+
+    def journal_call(self, run_id: str, question_id: str, call: Mapping[str, Any] | Any) -> None:
+        """Note a paid call of a question in flight at once, so a kill before the question is saved loses none."""
+        values = {k: v for k, v in call_row(call, run_id, question_id, 0).items() if k != "seq"}
+        line = json.dumps(values, ensure_ascii=False, default=str)
+        with self._mutex:
+            self._in_flight.setdefault((run_id, question_id), []).append(line)
+            with open(self._journal, "a", encoding="utf-8") as handle:
+                handle.write(line + "\n")
+
+    def _rewrite_journal(self) -> None:
+        lines = [line for entries in self._in_flight.values() for line in entries]
+        if not lines:
+            self._journal.unlink(missing_ok=True)
+            return
+        temp = self._journal.with_name(self._journal.name + ".tmp")
+        temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        os.replace(temp, self._journal)
+
+    def _recover_journal(self) -> int:
+        """Move calls of interrupted attempts from the journal into ``llm_calls``; returns how many."""
+        try:
+            text = self._journal.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return 0
+        entries = []
+        for line in text.splitlines():
+            try:
+                entries.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue  # the line a kill cut short: that call's record is lost, as it never finished writing
+        moved = 0
+        with self._transaction() as con:
+            for entry in entries:
+                key = [entry["run_id"], entry["question_id"]]
+                # A kill between a question's commit and the journal rewrite leaves lines already saved.
+                if con.execute("SELECT count(*) FROM llm_calls WHERE run_id = ? AND question_id = ? AND stage = ? AND "
+                               "started_at IS NOT DISTINCT FROM ? AND cache_key IS NOT DISTINCT FROM ?",
+                               [*key, entry["stage"], entry["started_at"], entry["cache_key"]]).fetchone()[0]:
+                    continue
+                first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
+                                    "question_id = ?", key).fetchone()[0]
+                entry["error"] = entry["error"] or INTERRUPTED_ATTEMPT
+                insert(con, "llm_calls", [call_row(entry, entry["run_id"], entry["question_id"], first)])
+                moved += 1
+        self._journal.unlink(missing_ok=True)
+        return moved
 
     def record_judgments(
         self, run_id: str, rows: Iterable[tuple[str, Mapping[str, Any]]],

@@ -88,3 +88,22 @@ def test_a_judge_that_cannot_be_built_leaves_no_store_file(tmp_path: Path) -> No
     with pytest.raises(Exception, match="does not exist"):
         run_from_config(composed(tmp_path, "judge=official", f"judge.source={tmp_path / 'missing'}"))
     assert not list(tmp_path.glob("store/*.duckdb"))
+
+
+def test_a_failed_reflection_reaches_the_summary_and_the_exit_code(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from om_eval.experiment import app
+
+    name = "junk-reflector"
+    register_scripted(name, ScriptedModel(faults={"reflector": ["prose"] * 40}))
+    console = Console(file=io.StringIO(), width=300)
+    app._FAILED_JOBS.clear()
+    summary = run_from_config(composed(tmp_path, f"models.reflector.model=scripted/{name}",
+                                       "om.observation.message_tokens=150", "om.reflection.observation_tokens=200"),
+                              console=console)
+    out = console.file.getvalue()
+    assert "reflection failed (memory kept)" in out and summary["run_id"] in app._FAILED_JOBS
+    app._FAILED_JOBS.clear()

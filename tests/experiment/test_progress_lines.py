@@ -1,0 +1,86 @@
+"""Progress of ``om-eval run`` when its output is not a terminal: one plain line per finished question."""
+
+from __future__ import annotations
+
+import re
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+from rich.console import Console
+
+from om_eval.experiment.app import CONFIG_DIR, ProgressLines, _duration, _progress_mode, run_from_config
+from om_eval.experiment.job import RunProgress
+from om_eval.experiment.schema import register_configs
+from om_eval.llm.ledger import LedgerTotals
+
+LINE = re.compile(r"^\[(\d+)/(\d+)\] \S+ (ok|error) · elapsed (\S+) · ETA (\S+) · \$(\d+\.\d{4})$")
+
+
+@pytest.fixture
+def log_console(monkeypatch: pytest.MonkeyPatch) -> tuple[Console, StringIO]:
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
+    out = StringIO()
+    return Console(file=out, width=100), out
+
+
+def smoke(results: Path):  # noqa: ANN201
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=["experiment=smoke", f"run.results_dir={results}",
+                                            f"run.cache_dir={results / 'cache'}", "run.progress=true"])
+
+
+def test_a_run_logged_to_a_file_prints_one_line_per_question(
+    tmp_path: Path, log_console: tuple[Console, StringIO]
+) -> None:
+    console, out = log_console
+    assert not console.is_terminal
+    run_from_config(smoke(tmp_path), console=console)
+    text = out.getvalue()
+    lines = [m for m in map(LINE.match, text.splitlines()) if m]
+    assert len(lines) == 7, text
+    assert sorted(int(m[1]) for m in lines) == list(range(1, 8)) and {m[2] for m in lines} == {"7"}
+    assert {m[3] for m in lines} == {"ok"} and lines[-1][5] == "0s"
+    assert "7 questions: 0 already done, 7 to run" in text and "\x1b[" not in text
+
+    out = StringIO()
+    run_from_config(smoke(tmp_path), console=Console(file=out, width=100))  # all done: a header, no lines
+    again = out.getvalue()
+    assert "7 questions: 7 already done, 0 to run" in again and not any(map(LINE.match, again.splitlines()))
+
+
+def test_the_eta_counts_only_questions_run_in_this_invocation() -> None:
+    now = [100.0]
+    out = StringIO()
+    lines = ProgressLines(Console(file=out, width=200), clock=lambda: now[0])
+    progress = RunProgress(total=50, skipped_done=30)
+    lines(progress)  # the job's first report, before any question
+    now[0] += 10
+    progress.done, progress.totals = 1, LedgerTotals(cost_usd=0.0123)
+    progress.finished.append(("q1", "ok"))
+    lines(progress)
+    now[0] += 10
+    progress.errors = 1
+    progress.finished.append(("q2", "error"))
+    lines(progress)
+    assert out.getvalue().splitlines() == [
+        "50 questions: 30 already done, 20 to run",
+        "[31/50] q1 ok · elapsed 10s · ETA 3m10s · $0.0123",     # 19 left x 10 s
+        "[32/50] q2 error · elapsed 20s · ETA 3m00s · $0.0123",  # 18 left x 10 s
+    ]
+
+
+def test_the_bar_is_for_terminals_and_lines_for_everything_else() -> None:
+    terminal, log = Console(file=StringIO(), force_terminal=True), Console(file=StringIO(), force_terminal=False)
+    assert _progress_mode(True, terminal) == "bar" and _progress_mode(True, log) == "lines"
+    assert _progress_mode("lines", terminal) == "lines"
+    assert _progress_mode(False, terminal) == _progress_mode(False, log) == "off"
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0, "0s"), (59.4, "59s"), (72, "1m12s"), (3600, "1h00m"),
+                                               (7500, "2h05m"), (-3, "0s")])
+def test_durations(seconds: float, text: str) -> None:
+    assert _duration(seconds) == text

@@ -1,0 +1,32 @@
+"""``om-eval run`` reports a failure the user can fix as its message, not as a traceback, and exits non-zero."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_cli(results: Path, *overrides: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "om_eval.cli", "run", *overrides, f"run.results_dir={results}",
+               f"run.cache_dir={results / 'cache'}", "run.progress=false"]
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OM_EVAL_CACHE_DIR": str(results / "cache")}
+    env.pop("LONGMEMEVAL_DIR", None)
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_a_missing_dataset_is_a_message(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "experiment=smoke", "dataset=s")
+    assert done.returncode == 1
+    assert "om-eval run: LongMemEval file 'longmemeval_s_cleaned.json'" in done.stderr
+    assert "LONGMEMEVAL_DIR" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_a_missing_judge_template_and_a_bad_option_are_messages(tmp_path: Path) -> None:
+    done = run_cli(tmp_path, "experiment=smoke", "judge=official", f"judge.source={tmp_path / 'missing'}")
+    assert done.returncode == 1 and done.stderr.startswith("om-eval run: ") and "Traceback" not in done.stderr
+    done = run_cli(tmp_path, "-m", "experiment=smoke", "om.observation.message_tokens=-5")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "om-eval run: om.observation.message_tokens=-5 is invalid" in done.stderr
