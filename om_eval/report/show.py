@@ -95,7 +95,8 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     console.print(Rule("Verdicts"))
     for judgment in detail["judgments"]:
         note = "" if judgment["current"] else " (graded an earlier answer)"
-        console.print(f"{judgment['judge_mode']}:{escape(str(judgment['judge_model']))} [{judgment['judge_key']}] "
+        console.print(f"{judgment['judge_mode']}:{escape(str(judgment['judge_model']))} "
+                      f"{escape('[' + str(judgment['judge_key']) + ']')} "
                       f"{verdict_text(judgment['label'], judgment['status'])}{note} · reply: "
                       f"{escape(str(judgment['reply']))}")
     if not detail["judgments"]:

@@ -14,19 +14,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hydra import compose, initialize_config_dir
 
 from om_eval.bench.judge import Judge
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, longmemeval_metrics, read_eval_results_jsonl
 from om_eval.data import mini_fixture_path
 from om_eval.experiment import job as job_module
-from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.experiment.app import run_from_config
 from om_eval.experiment.job import eval_results_name
-from om_eval.experiment.schema import register_configs
 from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.report import summary_table
 from om_eval.store import Catalog
+from tests.runs import compose_run
 from tests.bench.test_judge import standin_source, write_standin
 
 # An invented official-layout file whose prompts the scripted judge can read (a "<Label>: <gold>" section, then
@@ -42,10 +41,7 @@ def get_anscheck_prompt(task, question, answer, response, abstention=False):
 
 
 def composed(results: Path, *overrides: str):  # noqa: ANN201
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
-                                            f"run.cache_dir={results / 'cache'}", "run.progress=false"])
+    return compose_run(results, *overrides)
 
 
 def upstream_arithmetic(eval_file: Path, reference: list[dict]) -> dict:

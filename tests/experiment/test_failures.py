@@ -5,22 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from om_eval.experiment import job as job_module
-from om_eval.experiment.app import CONFIG_DIR, run_from_config
-from om_eval.experiment.schema import register_configs
+from om_eval.experiment.app import run_from_config
 from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.store import Catalog
+from tests.runs import compose_run
 
 
 def composed(results: Path, *overrides: str):  # noqa: ANN201
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
-                                            f"run.cache_dir={results / 'cache'}", "run.progress=false",
-                                            "run.concurrency=1"])
+    return compose_run(results, *overrides, "run.concurrency=1")
 
 
 def statuses(results: Path) -> dict[str, tuple[str, str | None]]:

@@ -5,20 +5,16 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from hydra import compose, initialize_config_dir
 from rich.console import Console
 
-from om_eval.experiment.app import CONFIG_DIR, run_from_config
-from om_eval.experiment.schema import register_configs
+from om_eval.experiment.app import run_from_config
 from om_eval.experiment.spec import spec_from_config
 from om_eval.store import Catalog
+from tests.runs import compose_run
 
 
 def composed(results: Path, *overrides: str):  # noqa: ANN201
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
-                                            f"run.cache_dir={results / 'cache'}", "run.progress=false"])
+    return compose_run(results, *overrides)
 
 
 def test_a_key_in_provider_options_is_redacted_everywhere(tmp_path: Path) -> None:

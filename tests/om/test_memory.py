@@ -12,7 +12,6 @@ import pytest
 from om_eval.demo import make_conversation
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.observer import ObserverOutputError
-from om_eval.om.reflector import ReflectionError
 from om_eval.om.scripted import ScriptedModel, ScriptedModelError
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION

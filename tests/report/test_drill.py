@@ -6,18 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from hydra import compose, initialize_config_dir
 
 from om_eval.bench.pipeline import pack_messages, unpack_messages
 from om_eval.cli import main
-from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.experiment.app import run_from_config
 from om_eval.experiment.rejudge import RejudgeError, judge_config
-from om_eval.experiment.schema import register_configs
 from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.report.agreement import run_agreement
 from om_eval.report.detail import find_question, find_run, question_detail
 from om_eval.store import Catalog
+from tests.runs import compose_run
 
 KU_QUESTION = "5ed4ff79"  # the mini set's knowledge-update question: 30:40, later 30:28
 
@@ -30,10 +29,7 @@ class StrictJudge(ScriptedModel):
 
 
 def composed(results: Path, *overrides: str):  # noqa: ANN201
-    register_configs()
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
-                                            f"run.cache_dir={results / 'cache'}", "run.progress=false"])
+    return compose_run(results, *overrides)
 
 
 @pytest.fixture(scope="module")

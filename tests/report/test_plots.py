@@ -22,7 +22,7 @@ from om_eval.report.plots import (
     variant_styles,
 )
 from om_eval.report.tables import summary_table
-from tests.report.data import LOCAL_JUDGE, make_run, make_runs_items
+from tests.report.data import make_run, make_runs_items
 
 PLOTS = [plot_categories, plot_accuracy_vs_tokens, plot_cost_vs_accuracy]
 FIGURES = [categories_figure, accuracy_vs_tokens_figure, cost_vs_accuracy_figure]
