@@ -9,9 +9,12 @@ new questions once reached; questions in flight finish and are saved.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import json
+import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -124,6 +127,32 @@ class _JournaledLedger(Ledger):
         super().add(record)
 
 
+@asynccontextmanager
+async def build_lock(results: Path, memory_key: str, question_id: str, poll_s: float = 0.05) -> AsyncIterator[None]:
+    """Hold the one right to build memory ``memory_key`` for a question, across processes sharing ``results``.
+
+    Variants that differ only in the actor or the judge share a memory. Run in parallel, each would replay it
+    at the same moment and pay every observer call twice; with this lock the second waits, then replays from
+    the response cache (no paid call) or reuses the first one's snapshot. ``flock`` is dropped by the kernel when
+    a process dies, so a killed build never blocks anyone. The wait polls, so the event loop keeps running the
+    job's other questions.
+    """
+    folder = results / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in question_id)
+    fd = os.open(folder / f"{memory_key}-{safe}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(poll_s)
+        yield
+    finally:
+        os.close(fd)  # closing drops the lock
+
+
 class _HeldSnapshot:
     """A snapshot store that holds a fresh memory back, so it is committed with the question's item and events.
 
@@ -201,8 +230,9 @@ class RunJob:
         judgments: list[dict[str, Any]] = []
         held = _HeldSnapshot(snapshots)
         try:
-            build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                       store=held, token_counter=self.counter)
+            async with build_lock(self.results, self.memory_key, question.question_id):
+                build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
+                                           store=held, token_counter=self.counter)
             item.update(memory_key=build.key, reused_memory=build.reused)
             if not build.reused:
                 events = _event_rows(build.memory)

@@ -138,3 +138,18 @@ def test_parallel_jobs_with_the_joblib_launcher_lose_no_rows(tmp_path: Path) -> 
     with Catalog(tmp_path) as catalog:
         assert len(catalog.runs()) == 4 and len(catalog.items()) == 4 * 7
         assert catalog.query("SELECT count(DISTINCT run_id) AS n FROM llm_calls")[0]["n"] == 4
+
+
+def test_parallel_variants_sharing_a_memory_pay_each_observer_call_once(tmp_path: Path) -> None:
+    # Two answer-only variants (the judge's parse rule differs) build the same memory at the same time; a slow
+    # scripted model makes the builds overlap. Without the build lock both would pay every observer call.
+    done = run_cli(tmp_path, "-m", "experiment=smoke", "judge.parse=official,mastra", "hydra/launcher=joblib",
+                   "hydra.launcher.n_jobs=2", env={"OM_EVAL_SCRIPTED_LATENCY": "0.05"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    with Catalog(tmp_path) as catalog:
+        runs = catalog.runs()
+        paid = catalog.query("SELECT count(*) AS n FROM llm_calls WHERE stage = 'observer' AND NOT cached")[0]["n"]
+        per_run = catalog.query("SELECT run_id, count(*) AS n FROM llm_calls WHERE stage = 'observer' "
+                                "GROUP BY run_id")
+    assert len(runs) == 2 and len({r["memory_key"] for r in runs}) == 1
+    assert len(per_run) >= 1 and paid == max(r["n"] for r in per_run)  # one run's worth of observer calls, paid once
