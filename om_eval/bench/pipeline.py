@@ -26,12 +26,12 @@ from om_eval.llm.request import canonical_json
 from om_eval.om.config import ModelSettings, OMConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
-from om_eval.om.prompts import prompt_set_hash
+from om_eval.om.prompts import PROMPT_FILES, prompt_set_hash
 from om_eval.om.tokens import TokenCounter, default_counter
 
-#: The prompt files whose wording shapes a memory (the context and actor texts only shape answers).
-MEMORY_PROMPTS = ("observer_shared", "observer_current", "observer_legacy", "observer_condensed",
-                  "observer_request", "reflector")
+#: The prompt files whose wording shapes a memory: every OM prompt file but the context text, which only shapes
+#: what the actor sees (a new variant's file joins by itself).
+MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 
 
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:

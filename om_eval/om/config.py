@@ -19,13 +19,13 @@ from typing import Any, Literal
 from om_eval.om.thresholds import resolve_block_after, resolve_buffer_tokens
 
 Scope = Literal["thread", "resource"]
-PromptVariant = Literal["current", "legacy", "condensed"]
+PromptVariant = Literal["current", "current_v1_3", "legacy", "condensed"]
 ContextLayout = Literal["chunked", "single"]
 RequestLayout = Literal["split", "single"]
 BatchMode = Literal["parallel", "sequential"]
 
 SCOPES = ("thread", "resource")
-PROMPT_VARIANTS = ("current", "legacy", "condensed")
+PROMPT_VARIANTS = ("current", "current_v1_3", "legacy", "condensed")
 CONTEXT_LAYOUTS = ("chunked", "single")
 REQUEST_LAYOUTS = ("split", "single")
 BATCH_MODES = ("parallel", "sequential")
@@ -159,7 +159,8 @@ class OMConfig:
     share_token_budget: bool = False
     """Let messages use the part of the observation budget that observations do not (needs buffering off)."""
     prompt_variant: PromptVariant = "current"
-    """Observer extraction instructions: ``current``, ``legacy`` (Jan 2026) or ``condensed``."""
+    """Observer prompt: ``current`` (1.10), ``current_v1_3`` (1.3, Mastra's published runs), ``legacy`` (Jan 2026)
+    or ``condensed``."""
     obscure_thread_ids: bool = False
     """Replace thread ids by a short hash wherever a model or the actor could see them."""
     context_layout: ContextLayout = "chunked"

@@ -30,7 +30,7 @@ from om_eval.om.records import Message
 #: Observer attempts per call: the first, and one retry after a degenerate or unusable answer.
 OBSERVER_ATTEMPTS = 2
 #: The question marker per variant: 1.5+ marks user questions 🔴; the 1.1-1.3 variants used 🟡.
-QUESTION_EMOJI = {"current": "🔴", "legacy": "🟡", "condensed": "🟡"}
+QUESTION_EMOJI = {"current": "🔴", "current_v1_3": "🟡", "legacy": "🟡", "condensed": "🟡"}
 
 
 class ObserverOutputError(RuntimeError):
@@ -38,16 +38,31 @@ class ObserverOutputError(RuntimeError):
 
 
 def extraction_instructions(variant: str) -> str:
-    """The variant's extraction rules, with the question marker filled in."""
+    """The variant's extraction rules, with the question marker filled in.
+
+    A variant file with ``extraction_from`` is an earlier release of another variant's rules: it takes that
+    file's ``extraction`` block and leaves out the ``additions`` made later (``current_v1_3``).
+    """
     data = load_prompts(f"observer_{variant}")
-    text = data["extraction"]
-    if data.get("additions"):
-        text = text + "\n\n" + data["additions"]
+    if "extraction_from" in data:
+        text = load_prompts(data["extraction_from"])["extraction"]
+    else:
+        text = data["extraction"]
+        if data.get("additions"):
+            text = text + "\n\n" + data["additions"]
     return fill(text, question_emoji=QUESTION_EMOJI[variant])
 
 
+def question_emoji_of(system_prompt: str) -> str | None:
+    """The question marker an Observer system prompt asks for, or ``None`` when no variant's rules are in it."""
+    for variant, emoji in QUESTION_EMOJI.items():
+        if extraction_instructions(variant) in system_prompt:
+            return emoji
+    return None
+
+
 def observer_guidelines(variant: str) -> str:
-    """Condensed carries its own guidelines; current and legacy share the standard set."""
+    """Condensed and current_v1_3 carry their own guidelines; current and legacy share the standard set."""
     return load_prompts(f"observer_{variant}").get("guidelines") or load_prompts("observer_shared")["guidelines"]
 
 
@@ -58,23 +73,29 @@ def _custom(instruction: str | None) -> list[str]:
 def render_observer_system_prompt(
     variant: str, *, multi_thread: bool, instruction: str | None = None, thread_title: bool = False
 ) -> str:
-    """The Observer's system prompt for one variant, single- or multi-thread (§2.1)."""
+    """The Observer's system prompt for one variant, single- or multi-thread (§2.1).
+
+    In a multi-thread prompt, a variant with its own ``multi_thread_output`` (the 1.1-1.3 layout) shows only that
+    block: the two-thread example and the marker legend. The others show the standard format block, then the
+    shared two-thread example.
+    """
     shared = load_prompts("observer_shared")
     variant_data = load_prompts(f"observer_{variant}")
-    if multi_thread:
-        output_format = shared["output_format"]
+    title = "\n\n" + shared["thread_title_format"] if thread_title else ""
+    if multi_thread and "multi_thread_output" in variant_data:
+        format_sections = [variant_data["multi_thread_output"] + title]
+    elif multi_thread:
+        format_sections = [shared["output_format"] + title, shared["multi_thread_output"]]
     else:
-        output_format = variant_data.get("output_format") or shared["output_format"]
-    if thread_title:
-        output_format += "\n\n" + shared["thread_title_format"]
+        format_sections = [(variant_data.get("output_format") or shared["output_format"]) + title]
 
     sections = [shared["identity"], shared["extraction_lead"] + "\n\n" + extraction_instructions(variant)]
     if multi_thread:
         sections += ["=== MULTI-THREAD INPUT ===", shared["multi_thread_input"]]
-        sections += ["=== OUTPUT FORMAT ===", output_format, shared["multi_thread_output"]]
+        sections += ["=== OUTPUT FORMAT ===", *format_sections]
         sections += ["=== GUIDELINES ===", observer_guidelines(variant)]
     else:
-        sections += ["=== OUTPUT FORMAT ===", output_format]
+        sections += ["=== OUTPUT FORMAT ===", *format_sections]
         sections += ["=== GUIDELINES ===", observer_guidelines(variant)]
         sections += ["=== IMPORTANT: THREAD ATTRIBUTION ===", shared["thread_attribution"]]
     sections.append(shared["closing"])

@@ -4,7 +4,8 @@ It reads the prompts OM sends and answers in the expected shape, so the whole en
 network and no weights:
 
 * as the **Observer** it turns each user message into dated ``User stated`` / ``User asked`` lines (and each
-  assistant message into a short 🟡 line), grouped under ``Date:`` headers, per thread when asked;
+  assistant message into a short 🟡 line), grouped under ``Date:`` headers, per thread when asked; questions get
+  the marker the system prompt's variant asks for (🔴 for ``current``, 🟡 for the others or an unknown prompt);
 * as the **Reflector** it shortens every observation line to a word budget that shrinks with the compression
   level it is asked for, and drops low-priority lines at higher levels;
 * as the **actor** it answers with the observation line that shares the most words with the question;
@@ -37,6 +38,7 @@ from datetime import datetime
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
+from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
@@ -270,7 +272,8 @@ class ScriptedModel:
         texts = load_prompts("observer_request")
         user = "\n\n".join(m["content"] for m in messages if m["role"] == "user")
         history = user.split(texts["history_heading"], 1)[-1].split(texts["task_heading"], 1)[0]
-        question_emoji = "🟡"
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        question_emoji = question_emoji_of(system) or "🟡"
         threads = list(_THREAD.finditer(history))
         if threads:
             blocks = []

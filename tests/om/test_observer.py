@@ -7,25 +7,33 @@ from datetime import datetime
 
 import pytest
 
-from om_eval.om.config import ModelSettings
+from om_eval.om.config import PROMPT_VARIANTS, ModelSettings
 from om_eval.om.observer import (
+    QUESTION_EMOJI,
     ObserverOutputError,
     ObserverRequest,
     ThreadHints,
     call_observer,
+    extraction_instructions,
     format_message,
     format_message_time,
     format_messages,
     format_thread_blocks,
+    question_emoji_of,
     render_observer_request,
     render_observer_system_prompt,
 )
-from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
+from om_eval.om.parsing import MultiThreadOutput, ObserverOutput, parse_multi_thread_output, parse_observer_output
+from om_eval.om.prompts import load_prompts
 from om_eval.om.records import Message
+from om_eval.om.scripted import ScriptedModel
 from tests.golden import assert_golden
 from tests.om.fakes import QueueModel
 
-VARIANTS = ("current", "legacy", "condensed")
+VARIANTS = ("current", "current_v1_3", "legacy", "condensed")
+#: Headings of the rules that came with @mastra/memory 1.9 (om-reference §2.2a item 11), in our wording.
+ADDED_IN_1_9 = ("CAPTURING USER MESSAGES", "AVOIDING REPETITIVE OBSERVATIONS", "TRACKING COMPLETION",
+                "ORDER OF EVENTS")
 SETTINGS = ModelSettings(model="test/observer")
 WHEN = datetime(2025, 12, 4, 14, 30)
 GOOD = "<observations>\nDate: Dec 4, 2025\n* 🔴 (14:30) User stated they have a beagle.\n</observations>"
@@ -51,6 +59,62 @@ def test_system_prompt_sections_and_variant_differences() -> None:
     assert 11_000 < len(single) < 20_000
     assert 4_000 < len(legacy) < 9_000 and 4_000 < len(condensed) < 9_000
     assert "(meaning" in single and "(meaning" not in legacy
+
+
+def test_every_configurable_variant_renders() -> None:
+    assert set(VARIANTS) == set(PROMPT_VARIANTS) == set(QUESTION_EMOJI)
+
+
+@pytest.mark.parametrize("multi_thread", [False, True], ids=["single", "multi"])
+def test_current_v1_3_is_the_1_3_prompt(multi_thread: bool) -> None:
+    v1_3 = render_observer_system_prompt("current_v1_3", multi_thread=multi_thread)
+    today = render_observer_system_prompt("current", multi_thread=multi_thread)
+    # The same rules 1-10 as current, with user questions marked 🟡 (1.5 switched them to 🔴) ...
+    rules = load_prompts("observer_current")["extraction"]
+    assert extraction_instructions("current_v1_3") == rules.replace("{question_emoji}", "🟡")
+    assert "🟡 User asked" in v1_3 and "🔴 User asked" not in v1_3 and "🔴 User asked" in today
+    # ... and nothing that came with 1.9: no added rules, no ✅ marker, no near-verbatim guideline.
+    for heading in ADDED_IN_1_9:
+        assert heading not in v1_3 and heading in today
+    assert "✅" not in v1_3 and "✅" in today
+    assert "almost word for word" not in v1_3
+    if multi_thread:
+        # 1.1-1.3 showed the two-thread example and the legend, not the standard format block.
+        assert "Example layout:" not in v1_3 and "Example layout:" in today
+        assert v1_3.index("Example with two threads:") < v1_3.index("🟢 Low") < v1_3.index("=== GUIDELINES ===")
+    else:
+        assert "=== IMPORTANT: THREAD ATTRIBUTION ===" in v1_3 and "goals the user has reached" in v1_3
+    # Of the order of the reference's 1.3 sizes (§2.1: ~14.3k chars single, ~13.6k multi; our rules are terser).
+    assert 10_000 < len(v1_3) < len(today)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_the_prompt_names_its_question_marker(variant: str) -> None:
+    for multi_thread in (False, True):
+        prompt = render_observer_system_prompt(variant, multi_thread=multi_thread)
+        assert question_emoji_of(prompt) == QUESTION_EMOJI[variant]
+    assert question_emoji_of("an unrelated system prompt") is None
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("multi_thread", [False, True], ids=["single", "multi"])
+def test_scripted_model_answers_every_variant_with_its_question_marker(variant: str, multi_thread: bool) -> None:
+    messages = [Message("m1", "t", "user", "I adopted a beagle. Which vet is open on Sundays?", WHEN)]
+    if multi_thread:
+        history = format_thread_blocks({"a1": messages})
+        request = ObserverRequest(history=history, thread_count=1)
+    else:
+        request = ObserverRequest(history=format_messages(messages))
+    system = render_observer_system_prompt(variant, multi_thread=multi_thread)
+    call = run(call_observer(ScriptedModel(), SETTINGS, system, render_observer_request(request),
+                             multi_thread=multi_thread, thread_ids=("a1",) if multi_thread else ()))
+    raw = call.replies[-1].text
+    output = parse_multi_thread_output(raw).threads["a1"] if multi_thread else parse_observer_output(raw)
+    emoji = QUESTION_EMOJI[variant]
+    assert output.observations.splitlines()[1:] == [
+        "* 🔴 (14:30) User stated: I adopted a beagle.",
+        f"* {emoji} (14:30) User asked: Which vet is open on Sundays?",
+    ]
 
 
 def test_custom_instruction_and_thread_title_are_appended() -> None:

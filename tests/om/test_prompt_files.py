@@ -29,6 +29,7 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "multi_thread_output",
     ],
     "observer_current.toml": ["extraction", "additions"],
+    "observer_current_v1_3.toml": ["extraction_from", "guidelines", "output_format", "multi_thread_output"],
     "observer_legacy.toml": ["extraction"],
     "observer_condensed.toml": ["extraction", "guidelines", "output_format"],
     "observer_request.toml": [
@@ -77,6 +78,7 @@ EXPECTED_KEYS: dict[str, list[str]] = {
 EXPECTED_IDS = {
     "observer_shared.toml": "observer-shared@1",
     "observer_current.toml": "observer-current@1",
+    "observer_current_v1_3.toml": "observer-current-v1.3@1",
     "observer_legacy.toml": "observer-legacy@1",
     "observer_condensed.toml": "observer-condensed@1",
     "observer_request.toml": "observer-request@1",
@@ -211,7 +213,7 @@ def test_output_format_line_counts() -> None:
 
 
 def test_output_formats_show_all_tags() -> None:
-    for name in ("observer_shared.toml", "observer_condensed.toml", "reflector.toml"):
+    for name in ("observer_shared.toml", "observer_current_v1_3.toml", "observer_condensed.toml", "reflector.toml"):
         fmt = text(name, "output_format")
         for tag in ("observations", "current-task", "suggested-response"):
             assert f"<{tag}>" in fmt and f"</{tag}>" in fmt, (name, tag)
@@ -223,16 +225,36 @@ def test_output_formats_show_all_tags() -> None:
 def test_guideline_counts() -> None:
     shared = [line for line in text("observer_shared.toml", "guidelines").splitlines() if line.startswith("- ")]
     assert 15 <= len(shared) <= 18, len(shared)
+    v1_3 = [line for line in text("observer_current_v1_3.toml", "guidelines").splitlines() if line.startswith("- ")]
+    assert len(v1_3) == 10  # "roughly 12 at 1.3, 17 at 1.9+" (om-reference §2.2d), counting example lines
     condensed = [line for line in text("observer_condensed.toml", "guidelines").splitlines() if line.startswith("- ")]
     assert len(condensed) == 9
 
 
-def test_multi_thread_output_example_has_two_threads() -> None:
-    out = text("observer_shared.toml", "multi_thread_output")
+@pytest.mark.parametrize("name", ["observer_shared.toml", "observer_current_v1_3.toml"])
+def test_multi_thread_output_example_has_two_threads(name: str) -> None:
+    out = text(name, "multi_thread_output")
     assert len(re.findall(r'<thread id="(?!\.\.\.)[^"]+">', out)) == 2
     assert out.count("</thread>") == 2
     lines = out.splitlines()
     assert lines.count("<current-task>") == 2 and lines.count("<suggested-response>") == 2
+
+
+def test_current_v1_3_is_current_before_1_9() -> None:
+    """The 1.3 pieces: current's rules without the 1.9+ additions, three priority markers, no ✅ anywhere."""
+    data = load("observer_current_v1_3.toml")
+    base = load(data["extraction_from"] + ".toml")
+    assert set(base) >= {"extraction", "additions"}  # the 1.3 rules, and the 1.9+ ones left out
+    for key in EXPECTED_KEYS["observer_current_v1_3.toml"]:
+        assert "✅" not in data[key], key
+    for key in ("output_format", "multi_thread_output"):
+        legend = [line for line in data[key].splitlines() if re.match(r"- (🔴|🟡|🟢) ", line)]
+        assert [line[2] for line in legend] == ["🔴", "🟡", "🟢"], key
+        assert "goals the user has reached" in legend[0], key  # 1.3 read "achieved", 1.9 "unresolved"
+    # The 1.3 guidelines are the shared (1.10) ones without the 1.9+ bullets; only the marker bullet differs.
+    shared = text("observer_shared.toml", "guidelines").splitlines()
+    only_1_3 = [line for line in data["guidelines"].splitlines() if line not in shared]
+    assert only_1_3 == ["- Begin every line with a priority emoji: 🔴, 🟡 or 🟢."]
 
 
 def test_compression_levels() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 PROMPT_FILES = (
     "observer_shared",
     "observer_current",
+    "observer_current_v1_3",
     "observer_legacy",
     "observer_condensed",
     "observer_request",

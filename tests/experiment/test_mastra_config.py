@@ -1,0 +1,53 @@
+"""``experiment=mastra_gpt4o`` composes to Mastra's published setup, and every prompt variant is selectable."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from om_eval.cli import _demo_parser
+from om_eval.experiment.app import CONFIG_DIR
+from om_eval.experiment.spec import spec_from_config
+from om_eval.om.config import PROMPT_VARIANTS
+from tests.runs import compose_run
+
+
+def test_mastra_gpt4o_is_the_1_3_prompt_sync_observation_and_prepare_ts_thresholds(tmp_path: Path) -> None:
+    cfg = compose_run(tmp_path, experiment="mastra_gpt4o")
+    assert cfg.prompt.variant == "current_v1_3"
+    assert cfg.om.observation.buffer_tokens is False
+    spec = spec_from_config(OmegaConf.to_container(cfg, resolve=True))
+    om = spec.om
+    assert om.prompt_variant == "current_v1_3"
+    # Synchronous observation: no async buffering, so no buffer interval and no block-after point.
+    assert not om.async_observation_enabled and om.buffer_tokens is None and om.observation_block_after is None
+    # Thresholds and batching as prepare.ts ran them (om-reference §6.4, §8; configs/om/benchmark_era.yaml).
+    assert om.observation.message_tokens == 30_000
+    assert om.reflection.observation_tokens == 80_000
+    assert om.observation.max_tokens_per_batch == 5_000 and om.observation.batch_mode == "parallel"
+    # The rest of the benchmark-era behaviour (§1.16, §4.1).
+    assert om.scope == "resource" and om.obscure_thread_ids
+    assert om.observation.previous_observer_tokens is False and om.observation.request_layout == "single"
+    assert om.context_layout == "single" and not om.boundary_delimiters
+    assert spec.replay.unit == "pair" and spec.replay.turn_spacing_seconds == 5 and not spec.replay.final_flush
+    assert om.observation.model.model == om.reflection.model.model == "google/gemini-2.5-flash"
+    assert spec.actor.model == "openai/gpt-4o"
+
+
+@pytest.mark.parametrize("variant", PROMPT_VARIANTS)
+def test_every_prompt_variant_is_selectable(variant: str, tmp_path: Path) -> None:
+    assert (CONFIG_DIR / "prompt" / f"{variant}.yaml").is_file()
+    cfg = compose_run(tmp_path, f"prompt={variant}")
+    assert spec_from_config(OmegaConf.to_container(cfg, resolve=True)).om.prompt_variant == variant
+
+
+def test_the_demo_offers_every_prompt_variant() -> None:
+    commands = argparse.ArgumentParser().add_subparsers()
+    _demo_parser(commands)
+    demo = commands.choices["demo"]
+    (variant,) = [action for action in demo._actions if action.dest == "variant"]
+    assert tuple(variant.choices) == PROMPT_VARIANTS
+    assert {path.stem for path in (CONFIG_DIR / "prompt").glob("*.yaml")} == set(PROMPT_VARIANTS)
