@@ -6,7 +6,11 @@ the benchmark replay does, then builds the actor's context. The model is the scr
 its ``complete`` calls is measured and subtracted, so the figure is the engine's: token counting, threshold checks,
 prompt rendering, parsing, section merging and context building.
 
-Run: ``python benchmarks/engine.py [--repeats 5]``. Prints the median of the repeats.
+With ``--buffering`` the same conversation goes into one thread-scope memory with 1.10's async buffering on
+(its defaults: buffer every 6k tokens, activate at 30k down to a 6k floor, buffered reflection from 20k), since
+1.10 has no buffering in resource scope.
+
+Run: ``python benchmarks/engine.py [--repeats 5] [--buffering]``. Prints the median of the repeats.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import argparse
 import asyncio
 import statistics
 import time
+from dataclasses import replace
 from datetime import timedelta
 
 from om_eval.demo import make_conversation
@@ -36,9 +41,15 @@ class TimedModel(ScriptedModel):
             self.model_seconds += time.perf_counter() - start
 
 
-def run_once(sessions: list) -> dict[str, float]:
+def run_once(sessions: list, buffering: bool = False) -> dict[str, float]:
     model = TimedModel()
-    memory = ObservationalMemory(OMConfig(scope="resource", obscure_thread_ids=True), observer=model)
+    if buffering:
+        config = OMConfig(scope="thread", obscure_thread_ids=True)
+        thread = "haystack"
+    else:
+        config = OMConfig(scope="resource", obscure_thread_ids=True)
+        thread = None
+    memory = ObservationalMemory(config, observer=model)
     start = time.perf_counter()
     ingest = 0.0
 
@@ -50,13 +61,13 @@ def run_once(sessions: list) -> dict[str, float]:
                 t0 = time.perf_counter()
                 memory.add_messages(session.messages[index : index + 2])
                 ingest += time.perf_counter() - t0
-                if await memory.observe() is not None:
+                if await memory.observe(thread) is not None:
                     observations += 1
         return observations
 
     observations = asyncio.run(feed())
     t0 = time.perf_counter()
-    context = memory.build_context(sessions[-1].started_at + timedelta(days=7))
+    context = memory.build_context(sessions[-1].started_at + timedelta(days=7), thread)
     context_seconds = time.perf_counter() - t0
     total = time.perf_counter() - start
     return {
@@ -66,7 +77,9 @@ def run_once(sessions: list) -> dict[str, float]:
         "ingest": ingest,
         "context": context_seconds,
         "observations": observations,
-        "reflections": sum(e.kind == "reflection" for e in memory.events),
+        "reflections": sum(e.kind in ("reflection", "reflection_activated") for e in memory.events),
+        "buffered": sum(e.kind == "observation_buffered" for e in memory.events),
+        "activations": sum(e.kind == "observation_activated" for e in memory.events),
         "calls": model.total_calls,
         "context_chars": sum(len(m["content"]) for m in context.messages),
     }
@@ -75,20 +88,25 @@ def run_once(sessions: list) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--buffering", action="store_true",
+                        help="one thread-scope memory with 1.10 async buffering on (default: resource scope, sync)")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
     counter = default_counter()
     load = time.perf_counter() - t0
     sessions = make_conversation(50, 10, seed=11)
+    if args.buffering:  # one long thread, so that buffering and activation actually run
+        sessions = [replace(s, messages=tuple(replace(m, thread_id="haystack") for m in s.messages)) for s in sessions]
     messages = [m for s in sessions for m in s.messages]
     tokens = sum(count_message(m, counter) for m in messages)
 
-    runs = [run_once(sessions) for _ in range(args.repeats)]
+    runs = [run_once(sessions, args.buffering) for _ in range(args.repeats)]
     median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
     print(f"conversation: {len(sessions)} sessions, {len(messages) // 2} pairs, {tokens:,} tokens (o200k_base)")
     print(f"tokenizer load (once per process, not counted): {load:.3f} s")
-    print(f"median of {args.repeats} runs:")
+    mode = "thread scope, async buffering on" if args.buffering else "resource scope, synchronous"
+    print(f"median of {args.repeats} runs ({mode}):")
     print(f"  engine bookkeeping (total - model time): {median['engine']:.3f} s   <- target < 0.5 s")
     print(f"    of which ingestion (token counting):   {median['ingest']:.3f} s")
     print(f"    of which final context build:          {median['context']:.4f} s")
@@ -96,6 +114,8 @@ def main() -> None:
     print(f"  wall total:                              {median['total']:.3f} s")
     print(f"  observations {median['observations']:.0f}, reflections {median['reflections']:.0f}, "
           f"model calls {median['calls']:.0f}, context {median['context_chars']:,.0f} chars")
+    if args.buffering:
+        print(f"  buffered passes {median['buffered']:.0f}, activations {median['activations']:.0f}")
 
 
 if __name__ == "__main__":

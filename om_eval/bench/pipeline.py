@@ -40,7 +40,8 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
     om = {k: v for k, v in om_config.to_dict().items() if k != "context_layout"}
     payload = {
         "om": om,
-        "replay": asdict(replay),
+        # Buffering off is the protocol every earlier memory was built with: leave it out so their keys still hold.
+        "replay": {k: v for k, v in asdict(replay).items() if not (k == "buffering" and v is False)},
         "prompts": prompt_set_hash(MEMORY_PROMPTS),
         "tokens": counter_name,
     }

@@ -41,6 +41,10 @@ class ReplayConfig:
     """Observe whatever is still pending after the last session (Mastra's published runs did not)."""
     scope: Literal["resource", "thread"] = "resource"
     """Forced onto the OM config: one memory across sessions, or one per session."""
+    buffering: bool = False
+    """Run 1.10's async buffering (buffer ahead, activate at the threshold, buffered reflection) with the OM
+    config's buffering options (1.10 defaults when unset). Off (the default) is the published, synchronous protocol.
+    1.10 has no async buffering in resource scope, so it needs ``scope="thread"``."""
 
     def __post_init__(self) -> None:
         checks = (
@@ -51,6 +55,13 @@ class ReplayConfig:
         for name, value, allowed in checks:
             if value not in allowed:
                 raise ValueError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
+        if self.buffering is not False and self.buffering is not True:
+            raise ValueError(f"replay.buffering={self.buffering!r} is invalid: must be true or false")
+        if self.buffering and self.scope != "thread":
+            raise ValueError(
+                "replay.buffering=true needs replay.scope=thread: @mastra/memory 1.10 has no async buffering in "
+                "resource scope"
+            )
         if self.turn_spacing_seconds < 0:
             raise ValueError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
 
@@ -104,6 +115,10 @@ class ReplayStats:
     reflector_calls: int = 0
     pending_tokens: int = 0
     observation_tokens: int = 0
+    buffered_chunks: int = 0
+    """Chunks stored by async buffering passes (buffering on only)."""
+    activations: int = 0
+    """Observations added by activating buffered chunks; counted in ``observations`` too."""
     reflection_errors: list[str] = field(default_factory=list)
 
     @property
@@ -132,9 +147,11 @@ async def replay_question(
     """
     replay = replay or ReplayConfig()
     observation = om_config.observation
-    if replay.scope == "thread" and observation.buffer_tokens is None:
-        # The replay is synchronous (as Mastra's published runs were): no async buffering unless asked for.
-        observation = replace(observation, buffer_tokens=False)
+    if not replay.buffering:
+        # The published protocol is synchronous: drop every async option (resource scope refuses them anyway).
+        observation = replace(observation, buffer_tokens=False, buffer_activation=None, block_after=None)
+    elif observation.buffer_tokens is False:
+        observation = replace(observation, buffer_tokens=None)  # 1.10's default interval
     config = replace(om_config, scope=replay.scope, obscure_thread_ids=True, observation=observation)
     counter = token_counter or default_counter()
     memory = ObservationalMemory(
@@ -161,14 +178,19 @@ async def replay_question(
     if replay.final_flush:
         threads = [None] if replay.scope == "resource" else [thread_id_for(s) for s in sessions]
         for thread in threads:
-            await memory.observe(thread, force=True)
+            outcome = await memory.observe(thread, force=True)
+            if outcome is not None and outcome.reflection_error:  # as above: a failed reflection must be seen
+                stats.reflection_errors.append(outcome.reflection_error)
     _finish_stats(memory, stats, replay.scope)
     return memory, stats
 
 
 def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -> None:
-    stats.observations = sum(e.kind == "observation" for e in memory.events)
-    stats.reflections = sum(e.kind == "reflection" for e in memory.events)
+    stats.observations = sum(e.kind in ("observation", "observation_activated") for e in memory.events)
+    stats.reflections = sum(e.kind in ("reflection", "reflection_activated") for e in memory.events)
+    stats.buffered_chunks = sum(e.kind == "observation_buffered" and '"stored": true' in e.detail
+                                for e in memory.events)
+    stats.activations = sum(e.kind == "observation_activated" for e in memory.events)
     stats.observer_calls = sum(e.calls for e in memory.events if e.kind.startswith("observation"))
     stats.reflector_calls = sum(e.calls for e in memory.events if e.kind.startswith("reflection"))
     if scope == "resource":

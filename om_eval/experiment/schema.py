@@ -61,6 +61,7 @@ class ReplaySchema:
     skip_empty_turns: bool = True
     final_flush: bool = False
     scope: str = "resource"
+    buffering: bool = False  # 1.10's async buffering and activation (needs scope=thread); off = published protocol
 
 
 @dataclass

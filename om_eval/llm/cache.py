@@ -365,8 +365,10 @@ class ResponseCache:
         self._stats_name = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.json"
 
     def _read_epoch(self) -> str:
+        # The epoch is an opaque token: a damaged file still reads as one (the same for every process), rather than
+        # failing every lookup that flushes counters.
         try:
-            return (self._stats_dir / "epoch").read_text(encoding="utf-8").strip() or "0"
+            return (self._stats_dir / "epoch").read_bytes().decode("utf-8", "replace").strip() or "0"
         except FileNotFoundError:
             return "0"
 

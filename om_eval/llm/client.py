@@ -9,11 +9,11 @@ judge all reach models the same way. Per call it:
 4. retries rate limits (429), timeouts and server errors (5xx, connection errors) with jittered exponential
    backoff, a bounded number of times; any other error (400, 401, 404, ...) fails at once with the provider's
    message;
-5. stores the answer (only deterministic requests, unless the caller opts in) and records a ledger entry.
+5. records a ledger entry and stores the answer (only deterministic requests, unless the caller opts in).
 
-A paid call is written to the cache before it is returned, so a crash afterwards never loses it. A cache that
-cannot be written (full disk, no permission) costs the entry, never the answer: a warning is logged and the
-reply returned.
+A paid call is recorded in the ledger, then written to the cache, before it is returned, so a crash afterwards
+never loses it. A cache that cannot be written (full disk, no permission) costs the entry, never the answer: a
+warning is logged and the reply returned.
 
 Unusable replies and retries (see :mod:`om_eval.om.model`): a caller may pass a ``check`` that says what is
 wrong with a reply's text. A reply the check refuses is returned to the caller but never stored, and a stored
@@ -269,6 +269,14 @@ class LLMClient:
                     ))
                     raise LLMCallError(stage, request.model, error, retries) from error
         problem = check(reply.text) if check is not None else None
+        # The paid call is recorded before its reply is cached: a ledger that journals (the run store's) then holds
+        # it even if the process is killed during the cache write. The other order left a window in which the
+        # reply was on disk, served free to the resumed run, and its cost recorded nowhere.
+        self.ledger.add(CallRecord(
+            stage, request.model, reply.prompt_tokens, reply.completion_tokens, False, time.time() - started,
+            retries, cost, error=None if problem is None else f"{REJECTED_PREFIX}{problem}",
+            cache_key=key, started_at=started,
+        ))
         if key is not None and problem is None:
             entry = CachedResponse(
                 text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
@@ -276,11 +284,6 @@ class LLMClient:
                 created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model,
             )
             await self._store(key, entry, request, stage, scope)
-        self.ledger.add(CallRecord(
-            stage, request.model, reply.prompt_tokens, reply.completion_tokens, False, time.time() - started,
-            retries, cost, error=None if problem is None else f"{REJECTED_PREFIX}{problem}",
-            cache_key=key, started_at=started,
-        ))
         return reply
 
     # -- internals ------------------------------------------------------------------------------------------

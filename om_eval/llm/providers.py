@@ -69,9 +69,13 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
             )
 
         async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
-            instance_latency = scripted_model(model.split("/", 1)[-1]).latency if "/" in model else 0.0
-            if instance_latency:
-                await asyncio.sleep(instance_latency)
+            # litellm hands over the name without its provider prefix ("om-eval", not "scripted/om-eval").
+            try:
+                latency = scripted_model(model.split("/", 1)[-1]).latency
+            except KeyError:
+                latency = 0.0  # completion() answers the unknown name with a 404
+            if latency:
+                await asyncio.sleep(latency)
             return self.completion(model, messages, *args, **kwargs)
 
     return ScriptedProvider

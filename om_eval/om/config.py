@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from om_eval.om.thresholds import resolve_block_after, resolve_buffer_tokens
+from om_eval.om.thresholds import resolve_block_after, resolve_buffer_tokens, resolve_retention_floor
 
 Scope = Literal["thread", "resource"]
 PromptVariant = Literal["current", "current_v1_3", "legacy", "condensed"]
@@ -203,6 +203,16 @@ class OMConfig:
             return None
         raw = self.observation.block_after
         return resolve_block_after(DEFAULT_BLOCK_AFTER if raw is None else raw, self.observation.message_tokens)
+
+    @property
+    def retention_floor(self) -> float:
+        """Message tokens kept in context after buffered observations are activated (default 6000 at 30k)."""
+        return resolve_retention_floor(self.observation_activation, self.observation.message_tokens)
+
+    @property
+    def async_reflection_enabled(self) -> bool:
+        """Reflection is buffered ahead of its threshold whenever observation buffering is on (1.10)."""
+        return self.async_observation_enabled
 
     @property
     def reflection_activation(self) -> float:

@@ -1,4 +1,5 @@
-"""The Observational Memory engine (synchronous path): ingest, observe, reflect, build the actor's context.
+"""The Observational Memory engine: ingest, observe (synchronously or through async buffers), reflect, build the
+actor's context.
 
 One :class:`ObservationalMemory` holds the memory of one *resource* (a user). In thread scope each thread has
 its own record; in resource scope one record spans all threads, with observations kept in per-thread sections.
@@ -7,16 +8,24 @@ Bookkeeping is incremental: each message's tokens are counted once when it arriv
 as running sums, so checking the threshold after every message costs O(1) (om-reference §1.16 asks for a
 threshold-checked observe after every ingested pair). Nothing is marked observed until the Observer's answer is
 accepted, so a failed or degenerate call leaves the memory exactly as it was.
+
+Async buffering (om-reference §1.7-§1.11) is run deterministically. In 1.10 a buffering pass starts in the
+background when its trigger fires and activation waits for it (up to 30 s) before swapping chunks in. Here a pass
+runs to completion inside the :meth:`ObservationalMemory.observe` call whose check fired it, before the caller adds
+the next message. That is the schedule 1.10 follows whenever the Observer answers before the next message arrives
+(always the case in a replay, where nothing else is waiting); only wall-clock overlap is lost, never an ordering
+decision: the trigger sees the same pending tokens, the pass sees the same candidate messages, and activation
+sees every chunk whose pass had started, exactly as after 1.10's wait. The same holds for buffered reflection.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from om_eval.om.config import OMConfig
@@ -34,9 +43,18 @@ from om_eval.om.observer import (
     render_observer_system_prompt,
 )
 from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
-from om_eval.om.records import Message, OMRecord, ThreadState
+from om_eval.om.records import BufferedChunk, Message, OMRecord, ThreadState
 from om_eval.om.reflector import ReflectionError, ReflectionResult, reflect_observations
-from om_eval.om.thresholds import dynamic_message_threshold, observation_due, reflection_due
+from om_eval.om.thresholds import (
+    buffer_has_enough,
+    dynamic_message_threshold,
+    observation_due,
+    plan_activation,
+    reflection_buffer_due,
+    reflection_due,
+    reflection_slice,
+    should_trigger_async_buffer,
+)
 from om_eval.om.threads import (
     ThreadLoad,
     obscure_thread_id,
@@ -56,7 +74,9 @@ class OMEvent:
 
     kind: str
     """``observation``, ``observation_failed``, ``reflection``, ``reflection_unproductive``,
-    ``reflection_failed`` or ``reflection_deferred``."""
+    ``reflection_failed``, ``reflection_deferred``; with async buffering also ``observation_buffered``,
+    ``observation_buffer_failed``, ``observation_activated``, ``reflection_buffered`` and
+    ``reflection_activated``. Buffering events carry their chunk figures as JSON in ``detail``."""
     at: datetime
     record_id: str
     generation: int
@@ -172,7 +192,6 @@ class ObservationalMemory:
         self._observed_ids: set[str] = set()
         self._latest_time: datetime | None = None
         self._lock = asyncio.Lock()
-        self._warned_async = False
 
     # -- identity and lookups -------------------------------------------------------------------------------
 
@@ -318,32 +337,36 @@ class ObservationalMemory:
         """Observe if pending tokens reached the threshold (or always with ``force``, e.g. a final flush).
 
         Returns ``None`` when nothing was due. Reflection runs inside, when observations pass their threshold.
+
+        With async buffering on (thread scope, the 1.10 default) this is one step of 1.10's per-step pipeline
+        (§1.8): a buffering pass when pending tokens crossed a new interval, then at the threshold the activation
+        of buffered chunks, or synchronous observation once ``block_after`` is reached; then the reflection
+        check, which may buffer or activate a reflection. Returns an outcome only when observations were added
+        to memory (activated or observed), not for a pass that only buffered.
         """
         async with self._lock:
+            if self.config.async_observation_enabled and not force:
+                return await self._step_async(self._key(thread_id))
             pending = self.pending_tokens(thread_id)
             if pending == 0:
                 return None
             if not force and not observation_due(pending, self.observation_threshold(thread_id)):
                 return None
-            self._warn_async_once()
             if self.resource_scope:
                 outcome = await self._observe_resource(force)
             else:
                 outcome = await self._observe_thread(self._key(thread_id))
-            try:
-                reflection = await self._maybe_reflect(thread_id)
-            except Exception as error:  # the observation is saved; report the failed reflection, keep memory
-                return replace(outcome, reflection_error=f"{type(error).__name__}: {error}")
-            return outcome if reflection is None else replace(outcome, reflection=reflection)
+            return await self._with_reflection(outcome, thread_id)
 
-    def _warn_async_once(self) -> None:
-        if self.config.async_observation_enabled and not self._warned_async:
-            self._warned_async = True
-            warnings.warn(
-                "async buffering is not implemented yet: observing synchronously at the threshold. "
-                "Set observation.buffer_tokens=false to silence this.",
-                stacklevel=3,
-            )
+    async def _with_reflection(self, outcome: ObservationOutcome, thread_id: str | None) -> ObservationOutcome:
+        try:
+            if self.config.async_reflection_enabled:
+                reflection = await self._maybe_reflect_async(self._key(thread_id))
+            else:
+                reflection = await self._maybe_reflect(thread_id)
+        except Exception as error:  # the observation is saved; report the failed reflection, keep memory
+            return replace(outcome, reflection_error=f"{type(error).__name__}: {error}")
+        return outcome if reflection is None else replace(outcome, reflection=reflection)
 
     def _append(self, existing: str, new: str, at: datetime) -> str:
         if not existing.strip():
@@ -353,10 +376,15 @@ class ObservationalMemory:
     def _separator(self, at: datetime) -> str:
         return format_boundary(at) if self.config.boundary_delimiters else "\n\n"
 
-    def _previous(self, record: OMRecord) -> tuple[str, bool]:
-        return prepare_previous_observations(
-            record.active_observations, self.config.observation.previous_observer_tokens, self.counter.count_text
-        )
+    def _previous(self, record: OMRecord, extra: Sequence[str] = ()) -> tuple[str, bool]:
+        """The prior observations the Observer sees (§1.14): ``extra`` texts (buffered chunks) are appended, and
+        with a token budget a buffered reflection stands in for the lines it condenses."""
+        budget = self.config.observation.previous_observer_tokens
+        text = "\n\n".join(t for t in (record.active_observations, *extra) if t)
+        if budget is not False and record.buffered_reflection and record.reflected_observation_line_count:
+            rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
+            text = record.buffered_reflection + ("\n\n" + rest if rest else "")
+        return prepare_previous_observations(text, budget, self.counter.count_text)
 
     def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:
         queue = self._queues[thread_id]
@@ -430,6 +458,9 @@ class ObservationalMemory:
         message_tokens = self._mark_observed(record, thread_id, messages)
         self._write_hints(thread_id, output)
         self._finish_record(record, observed_at, message_tokens)
+        # Every buffered message was just observed: its chunks are void, and buffering starts over (§1.8 step 10).
+        record.buffered_observation_chunks = []
+        record.last_buffered_at_tokens = 0
         self._emit(
             "observation", record, thread_ids=(thread_id,), message_tokens=message_tokens,
             observation_tokens_before=before, observation_tokens_after=record.observation_token_count,
@@ -529,6 +560,255 @@ class ObservationalMemory:
         )
         return message_tokens
 
+    # -- async buffering (§1.7, §1.8 steps 4-10, §1.10) -----------------------------------------------------
+
+    async def _step_async(self, key: str) -> ObservationOutcome | None:
+        """One pipeline step with buffering on; see :meth:`observe` and the module docstring."""
+        if key not in self._generations:  # nothing was ever added: reading must not create a record
+            return None
+        record = self._ensure_record(key)
+        threshold = self.observation_threshold(key)
+        buffer_tokens = self.config.buffer_tokens or 0
+        block_after = self.config.observation_block_after or threshold
+        pending = self.pending_tokens(key)
+        # The context may have shrunk since the last pass (§1.8 step 4).
+        record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
+        if should_trigger_async_buffer(pending, record.last_buffered_at_tokens, buffer_tokens, threshold):
+            record.last_buffered_at_tokens = pending
+            await self._buffer_observations(key)
+        outcome: ObservationOutcome | None = None
+        if observation_due(pending, threshold):
+            outcome = self._activate_observations(key, pending, threshold, buffer_tokens, block_after)
+            if outcome is None and pending >= block_after:
+                outcome = await self._observe_thread(key)
+        if outcome is not None:
+            return await self._with_reflection(outcome, key)
+        # §1.8 step 5: checked at every step. A failure is recorded as an event; with no observation in this step
+        # there is no outcome to carry it.
+        with contextlib.suppress(Exception):
+            await self._maybe_reflect_async(key, after_observation=False)
+        return None
+
+    def _buffered_ids(self, record: OMRecord) -> set[str]:
+        return {i for chunk in record.buffered_observation_chunks for i in chunk.message_ids}
+
+    async def _buffer_observations(self, key: str) -> BufferedChunk | None:
+        """One buffering pass: observe the messages no chunk covers yet into a new chunk (§1.10).
+
+        Candidates are chosen by id (unobserved and in no chunk), not by the time cursor, for the same reason
+        :meth:`add_message` keeps late-timestamped messages; the cursor ``last_buffered_at_time`` is still kept.
+        Failures are recorded as ``observation_buffer_failed`` and never raised: buffering is best effort.
+        """
+        record = self._ensure_record(key)
+        covered = self._buffered_ids(record)
+        candidates = [m for m in self._queues[key].messages if m.id not in covered]
+        candidate_tokens = sum(self._message_tokens[m.id] for m in candidates)
+        if not buffer_has_enough(candidate_tokens, self.config.buffer_tokens or 0):
+            return None
+        obs = self.config.observation
+        previous, truncated = self._previous(record, [c.observations for c in record.buffered_observation_chunks])
+        request = ObserverRequest(
+            history=format_messages(candidates),
+            previous_observations=previous,
+            previous_truncated=truncated,
+            hints={"": self._hints_for(key)},
+            skip_continuation_hints=True,
+        )
+        system = render_observer_system_prompt(
+            self.config.prompt_variant, multi_thread=False, instruction=obs.instruction, thread_title=obs.thread_title
+        )
+        try:
+            call = await call_observer(
+                self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+                multi_thread=False,
+            )
+        except Exception as error:
+            replies = getattr(error, "replies", ())
+            self._emit("observation_buffer_failed", record, thread_ids=(key,), message_tokens=candidate_tokens,
+                       replies=replies, detail=f"{type(error).__name__}: {error}")
+            return None
+        output = call.output
+        assert isinstance(output, ObserverOutput)
+        if not output.observations:
+            self._emit("observation_buffered", record, thread_ids=(key,), message_tokens=candidate_tokens,
+                       observation_tokens_before=record.observation_token_count,
+                       observation_tokens_after=record.observation_token_count, replies=call.replies,
+                       detail=json.dumps({"stored": False, "chunks": len(record.buffered_observation_chunks)}))
+            return None
+        now = self._now()
+        last_at = max(m.created_at for m in candidates) + timedelta(milliseconds=1)
+        chunk = BufferedChunk(
+            id=f"ombuf-{record.id}-{candidates[0].id}",
+            cycle_id=f"buffer-{record.id}-{candidates[0].id}",
+            observations=output.observations,
+            token_count=self.counter.count_text(output.observations),
+            message_ids=[m.id for m in candidates],
+            message_tokens=candidate_tokens,
+            last_observed_at=last_at,
+            created_at=now,
+            suggested_continuation=output.suggested_response,
+            current_task=output.current_task,
+        )
+        record.buffered_observation_chunks.append(chunk)
+        record.last_buffered_at_time = last_at
+        record.updated_at = now
+        self._emit(
+            "observation_buffered", record, thread_ids=(key,), message_tokens=candidate_tokens,
+            observation_tokens_before=record.observation_token_count,
+            observation_tokens_after=record.observation_token_count, replies=call.replies,
+            detail=json.dumps({
+                "stored": True, "chunk_id": chunk.id, "chunk_tokens": chunk.token_count,
+                "chunk_messages": len(chunk.message_ids), "chunks": len(record.buffered_observation_chunks),
+                "buffered_message_tokens": sum(c.message_tokens for c in record.buffered_observation_chunks),
+                "pending_tokens": record.last_buffered_at_tokens,
+            }),
+        )
+        return chunk
+
+    def _activate_observations(
+        self, key: str, pending: int, threshold: int, buffer_tokens: int, block_after: int
+    ) -> ObservationOutcome | None:
+        """Swap the chosen prefix of buffered chunks into the active observations (§1.7); None when gated."""
+        record = self._ensure_record(key)
+        chunks = record.buffered_observation_chunks
+        count = plan_activation(
+            [c.message_tokens for c in chunks], pending_tokens=pending, threshold=threshold,
+            retention_floor=self.config.retention_floor, buffer_tokens=buffer_tokens, block_after=block_after,
+        )
+        if count == 0:
+            return None
+        activated, record.buffered_observation_chunks = chunks[:count], chunks[count:]
+        before = record.observation_token_count
+        latest = activated[-1].last_observed_at
+        record.active_observations = self._append(
+            record.active_observations, "\n\n".join(c.observations for c in activated), latest
+        )
+        record.observation_token_count = before + sum(c.token_count for c in activated)
+        ids = {i for c in activated for i in c.message_ids}
+        messages = [m for m in self._queues[key].messages if m.id in ids]
+        message_tokens = self._mark_observed(record, key, messages) if messages else 0
+        if record.last_observed_at is None or latest > record.last_observed_at:
+            record.last_observed_at = latest
+        record.total_tokens_observed += message_tokens
+        record.pending_message_tokens = self.pending_tokens(key)
+        record.last_buffered_at_tokens = 0
+        record.updated_at = self._now()
+        hints = activated[-1]
+        state = self.thread_state(key)
+        if hints.current_task:  # buffered calls are asked for no hints; a hint given anyway is kept (§1.7)
+            state.current_task = hints.current_task
+        if hints.suggested_continuation:
+            state.suggested_response = hints.suggested_continuation
+        self._emit(
+            "observation_activated", record, thread_ids=(key,), message_tokens=message_tokens,
+            observation_tokens_before=before, observation_tokens_after=record.observation_token_count,
+            detail=json.dumps({
+                "chunks": count, "chunks_left": len(record.buffered_observation_chunks),
+                "chunk_tokens": record.observation_token_count - before, "pending_before": pending,
+                "pending_after": self.pending_tokens(key), "forced": pending >= block_after,
+            }),
+        )
+        return ObservationOutcome(
+            (key,), ((key,),), (message_tokens,), message_tokens, record.observation_token_count
+        )
+
+    # -- async reflection (§1.11) ---------------------------------------------------------------------------
+
+    async def _maybe_reflect_async(self, key: str, *, after_observation: bool = True) -> ReflectionOutcome | None:
+        """1.10's ``maybeReflect`` with buffering on: buffer ahead of the threshold, activate above it, and
+        reflect synchronously only from ``reflection.block_after`` on. The back-off after a failed reflection
+        (an om-eval guard) holds buffering too; its ``reflection_deferred`` event is only emitted after an
+        observation, not at every step."""
+        record = self.record(key)
+        ref = self.config.reflection
+        tokens = record.observation_token_count
+        hold = self._reflection_hold.get(key)
+        held = hold is not None and tokens <= hold
+        if not reflection_due(tokens, ref.observation_tokens):
+            if (not held and record.buffered_reflection is None
+                    and reflection_buffer_due(tokens, ref.observation_tokens, self.config.reflection_activation)):
+                await self._buffer_reflection(key)
+            return None
+        if record.buffered_reflection is not None:
+            return self._activate_reflection(key)
+        if held:
+            return await self._maybe_reflect(key) if after_observation else None  # emits reflection_deferred
+        if tokens < self.config.reflection_block_after:
+            await self._buffer_reflection(key)  # activated at the next check, as after 1.10's background run
+            return None
+        return await self._maybe_reflect(key)
+
+    async def _buffer_reflection(self, key: str) -> None:
+        """Condense the oldest lines, worth ``reflection_activation`` x the threshold, ahead of time."""
+        record = self._ensure_record(key)
+        if not record.active_observations.strip():
+            return
+        ref = self.config.reflection
+        lines = record.active_observations.split("\n")
+        count, target = reflection_slice(
+            record.observation_token_count, len(lines), ref.observation_tokens, self.config.reflection_activation
+        )
+        text = "\n".join(lines[:count])
+        before = record.observation_token_count
+        level = 2 if "gemini-2.5-flash" in ref.model.model else 1
+        try:
+            result = await reflect_observations(
+                self.reflector, ref.model, text, target=max(target, 1), start_level=level, counter=self.counter,
+                variant=self.config.prompt_variant, instruction=ref.instruction, skip_continuation_hints=True,
+            )
+        except Exception as error:
+            self._hold_reflection(key, before)
+            replies = [a.reply for a in getattr(error, "attempts", ())]
+            self._emit("reflection_failed", record, observation_tokens_before=before, observation_tokens_after=before,
+                       replies=replies, detail=f"buffered: {type(error).__name__}: {error}")
+            return
+        replies = [a.reply for a in result.attempts]
+        levels = tuple(a.level for a in result.attempts)
+        if not result.productive:
+            self._hold_reflection(key, before)
+            self._emit("reflection_unproductive", record, observation_tokens_before=before,
+                       observation_tokens_after=before, level=result.level, levels=levels, replies=replies,
+                       detail=f"buffered: {result.tokens} tokens for {result.input_tokens} in; nothing stored")
+            return
+        record.buffered_reflection = result.observations
+        record.buffered_reflection_tokens = result.tokens
+        record.buffered_reflection_input_tokens = result.input_tokens
+        record.reflected_observation_line_count = count
+        record.metadata["buffered_reflection_level"] = result.level
+        record.updated_at = self._now()
+        self._emit(
+            "reflection_buffered", record, observation_tokens_before=result.input_tokens,
+            observation_tokens_after=result.tokens, level=result.level, levels=levels, replies=replies,
+            detail=json.dumps({"lines": count, "line_count": len(lines), "target": target,
+                               "observation_tokens": before}),
+        )
+
+    def _activate_reflection(self, key: str) -> ReflectionOutcome:
+        """A new generation: the buffered reflection, then the lines it did not cover (§1.11 activation)."""
+        record = self.record(key)
+        assert record.buffered_reflection is not None
+        rest = "\n".join(record.active_observations.split("\n")[record.reflected_observation_line_count or 0:])
+        text = record.buffered_reflection + ("\n\n" + rest.strip() if rest.strip() else "")
+        tokens = self.counter.count_text(text)
+        before = record.observation_token_count
+        level = int(record.metadata.get("buffered_reflection_level", 0))
+        new_record = record.next_generation(text, tokens, self._now())
+        self._generations[key].append(new_record)
+        target = self.config.reflection.observation_tokens
+        if tokens < target:
+            self._reflection_hold.pop(key, None)
+            self._reflection_failures.pop(key, None)
+        self._emit(
+            "reflection_activated", new_record, observation_tokens_before=before, observation_tokens_after=tokens,
+            level=level, detail=json.dumps({
+                "reflected_lines": record.reflected_observation_line_count,
+                "reflection_tokens": record.buffered_reflection_tokens,
+                "reflection_input_tokens": record.buffered_reflection_input_tokens,
+            }),
+        )
+        result = ReflectionResult(text, tokens, before, target, level, None, ())
+        return ReflectionOutcome(True, result, new_record.generation_count)
+
     # -- reflection -----------------------------------------------------------------------------------------
 
     async def _maybe_reflect(self, thread_id: str | None) -> ReflectionOutcome | None:
@@ -541,6 +821,7 @@ class ObservationalMemory:
         if hold is not None and record.observation_token_count <= hold:
             self._emit(
                 "reflection_deferred", record, observation_tokens_before=record.observation_token_count,
+                observation_tokens_after=record.observation_token_count,
                 detail=f"the last reflection could not reach the target; waiting until observations pass {hold}",
             )
             return None
@@ -567,7 +848,11 @@ class ObservationalMemory:
             )
         except Exception as error:  # degenerate ladder or provider failure: memory stays as it is
             self._hold_reflection(key, before)
-            self._emit("reflection_failed", record, observation_tokens_before=before, detail=str(error))
+            # The memory is kept, so "after" is "before" (0 would read as a wiped memory); the failed rungs' replies
+            # were paid for and count as calls.
+            replies = [a.reply for a in getattr(error, "attempts", ())]
+            self._emit("reflection_failed", record, observation_tokens_before=before,
+                       observation_tokens_after=before, replies=replies, detail=str(error))
             raise
         replies = [a.reply for a in result.attempts]
         levels = tuple(a.level for a in result.attempts)
@@ -696,6 +981,11 @@ class ObservationalMemory:
             for generations in memory._generations.values():
                 for record in generations:
                     record.observation_token_count = memory.counter.count_text(record.active_observations)
+                    for chunk in record.buffered_observation_chunks:
+                        chunk.token_count = memory.counter.count_text(chunk.observations)
+                    if record.buffered_reflection is not None:
+                        record.buffered_reflection_tokens = memory.counter.count_text(record.buffered_reflection)
+                    record.last_buffered_at_tokens = 0  # old units: the next step starts a fresh interval
         for item in data["messages"]:
             message = Message.from_dict(item)
             memory._messages[message.id] = message
@@ -713,4 +1003,6 @@ class ObservationalMemory:
         if not same_counter:
             for key, generations in memory._generations.items():
                 generations[-1].pending_message_tokens = memory.pending_tokens(None if memory.resource_scope else key)
+                for chunk in generations[-1].buffered_observation_chunks:
+                    chunk.message_tokens = sum(memory._message_tokens[i] for i in chunk.message_ids)
         return memory

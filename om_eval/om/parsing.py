@@ -342,6 +342,15 @@ def _observation_blocks(text: str) -> str | None:
     return "\n".join(body.strip() for body in matches if body.strip())
 
 
+def has_observations_block(text: str) -> bool:
+    """Whether ``text`` holds a complete, line-anchored ``<observations>`` ... ``</observations>`` block.
+
+    A reply cut off by an output limit opens the block and never closes it; parsers then fall back to its list
+    lines, which keeps the bullets but drops ``Date:`` headers and ``<thread>`` blocks.
+    """
+    return _OBSERVATIONS_BLOCK.search(_normalize_newlines(text)) is not None
+
+
 def count_observation_lines(text: str) -> int:
     """How many lines are observations in the format the Observer and Reflector write.
 

@@ -1,8 +1,7 @@
 """The data OM keeps: messages, the memory record and its generations, per-thread hints (om-reference §1.1–§1.3).
 
-Every type converts to and from plain JSON-ready dicts, so a memory snapshot round-trips exactly. Fields for
-async buffering (chunks, buffered reflection, buffer cursors) exist already so that the async path can be added
-without changing the record's shape.
+Every type converts to and from plain JSON-ready dicts, so a memory snapshot round-trips exactly, async
+buffering state included (chunks, buffered reflection, buffer cursors).
 """
 
 from __future__ import annotations

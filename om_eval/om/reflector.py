@@ -9,6 +9,11 @@ Departures from 1.10, each fixing a failure reported against it (lessons-from-pe
   it has no observation lines although its input had some (prose, an apology, a stray summary), or it shrank
   memory below :data:`MIN_KEPT_SHARE` of what it was asked to fit in (see there). Upstream would have replaced
   a whole memory with such a reply;
+* when the input is observations, an attempt without a complete ``<observations>`` block is a failed attempt
+  too. Such a reply was cut off by an output limit (the block never closes) or ignored the format, and the
+  parser's list-line fallback keeps only its bullets: applied, it would silently strip every ``Date:`` header
+  and ``<thread>`` block from the whole memory (the reliability suite caught a 402-token memory replaced by a
+  184-token one with no dates left);
 * the model is told which replies are unusable (:func:`~om_eval.om.model.complete_checked`), so a caching model
   never stores one and a re-run asks again;
 * the ladder is bounded (at most four levels above the start), and the engine backs off after a reflection
@@ -26,7 +31,11 @@ from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import extraction_instructions, observer_guidelines
-from om_eval.om.parsing import count_observation_lines, parse_reflector_output
+from om_eval.om.parsing import (
+    count_observation_lines,
+    has_observations_block,
+    parse_reflector_output,
+)
 from om_eval.om.prompts import load_prompts
 from om_eval.om.tokens import TokenCounter
 
@@ -48,7 +57,14 @@ def min_reflection_tokens(input_tokens: int, target: int) -> int:
 
 
 class ReflectionError(RuntimeError):
-    """Every attempt of the ladder failed (degenerate, empty, not observations, too small); memory unchanged."""
+    """Every attempt of the ladder failed (degenerate, empty, not observations, too small); memory unchanged.
+
+    ``attempts`` are the failed rungs, so the calls they cost can be accounted for.
+    """
+
+    def __init__(self, message: str, attempts: Sequence[ReflectionAttempt] = ()) -> None:
+        super().__init__(message)
+        self.attempts = tuple(attempts)
 
 
 def compression_guidance(level: int) -> str:
@@ -198,6 +214,8 @@ async def reflect_observations(
         problem = None
         if structured and count_observation_lines(parsed.observations) == 0:
             problem = "not observations (no line opens with a 🔴/🟡/🟢/✅ marker)"
+        elif structured and not has_observations_block(raw):
+            problem = "no complete <observations> block (cut off, or untagged: its dates and threads would be lost)"
         elif tokens < floor:
             problem = f"{tokens} tokens, below the floor of {floor} for {input_tokens} tokens in (target {target})"
         return _Reading(problem, tokens=tokens, observations=parsed.observations,
@@ -225,7 +243,8 @@ async def reflect_observations(
         reasons = "; ".join(f"level {a.level}: {a.problem}" for a in attempts)
         raise ReflectionError(
             f"the reflector ({settings.model}) gave no usable reflection at any level {start_level}-{max_level} "
-            f"({reasons}); the observations were kept unchanged"
+            f"({reasons}); the observations were kept unchanged",
+            attempts,
         )
     tokens, level, text, suggested = best
     return ReflectionResult(text, tokens, input_tokens, target, level, suggested, tuple(attempts))

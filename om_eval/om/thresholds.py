@@ -178,3 +178,69 @@ def observation_due(pending_tokens: float, threshold: float) -> bool:
 def reflection_due(observation_tokens: float, threshold: float) -> bool:
     """Reflection fires strictly above its threshold (``>``)."""
     return observation_tokens > threshold
+
+
+# -- async buffering and activation (§1.7, §1.10, §1.11) ------------------------------------------------------
+
+
+def buffer_has_enough(candidate_tokens: float, buffer_tokens: float) -> bool:
+    """A buffering pass only calls the Observer for at least half an interval of new messages (§1.10 step 2)."""
+    return candidate_tokens > 0 and candidate_tokens >= buffer_tokens / 2
+
+
+def projected_removal(
+    chunk_message_tokens: Sequence[float], retention_floor: float, pending_tokens: float, force_max: bool = False
+) -> float:
+    """Message tokens an activation would take out of context now (0 when nothing needs removing)."""
+    count = select_activation_boundary(chunk_message_tokens, retention_floor, pending_tokens, force_max)
+    return float(sum(chunk_message_tokens[:count]))
+
+
+def plan_activation(
+    chunk_message_tokens: Sequence[float],
+    *,
+    pending_tokens: float,
+    threshold: float,
+    retention_floor: float,
+    buffer_tokens: float,
+    block_after: float,
+) -> int:
+    """How many leading buffered chunks to activate now; 0 means "do not activate" (§1.7 gate and boundary).
+
+    Activation waits for the threshold (activating earlier would only break the actor's prompt cache). Below
+    ``block_after`` it is also skipped when the chunks could not bring the context within ``buffer_tokens`` of
+    the retention floor: a partial activation that leaves too much is worse than waiting for more buffering. At
+    or above ``block_after`` the boundary is chosen with ``force_max``. Once the gate passes, at least one chunk
+    is activated (rule 5 of the boundary choice).
+    """
+    if not chunk_message_tokens or not observation_due(pending_tokens, threshold):
+        return 0
+    force_max = pending_tokens >= block_after
+    count = select_activation_boundary(chunk_message_tokens, retention_floor, pending_tokens, force_max)
+    removal = sum(chunk_message_tokens[:count])
+    if not force_max and pending_tokens - removal > retention_floor + buffer_tokens:
+        return 0
+    return max(count, 1)
+
+
+def reflection_buffer_due(observation_tokens: float, threshold: float, activation: float) -> bool:
+    """Async reflection starts once observations reach ``activation`` x the reflection threshold (§1.11 step 1)."""
+    return observation_tokens > 0 and observation_tokens >= threshold * activation
+
+
+def reflection_slice(
+    observation_tokens: float, line_count: int, threshold: float, activation: float
+) -> tuple[int, int]:
+    """Which leading lines an async reflection condenses, and its compression target (§1.11).
+
+    The slice is the first lines worth ``activation`` x the threshold at the average tokens per line (never more
+    lines than exist, at least one); the target asks for three quarters of the slice's estimated size.
+
+    Returns:
+        ``(lines_to_reflect, target_tokens)``.
+    """
+    if line_count <= 0 or observation_tokens <= 0:
+        return 0, 0
+    per_line = observation_tokens / line_count
+    lines = max(1, min(math.floor(threshold * activation / per_line), line_count))
+    return lines, js_round(0.75 * per_line * lines)

@@ -164,3 +164,25 @@ def test_evidence_trace_statuses() -> None:
     assert [t.status for t in trace_evidence(q, missed)] == ["not_captured"]
     report = render_question_report(q, observed, actor_messages(observed, q), "Toby", True)
     assert "| 1 | 0 | user | in_memory | yes |" in report and "## What the actor saw" in report
+
+
+def test_buffering_is_off_by_default_and_on_when_asked() -> None:
+    config = om_config(message_tokens=120)
+    memory, stats = run(replay_question(question(), config, observer=ScriptedModel(),
+                                        replay=ReplayConfig(scope="thread")))
+    assert not memory.config.async_observation_enabled
+    assert {e.kind for e in memory.events} == {"observation"} and stats.buffered_chunks == 0
+    memory, stats = run(replay_question(question(), config, observer=ScriptedModel(),
+                                        replay=ReplayConfig(scope="thread", buffering=True)))
+    assert memory.config.buffer_tokens == 24  # 1.10 default: 0.2 x 120
+    kinds = {e.kind for e in memory.events}
+    assert {"observation_buffered", "observation_activated"} <= kinds and "observation" not in kinds
+    assert stats.activations == stats.observations >= 1 and stats.buffered_chunks >= stats.activations
+    assert stats.observer_calls == sum(e.kind.startswith("observation") and e.calls for e in memory.events)
+
+
+def test_buffering_needs_thread_scope() -> None:
+    with pytest.raises(ValueError, match="resource scope"):
+        ReplayConfig(buffering=True)
+    with pytest.raises(ValueError, match="buffering"):
+        ReplayConfig(scope="thread", buffering="yes")  # type: ignore[arg-type]

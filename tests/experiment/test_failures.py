@@ -85,7 +85,7 @@ def test_a_judge_that_cannot_be_built_leaves_no_store_file(tmp_path: Path) -> No
     assert not list(tmp_path.glob("store/*.duckdb"))
 
 
-def test_a_failed_reflection_reaches_the_summary_and_the_exit_code(tmp_path: Path) -> None:
+def test_a_failed_reflection_is_an_error_that_reaches_the_summary_and_the_exit_code(tmp_path: Path) -> None:
     import io
 
     from rich.console import Console
@@ -100,5 +100,18 @@ def test_a_failed_reflection_reaches_the_summary_and_the_exit_code(tmp_path: Pat
                                        "om.observation.message_tokens=150", "om.reflection.observation_tokens=200"),
                               console=console)
     out = console.file.getvalue()
-    assert "reflection failed (memory kept)" in out and summary["run_id"] in app._FAILED_JOBS
+    assert "ReflectionFailed: reflection failed" in out and summary["run_id"] in app._FAILED_JOBS
+    with Catalog(tmp_path) as catalog:
+        failed = catalog.query("SELECT count(*) AS n FROM items WHERE status = 'error' AND judge_status = 'not_run'")
+        kept = catalog.query("SELECT count(*) AS n FROM memory_snapshots")[0]["n"]
+    assert failed[0]["n"] >= 1 and kept == 7 - failed[0]["n"]  # no degraded memory is kept for reuse
     app._FAILED_JOBS.clear()
+
+
+def test_a_buffered_replay_records_buffering_and_activation(tmp_path: Path) -> None:
+    run_from_config(composed(tmp_path, "om.replay.buffering=true", "om.replay.scope=thread",
+                             "om.observation.message_tokens=120"))
+    with Catalog(tmp_path) as catalog:
+        kinds = {r["kind"] for r in catalog.query("SELECT DISTINCT kind FROM om_events")}
+        statuses = {r["status"] for r in catalog.items()}
+    assert "observation_buffered" in kinds and statuses == {"done"}

@@ -9,10 +9,16 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from om_eval.om.thresholds import (
+    MIN_REMAINING_TOKENS,
+    buffer_has_enough,
     dynamic_message_threshold,
     js_round,
     observation_due,
+    plan_activation,
+    projected_removal,
+    reflection_buffer_due,
     reflection_due,
+    reflection_slice,
     resolve_activation_ratio,
     resolve_block_after,
     resolve_buffer_tokens,
@@ -198,3 +204,118 @@ def test_single_oversized_message_always_triggers(extra: int, threshold: int) ->
 def test_empty_input_never_triggers(threshold: int) -> None:
     assert not observation_due(0, threshold)
     assert not reflection_due(0, threshold)
+
+
+# -- activation planning, buffering and buffered reflection (§1.7, §1.10, §1.11) ------------------------------
+
+chunk_lists = st.lists(st.integers(1, 20_000), min_size=1, max_size=12)
+
+
+@given(chunk_lists, st.integers(0, 40_000), tokens, st.booleans())
+def test_activation_leaves_the_minimum_unless_nothing_smaller_is_possible(
+    chunks: list[int], floor: int, pending: int, force: bool
+) -> None:
+    count = select_activation_boundary(chunks, floor, pending, force)
+    if count == 0:
+        return
+    if pending - sum(chunks[:count]) < min(MIN_REMAINING_TOKENS, floor):
+        # Only when the very first chunk already reaches the target: no smaller activation exists.
+        assert count == 1 and chunks[0] >= pending - floor
+
+
+@given(chunk_lists, st.integers(1, 100_000), st.floats(0.05, 1.0), st.integers(0, 150_000))
+def test_plan_activates_at_least_one_chunk_at_block_after(
+    chunks: list[int], threshold: int, ratio: float, extra: int
+) -> None:
+    block_after = round(threshold * 1.2)
+    pending = block_after + extra
+    count = plan_activation(
+        chunks, pending_tokens=pending, threshold=threshold, retention_floor=threshold * (1 - ratio),
+        buffer_tokens=threshold * 0.2, block_after=block_after,
+    )
+    assert 1 <= count <= len(chunks)
+
+
+@given(st.lists(st.integers(0, 20_000), max_size=12), st.integers(1, 100_000), tokens, st.floats(0.05, 1.0))
+def test_plan_never_activates_below_the_threshold_or_without_chunks(
+    chunks: list[int], threshold: int, pending: int, ratio: float
+) -> None:
+    count = plan_activation(
+        chunks, pending_tokens=pending, threshold=threshold, retention_floor=threshold * (1 - ratio),
+        buffer_tokens=threshold * 0.2, block_after=threshold * 1.2,
+    )
+    if pending < threshold or not chunks:
+        assert count == 0
+    assert 0 <= count <= len(chunks)
+
+
+@given(chunk_lists, st.integers(1, 100_000), tokens, st.floats(0.05, 1.0))
+def test_plan_below_block_after_lands_near_the_floor(
+    chunks: list[int], threshold: int, pending: int, ratio: float
+) -> None:
+    floor, buffer = threshold * (1 - ratio), threshold * 0.2
+    count = plan_activation(
+        chunks, pending_tokens=pending, threshold=threshold, retention_floor=floor, buffer_tokens=buffer,
+        block_after=threshold * 1.2,
+    )
+    if count and pending < threshold * 1.2:
+        assert pending - sum(chunks[:count]) <= floor + buffer
+
+
+def test_plan_activation_reference_case() -> None:
+    # 30k threshold, 6k floor: chunks of 6k each; pending 31k -> target 25k; 4 chunks (24k, under) vs 5 (30k,
+    # over by 5k <= 5.7k) -> 5 chunks leave 1k.
+    assert plan_activation([6000] * 6, pending_tokens=31_000, threshold=30_000, retention_floor=6000,
+                           buffer_tokens=6000, block_after=36_000) == 5
+    # One 6k chunk cannot bring 31k near the floor (25k left > 12k): wait for more buffering ...
+    assert plan_activation([6000], pending_tokens=31_000, threshold=30_000, retention_floor=6000,
+                           buffer_tokens=6000, block_after=36_000) == 0
+    # ... unless block_after is reached.
+    assert plan_activation([6000], pending_tokens=36_000, threshold=30_000, retention_floor=6000,
+                           buffer_tokens=6000, block_after=36_000) == 1
+
+
+@given(chunk_lists, st.integers(0, 40_000), tokens)
+def test_projected_removal_is_a_prefix_sum(chunks: list[int], floor: int, pending: int) -> None:
+    removal = projected_removal(chunks, floor, pending)
+    prefixes = {0, *(sum(chunks[:k]) for k in range(1, len(chunks) + 1))}
+    assert removal in prefixes
+    if pending <= floor:
+        assert removal == 0
+
+
+@given(tokens, tokens, positive)
+def test_buffer_size_check_is_monotone(low: int, high: int, buffer: int) -> None:
+    assume(low <= high)
+    if buffer_has_enough(low, buffer):
+        assert buffer_has_enough(high, buffer)
+    assert not buffer_has_enough(0, buffer)
+    assert buffer_has_enough(math.ceil(buffer / 2), buffer)
+
+
+@given(tokens, positive, st.floats(0.01, 1.0))
+def test_reflection_buffering_starts_at_its_activation_point(tokens_now: int, threshold: int, ratio: float) -> None:
+    assert reflection_buffer_due(tokens_now, threshold, ratio) == (tokens_now > 0 and tokens_now >= threshold * ratio)
+
+
+def test_reflection_slice_reference_example() -> None:
+    # 30k observation tokens over 300 lines (100/line), threshold 40k x 0.5 = 20k -> 200 lines, target 15k.
+    assert reflection_slice(30_000, 300, 40_000, 0.5) == (200, 15_000)
+    assert reflection_slice(0, 10, 40_000, 0.5) == (0, 0)
+
+
+@given(positive, st.integers(1, 5000), positive, st.floats(0.01, 1.0))
+def test_reflection_slice_bounds(observation_tokens: int, lines: int, threshold: int, ratio: float) -> None:
+    count, target = reflection_slice(observation_tokens, lines, threshold, ratio)
+    assert 1 <= count <= lines
+    assert target <= js_round(0.75 * observation_tokens)
+
+
+@given(positive, st.integers(1, 5000), positive, positive, st.floats(0.01, 1.0))
+def test_reflection_slice_grows_with_the_threshold(
+    observation_tokens: int, lines: int, low: int, high: int, ratio: float
+) -> None:
+    assume(low <= high)
+    assert reflection_slice(observation_tokens, lines, low, ratio)[0] <= reflection_slice(
+        observation_tokens, lines, high, ratio
+    )[0]
