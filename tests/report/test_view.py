@@ -1,0 +1,174 @@
+"""om-eval view on a small sweep: the embedded data, escaping, determinism, and the page as Chromium draws it."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from om_eval.cli import main
+from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.experiment.schema import register_configs
+from om_eval.report.view import ACTOR_HEAD_LINES, ACTOR_TAIL_LINES, clip_messages, clip_text, write_view
+
+KU_QUESTION = "5ed4ff79"  # knowledge-update: 30:40, later 30:28
+TEMPORAL = "9ce80b45"  # 6th of the mini set: left out of the 5-question run
+#: A label that would break the page if any part of it were not escaped.
+HOSTILE = '<b>cur & "rent"</b> 🔴 </script>'
+DATA_BLOCK = re.compile(r'<script type="application/json" id="view-data">(.*?)</script>', re.DOTALL)
+SCRIPTS = re.compile(r"<script\b.*?</script>", re.DOTALL)
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                  "--virtual-time-budget=5000")
+
+
+def composed(results: Path, *overrides: str) -> object:
+    register_configs()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        return compose("config", overrides=["experiment=smoke", *overrides, f"run.results_dir={results}",
+                                            f"run.cache_dir={results / 'cache'}", "run.progress=false"])
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """Two variants (the second on the first 5 questions only) and a second judge on the first."""
+    results = tmp_path_factory.mktemp("view")
+    first = run_from_config(composed(results, "prompt=current", f"run.label='{HOSTILE}'"))["run_id"]
+    second = run_from_config(composed(results, "prompt=legacy", "dataset.subset.first=5"))["run_id"]
+    assert main(["rejudge", first[:8], "judge.parse=mastra", "--results", str(results)]) == 0
+    return results, first, second
+
+
+@pytest.fixture(scope="module")
+def page(sweep: tuple[Path, str, str]) -> tuple[Path, str, dict]:
+    results = sweep[0]
+    path = write_view(results, results / "report.html", n_boot=200)
+    text = path.read_text(encoding="utf-8")
+    return path, text, json.loads(DATA_BLOCK.search(text).group(1))
+
+
+def test_the_page_embeds_runs_questions_and_one_detail_per_run_and_question(
+        sweep: tuple[Path, str, str], page: tuple[Path, str, dict]) -> None:
+    _, first, second = sweep
+    _, text, data = page
+    assert [r["id"] for r in data["runs"]] and {r["id"] for r in data["runs"]} == {first, second}
+    assert [q["id"] for q in data["questions"]] == sorted(q["id"] for q in data["questions"])
+    assert len(data["questions"]) == 7 and len(data["details"][first]) == 7 and len(data["details"][second]) == 5
+    temporal = next(q for q in data["questions"] if q["id"] == TEMPORAL)
+    assert first in temporal["marks"] and second not in temporal["marks"]  # absent, not wrong
+    detail = data["details"][first][KU_QUESTION]
+    assert detail["item"]["gold_answer"] == "30:28" and detail["item"]["hypothesis"]
+    assert {t["status"] for t in detail["evidence"]} == {"in_memory"}
+    assert len(detail["judgments"]) == 2 and detail["actor"][0]["role"] == "system"
+    memory = data["memories"][detail["memory"]]
+    assert "30:28" in memory["records"][0]["generations"][-1]["observations"] and memory["events"]
+    # the static parts: runs table with the judge warning, bars (0% and n/a told apart), judge agreement
+    assert text.count('<tr data-run="') == 2 and text.count("⚠ test judge") >= 2
+    assert 'class="track zero"' in text and 'class="track na"' in text and "n/a" in text
+    assert data["agreement"][0]["kappa"] == pytest.approx(1.0) and "Cohen&#x27;s kappa" in text
+    assert "http://" not in SCRIPTS.sub("", text) and "https://" not in text  # nothing to fetch
+
+
+def test_stored_text_is_escaped_everywhere(page: tuple[Path, str, dict]) -> None:
+    _, text, data = page
+    block = DATA_BLOCK.search(text).group(1)
+    assert "</" not in block and "<!--" not in block
+    assert any(r["label"] == HOSTILE for r in data["runs"])  # intact once parsed
+    outside = DATA_BLOCK.sub("", text)
+    assert "<b>cur" not in outside and html.escape(HOSTILE) in outside
+    assert "<thread" not in outside and "<observations>" not in outside
+    assert outside.count("</script>") == 1  # only the page's own script ends
+
+
+def test_the_same_store_gives_the_same_bytes(sweep: tuple[Path, str, str], tmp_path: Path) -> None:
+    results, first, _ = sweep
+    a = write_view(results, tmp_path / "a.html", n_boot=200).read_bytes()
+    b = write_view(results, tmp_path / "b.html", n_boot=200).read_bytes()
+    assert a == b
+    only = write_view(results, tmp_path / "one.html", run_prefixes=[first[:6]], n_boot=200).read_text()
+    assert len(json.loads(DATA_BLOCK.search(only).group(1))["runs"]) == 1
+
+
+def test_unknown_runs_and_empty_folders_are_named(sweep: tuple[Path, str, str], tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(LookupError, match="no runs in"):
+        write_view(tmp_path / "empty", tmp_path / "x.html")
+    with pytest.raises(LookupError, match="no run matches 'zzz'"):
+        write_view(sweep[0], tmp_path / "x.html", run_prefixes=["zzz"])
+    assert main(["view", "--results", str(sweep[0]), "--runs", "zzz", "--out", str(tmp_path / "x.html")]) == 2
+    assert "no run matches" in capsys.readouterr().err
+    assert main(["view", "--results", str(sweep[0]), "--out", str(tmp_path / "v.html"), "--n-boot", "50"]) == 0
+    assert (tmp_path / "v.html").stat().st_size > 10_000
+
+
+def test_long_prompts_and_observations_are_cut_with_a_note() -> None:
+    observations = "\n".join(f"* 🔴 (10:{i % 60:02d}) User stated: fact number {i} " + "x" * 90 for i in range(3000))
+    messages = [{"role": "system", "content": "preamble\nrules"}, {"role": "system", "content": observations},
+                {"role": "user", "content": "the question?"}]
+    kept = clip_messages(messages)
+    assert kept[0]["content"] == "preamble\nrules" and kept[-1]["content"] == "the question?"
+    lines = kept[1]["content"].splitlines()
+    assert len(lines) == ACTOR_HEAD_LINES + ACTOR_TAIL_LINES - 3 + 1  # the other messages' 3 lines, one note
+    assert "2703 lines left out" in lines[ACTOR_HEAD_LINES - 2]
+    assert len(json.dumps(kept, ensure_ascii=False).encode()) < 50_000  # from ~360 kB
+    chunked = [{"role": "system", "content": "\n".join(f"m{m} line {i}" for i in range(20))} for m in range(60)]
+    kept = clip_messages(chunked)
+    gaps = [m for m in kept if "gap_messages" in m]
+    assert len(gaps) == 1 and gaps[0]["gap_messages"] == 44 and gaps[0]["gap_lines"] == 880
+    assert clip_messages(None) is None and clip_messages(messages[:1]) == messages[:1]
+    assert clip_text("short\ntext", 1, 1) == "short\ntext"
+    assert clip_text("a" * 5000, 10, 10).endswith("(4000 more characters)")
+
+
+# ------------------------------------------------------------------------------------------------ in a browser
+
+
+def chromium() -> str:
+    for name in ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    pytest.skip("Chromium not installed: apt-get install chromium")
+
+
+def browse(path: Path, fragment: str, profile: Path, *extra: str) -> subprocess.CompletedProcess:
+    command = [chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, f"{path.as_uri()}#{fragment}"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_chromium_draws_the_drill_down_of_two_runs_side_by_side(
+        sweep: tuple[Path, str, str], page: tuple[Path, str, dict], tmp_path: Path) -> None:
+    _, first, second = sweep
+    path, _, data = page
+    done = browse(path, f"q={KU_QUESTION}&a={first[:8]}&b={second[:8]}", tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = SCRIPTS.sub("", done.stdout)  # the embedded JSON holds the texts too: look only at what was drawn
+    assert 'data-ready="1"' in dom, "the page script did not finish"
+    drawn = dom[dom.index('id="detail"'):]
+    assert "What is my current personal best time in the 5k?" in drawn
+    assert '<span id="gold">30:28</span>' in drawn
+    assert '<span class="status in_memory">captured</span>' in drawn
+    answer_cells = re.compile(r'<div class="cell answer" data-run="(\w+)"><pre class="answer">(.*?)</pre>', re.DOTALL)
+    answers = dict(answer_cells.findall(drawn))
+    assert set(answers) == {first, second}
+    for run_id in (first, second):
+        assert answers[run_id] == html.escape(data["details"][run_id][KU_QUESTION]["item"]["hypothesis"], quote=False)
+    assert html.escape(HOSTILE, quote=False) in drawn and "<b>cur" not in dom
+    assert 'class="compare two"' in drawn and "Observations by generation" in drawn and "What the actor saw" in drawn
+
+    shot = tmp_path / "view.png"
+    done = browse(path, f"q={KU_QUESTION}&a={first[:8]}&b={second[:8]}", tmp_path / "profile",
+                  f"--screenshot={shot}", "--window-size=1280,2000", "--hide-scrollbars")
+    assert done.returncode == 0 and shot.exists(), done.stderr[-2000:]
+    image = pytest.importorskip("PIL.Image").open(shot).convert("RGB")
+    assert image.size == (1280, 2000)
+    colours = image.getcolors(maxcolors=1 << 20)
+    assert colours is not None and len(colours) > 200  # text, bars, badges: far from a blank page
+    most = max(count for count, _ in colours)
+    assert most < 0.9 * 1280 * 2000
