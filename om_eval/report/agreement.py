@@ -57,12 +57,19 @@ class JudgePair:
     second_key: str = ""
 
 
+def judge_name(identity: str | Mapping[str, Any]) -> str:
+    """``mode:model``, plus the parse rule when it is not the official one (two judges may differ only there)."""
+    data = json.loads(identity) if isinstance(identity, str) else dict(identity)
+    parse = data.get("parse", "official")
+    return f"{data.get('mode')}:{data.get('model')}" + ("" if parse == "official" else f" ({parse} parse)")
+
+
 def _verdicts(catalog: Any, run_id: str) -> tuple[dict[str, dict[str, bool]], dict[str, str], str | None]:
     """Per judge key: question -> label, over current answers; names of the judges; the run's own judge key."""
     from om_eval.bench.pipeline import hypothesis_hash
     from om_eval.store.rows import judge_key
 
-    run = catalog.query("SELECT judge_identity, judge_mode, judge_model FROM runs WHERE run_id = ?", [run_id])
+    run = catalog.query("SELECT judge_identity FROM runs WHERE run_id = ?", [run_id])
     items = catalog.query("SELECT question_id, hypothesis, label, judge_status FROM items WHERE run_id = ? AND "
                           "status = 'done'", [run_id])
     current = {i["question_id"]: hypothesis_hash(i["hypothesis"]) for i in items}
@@ -71,14 +78,14 @@ def _verdicts(catalog: Any, run_id: str) -> tuple[dict[str, dict[str, bool]], di
     own = None
     if run and run[0]["judge_identity"]:
         own = judge_key(run[0]["judge_identity"])
-        names[own] = f"{run[0]['judge_mode']}:{run[0]['judge_model']}"
+        names[own] = judge_name(run[0]["judge_identity"])
         # The item's verdict is the run judge's (stores made before ``judgments`` existed have only this).
         labels[own] = {i["question_id"]: bool(i["label"]) for i in items
                        if i["judge_status"] == "ok" and i["label"] is not None}
-    rows = catalog.query("SELECT question_id, judge_key, judge_mode, judge_model, hypothesis_hash, label, status "
+    rows = catalog.query("SELECT question_id, judge_key, judge_identity, hypothesis_hash, label, status "
                          "FROM judgments WHERE run_id = ?", [run_id])
     for row in rows:
-        names.setdefault(row["judge_key"], f"{row['judge_mode']}:{row['judge_model']}")
+        names.setdefault(row["judge_key"], judge_name(row["judge_identity"]))
         if row["status"] == "ok" and current.get(row["question_id"]) == row["hypothesis_hash"]:
             labels.setdefault(row["judge_key"], {})[row["question_id"]] = bool(row["label"])
     return labels, names, own
@@ -121,9 +128,3 @@ def agreement_lines(pairs: Sequence[JudgePair], labels: Mapping[str, str] | None
                      f"agreement {pct(pair.agreement)} · kappa {kappa} · accuracy {pct(pair.accuracy_first)} vs "
                      f"{pct(pair.accuracy_second)}")
     return lines
-
-
-def to_json_rows(pairs: Sequence[JudgePair]) -> str:
-    from dataclasses import asdict
-
-    return json.dumps([asdict(p) for p in pairs], sort_keys=True)
