@@ -44,7 +44,7 @@ from om_eval.om.observer import (
 )
 from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
 from om_eval.om.records import BufferedChunk, Message, OMRecord, ThreadState
-from om_eval.om.reflector import ReflectionError, ReflectionResult, reflect_observations
+from om_eval.om.reflector import ReflectionResult, reflect_observations
 from om_eval.om.thresholds import (
     buffer_has_enough,
     dynamic_message_threshold,
