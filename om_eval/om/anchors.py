@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 
+from om_eval.om.jstext import WS, js_trim
+
 __all__ = [
     "ANCHOR_ID_PATTERN",
     "anchor_depth",
@@ -24,14 +26,15 @@ __all__ = [
 ]
 
 #: An anchor at the start of an already-trimmed line; group 1 is the id without brackets.
-ANCHOR_ID_PATTERN = re.compile(r"^\[(O\d+(?:-N\d+)?)\]\s*")
-_DATE_HEADER = re.compile(r"^\s*Date:\s+")
-_XML_TAG_ONLY = re.compile(r"^\s*</?[a-z][^>]*>\s*$", re.IGNORECASE)
-_GROUP_HEADING = re.compile(r"^\s*##\s+Group\s+`[^`]+`\s*$")
-_GROUP_RANGE = re.compile(r"^\s*_range:\s*`[^`]*`_\s*$")
-_LEADING_WHITESPACE = re.compile(r"^\s*")
+ANCHOR_ID_PATTERN = re.compile(rf"^\[(O[0-9]+(?:-N[0-9]+)?)\][{WS}]*")
+_DATE_HEADER = re.compile(rf"^[{WS}]*Date:[{WS}]+")
+_XML_TAG_ONLY = re.compile(rf"^[{WS}]*</?[a-z][^>]*>[{WS}]*\Z", re.IGNORECASE | re.ASCII)
+_GROUP_HEADING = re.compile(rf"^[{WS}]*##[{WS}]+Group[{WS}]+`[^`]+`[{WS}]*\Z")
+_GROUP_RANGE = re.compile(rf"^[{WS}]*_range:[{WS}]*`[^`]*`_[{WS}]*\Z")
+_LEADING_WHITESPACE = re.compile(rf"^[{WS}]*")
 #: Anchor at a line start (after any horizontal indentation) plus the horizontal whitespace after it.
-_STRIP_PATTERN = re.compile(r"(^|\n)([^\S\n]*)\[O\d+(?:-N\d+)?\][^\S\n]*")
+_HORIZONTAL = WS.replace("\n", "")
+_STRIP_PATTERN = re.compile(rf"(^|\n)([{_HORIZONTAL}]*)\[O[0-9]+(?:-N[0-9]+)?\][{_HORIZONTAL}]*")
 
 
 def parse_anchor_id(line: str) -> str | None:
@@ -57,7 +60,7 @@ def should_anchor_line(line: str) -> bool:
         False for blank lines, already-anchored lines, ``Date:`` headers, lines that are only an XML tag, and
         retrieval-mode group headings / ``_range:`` lines; True otherwise.
     """
-    trimmed = line.strip()
+    trimmed = js_trim(line)
     if not trimmed or parse_anchor_id(trimmed) is not None:
         return False
     if _DATE_HEADER.match(trimmed) or _XML_TAG_ONLY.match(trimmed):

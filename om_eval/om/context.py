@@ -23,6 +23,7 @@ from datetime import datetime
 
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
+from om_eval.om.jstext import WS, js_trim
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
 from om_eval.om.records import Message
@@ -30,29 +31,39 @@ from om_eval.om.records import Message
 #: Per-part character cap for other threads' raw messages shown to the actor.
 OTHER_CONVERSATION_PART_CHARS = 500
 
-_LOW_PRIORITY = re.compile(r"(?:🟡|🟢)\s*")
-# Bracketed asides go, except "[N items collapsed]" and markdown link labels "[label](...)".
-_BRACKETED = re.compile(r"\[(?![\d ]+items collapsed\])[^\[\]\n]*\](?!\()")
-_ARROW = re.compile(r"\s*->\s*")
+# 1.10's rules (checked against the package by tests/om/test_mastra_differential.py). Bracketed asides go, with
+# any text up to the next "]" (line breaks too), except those that open with digits and spaces, then
+# "items collapsed" (the "[5 items collapsed - ID: ...]" markers); markdown link labels go as well.
+_LOW_PRIORITY = re.compile(rf"(?:🟡|🟢)[{WS}]*")
+_BRACKETED = re.compile(rf"\[(?![0-9{WS}]*items collapsed)[^\]]+\]")
+_ARROW = re.compile(rf"[{WS}]*->[{WS}]*")
 _SPACES = re.compile(r" {2,}")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
 def optimize_for_context(text: str) -> str:
-    """Make observations compact for the actor (§2.8); storage keeps the original."""
+    """Make observations compact for the actor (§2.8); storage keeps the original.
+
+    Strips anchor ids, drops 🟡/🟢 with the whitespace after them (🔴 and ✅ stay), removes bracketed asides
+    except ``[N items collapsed …]`` markers, turns ``->`` and the whitespace around it into one space,
+    squeezes runs of spaces and of 3+ line feeds, and trims (JS ``trim``).
+    """
     text = strip_anchor_ids(text)
     text = _LOW_PRIORITY.sub("", text)
     text = _BRACKETED.sub("", text)
     text = _ARROW.sub(" ", text)
     text = _SPACES.sub(" ", text)
     text = _BLANK_RUNS.sub("\n\n", text)
-    return text.strip()
+    return js_trim(text)
 
 
 def split_observation_chunks(text: str) -> list[str]:
-    """Observation text split on message-boundary delimiters (empty chunks dropped)."""
-    pieces = BOUNDARY_PATTERN.split(text)[:: BOUNDARY_PATTERN.groups + 1]  # drop the captured timestamps
-    return [chunk.strip() for chunk in pieces if chunk and chunk.strip()]
+    """Observation text split on message-boundary delimiters, each chunk trimmed, empty chunks dropped."""
+    trimmed = js_trim(text)
+    if not trimmed:
+        return []
+    pieces = BOUNDARY_PATTERN.split(trimmed)[:: BOUNDARY_PATTERN.groups + 1]  # drop the captured timestamps
+    return [chunk for chunk in map(js_trim, pieces) if chunk]
 
 
 def format_other_conversations(threads: Mapping[str, Sequence[Message]]) -> str:

@@ -8,15 +8,27 @@ relative to the question date, so stored observations stay absolute and reusable
 This module also owns the message-boundary delimiter (reference §1.7 point 5) so that
 `observations_as_of` can cut the observation log back to an earlier point in time.
 
+Every rule here is Mastra 1.10's, checked against the published package by
+``tests/om/test_mastra_differential.py``, quirks included: a header must end its line
+exactly (no trailing space), a day-and-month date needs a capitalised month word, only
+the first candidate of each parsing strategy is tried, and a date is read the way V8's
+``new Date("<Word> <D>, <YYYY>")`` reads it (any word starting with a month's first three
+letters is that month, a day up to 31 rolls over into the next month, years 0-99 are
+1950-2049).
+
 Time-zone rule: dates parsed from text are naive wall-clock values. Any timezone-aware
 input is converted to naive by dropping its tzinfo (no conversion), and a plain `date`
-means midnight of that day.
+means midnight of that day. This equals Mastra running with ``TZ=UTC``; on a server in a
+zone with daylight saving Mastra's whole-day counts can be an hour short across a
+switch (one day less), which om-eval does not reproduce.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time, timedelta
+
+from om_eval.om.jstext import LINE_END, LINE_START, WS, js_trim
 
 __all__ = [
     "BOUNDARY_PATTERN",
@@ -31,64 +43,43 @@ __all__ = [
 ]
 
 _DAY = timedelta(days=1)
+_MONTH_PREFIXES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 
-_MONTH_NUMBERS: dict[str, int] = {}
-for _number, _name in enumerate(
-    [
-        "january", "february", "march", "april", "may", "june",
-        "july", "august", "september", "october", "november", "december",
-    ],
-    start=1,
-):
-    _MONTH_NUMBERS[_name] = _number
-    _MONTH_NUMBERS[_name[:3]] = _number
-_MONTH_NUMBERS["sept"] = 9
+_ASCII = re.ASCII
+_ASCII_NOCASE = re.ASCII | re.IGNORECASE
 
-# Longest names first so "September" wins over "Sept" and "Sep".
-_MONTH_NAMES = sorted(_MONTH_NUMBERS, key=len, reverse=True)
-_MONTH_ANY_CASE = r"(?:" + "|".join(_MONTH_NAMES) + r")\b\.?"
-_MONTH_CAPITALISED = r"(?:" + "|".join(n.capitalize() for n in _MONTH_NAMES) + r")\b\.?"
+_HEADER_TEXT = r"[A-Z][a-z]+ [0-9]{1,2}, [0-9]{4}"
+_HEADER_RE = re.compile(rf"{LINE_START}(?P<lead>Date:[{WS}]*)(?P<text>{_HEADER_TEXT}){LINE_END}", _ASCII)
+_HEADER_LINE_RE = re.compile(rf"Date:[{WS}]*(?P<text>{_HEADER_TEXT})", _ASCII)
+_HEADER_PARTS_RE = re.compile(r"(?P<word>[A-Za-z]+) (?P<day>[0-9]+), (?P<year>[0-9]+)", _ASCII)
 
-_HEADER_RE = re.compile(
-    rf"^(?P<lead>Date:\s*)(?P<text>(?P<month>{_MONTH_CAPITALISED})\s+(?P<day>\d{{1,2}}),\s*(?P<year>\d{{4}}))"
-    rf"(?P<trail>\s*)$"
-)
-
-# Inline strategies, tried in this order (reference §4.2).
-_INLINE_DAY_RE = re.compile(
-    rf"\b(?P<month>{_MONTH_ANY_CASE})\s+(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,?\s+(?P<year>\d{{4}})\b",
-    re.IGNORECASE,
-)
-_INLINE_RANGE_RE = re.compile(
-    rf"\b(?P<month>{_MONTH_ANY_CASE})\s+(?P<day>\d{{1,2}})\s*[-\u2013]\s*\d{{1,2}},?\s+(?P<year>\d{{4}})\b",
-    re.IGNORECASE,
-)
-# The look-behinds leave "<Month> to early <Month> YYYY" to the fourth strategy, which would
-# otherwise be unreachable for its documented "[early]" form.
+# Inline strategies, tried in this order (reference §4.2); each looks at its first match only.
+_INLINE_DAY_RE = re.compile(rf"([A-Z][a-z]+)[{WS}]+([0-9]{{1,2}}),?[{WS}]+([0-9]{{4}})", _ASCII)
+_INLINE_RANGE_RE = re.compile(rf"([A-Z][a-z]+)[{WS}]+([0-9]{{1,2}})-[0-9]{{1,2}},?[{WS}]+([0-9]{{4}})", _ASCII)
 _INLINE_PART_RE = re.compile(
-    rf"(?<!\bto\s)(?<!\bto-)\b(?P<part>early|mid|late)(?:[\s-]+to[\s-]+(?:early|mid|late))?[\s-]+"
-    rf"(?P<month>{_MONTH_ANY_CASE}),?\s+(?P<year>\d{{4}})\b",
-    re.IGNORECASE,
+    rf"(late|early|mid)[- ]?(?:to[- ]?(?:late|early|mid)[- ]?)?([A-Z][a-z]+)[{WS}]+([0-9]{{4}})", _ASCII_NOCASE
 )
 _INLINE_SPAN_RE = re.compile(
-    rf"\b{_MONTH_ANY_CASE}\s+to\s+(?:early[\s-]+)?(?P<month>{_MONTH_ANY_CASE}),?\s+(?P<year>\d{{4}})\b",
-    re.IGNORECASE,
+    rf"([A-Z][a-z]+)[{WS}]+to[{WS}]+(?:early[{WS}]+)?([A-Z][a-z]+)[{WS}]+([0-9]{{4}})", _ASCII_NOCASE
 )
 _PART_DAYS = {"early": 7, "mid": 15, "late": 23}
 
-_INLINE_ANNOTATION_RE = re.compile(
-    r"\((?P<prefix>estimated|meaning)\s+(?P<text>[^()\n]*?\b\d{4})\)", re.IGNORECASE
-)
+# The clause may span lines and hold "(": everything up to the first ")" that follows four digits.
+_INLINE_ANNOTATION_RE = re.compile(rf"\((estimated|meaning)[{WS}]+([^)]+[0-9]{{4}})\)", _ASCII_NOCASE)
 _FUTURE_INTENT_RE = re.compile(
-    r"\b(?:will\s+(?:be\s+)?\w+|plans?\s+to|planning\s+to|looking\s+forward\s+to|going\s+to"
-    r"|intends?\s+to|wants?\s+to|needs?\s+to|about\s+to)\b",
-    re.IGNORECASE,
+    rf"\b(?:will[{WS}]+(?:be[{WS}]+)?\w+|plans?[{WS}]+to|planning[{WS}]+to|looking[{WS}]+forward[{WS}]+to"
+    rf"|going[{WS}]+to|intends?[{WS}]+to|wants?[{WS}]+to|needs?[{WS}]+to|about[{WS}]+to)\b",
+    _ASCII_NOCASE,
 )
 
-BOUNDARY_PATTERN = re.compile(
-    r"\n\n--- message boundary \((?P<iso>\d{4}-\d{2}-\d{2}T[0-9:.]+(?:Z|[+-]\d{2}:?\d{2})?)\) ---\n\n"
+_ISO_UTC = r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?Z"
+BOUNDARY_PATTERN = re.compile(rf"\n{{2,}}--- message boundary \((?P<iso>{_ISO_UTC})\) ---\n{{2,}}", _ASCII)
+"""Matches one message-boundary delimiter (as 1.10 splits on it); group ``iso`` holds its UTC timestamp."""
+_ISO_PARTS = re.compile(
+    r"(?P<y>[0-9]{4})-(?P<mo>[0-9]{2})-(?P<d>[0-9]{2})T(?P<h>[0-9]{2}):(?P<mi>[0-9]{2}):(?P<s>[0-9]{2})"
+    r"(?:\.(?P<frac>[0-9]+))?Z",
+    _ASCII,
 )
-"""Matches one message-boundary delimiter; group ``iso`` holds its timestamp."""
 
 
 def _naive(value: datetime | date) -> datetime:
@@ -171,20 +162,41 @@ def format_gap(previous: datetime | date, current: datetime | date) -> str | Non
     return f"[{days // 30} months later]"
 
 
-def _build_date(year: str, month: str, day: int) -> datetime | None:
-    """Build a naive midnight datetime, or None when the parts do not form a real date."""
-    try:
-        return datetime(int(year), _MONTH_NUMBERS[month.lower().rstrip(".")], day)
-    except (KeyError, ValueError):
+def _read_date(word: str, first: int, second: int) -> datetime | None:
+    """What V8's ``new Date("<word> <first>, <second>")`` gives (naive midnight), or None if invalid.
+
+    The word names the month when it has at least three letters and they begin a month's name (any case,
+    any ending: "Sept", "Decembre", "Mayday"). Of the two numbers the first is the day when it is 1-31,
+    otherwise it is the year and the second is the day. Years 0-49 mean 2000-2049 and 50-99 mean 1950-1999.
+    Days 1-31 are accepted for every month and roll over ("Feb 30, 2025" is March 2).
+    """
+    prefix = word[:3].lower()
+    if len(word) < 3 or prefix not in _MONTH_PREFIXES:
         return None
+    day, year = (first, second) if 1 <= first <= 31 else (second, first)
+    if not 1 <= day <= 31:
+        return None
+    if year <= 49:
+        year += 2000
+    elif year <= 99:
+        year += 1900
+    return datetime(year, _MONTH_PREFIXES.index(prefix) + 1, 1) + (day - 1) * _DAY
+
+
+def _header_date(text: str) -> datetime | None:
+    parts = _HEADER_PARTS_RE.fullmatch(text)
+    if parts is None:
+        return None
+    return _read_date(parts["word"], int(parts["day"]), int(parts["year"]))
 
 
 def parse_header_date(line: str) -> datetime | None:
     """Parse a ``Date: <Month D, YYYY>`` header line.
 
-    The month must be a capitalised full or three-letter name ("December", "Dec"; "Sept"
-    too) and the comma is required. Trailing whitespace is tolerated; anything else on the
-    line (such as an existing "(3 days ago)" annotation) makes it a non-header.
+    The month is a capitalised word (``[A-Z][a-z]+``) that V8 reads as a month, followed by
+    exactly one space, the day, a comma, one space and a four-digit year; nothing may
+    follow, not even a space. Anything else (such as an existing "(3 days ago)"
+    annotation) makes the line a non-header.
 
     Args:
         line: One line of observation text, without its newline.
@@ -192,173 +204,183 @@ def parse_header_date(line: str) -> datetime | None:
     Returns:
         Midnight of the header date, or None if the line is not a valid header.
     """
-    match = _HEADER_RE.match(line)
-    if match is None:
-        return None
-    return _build_date(match["year"], match["month"], int(match["day"]))
+    match = _HEADER_LINE_RE.fullmatch(line)
+    return _header_date(match["text"]) if match else None
 
 
 def parse_inline_date(text: str) -> datetime | None:
     """Parse the text of an ``(estimated …)`` / ``(meaning …)`` annotation.
 
-    Strategies, first success wins: ``Month D, YYYY``; ``Month D-D, YYYY`` (hyphen or en
-    dash, first day); ``early|mid|late[-to-…] Month YYYY`` (day 7/15/23 from the first
-    word); ``Month to [early] Month YYYY`` (1st of the second month). Matching is
-    case-insensitive and may occur anywhere in `text` (e.g. "around Dec 4, 2025"). The
-    third strategy ignores a part word directly after "to", so "December to early January
-    2026" reaches the fourth strategy (Jan 1) instead of being read as "early January".
+    Strategies, in order; each tries only its first match in `text`, and the next strategy
+    runs when there is none or it is not a date:
+
+    1. ``Month D, YYYY`` (capitalised month word, comma optional);
+    2. ``Month D-D, YYYY`` (ASCII hyphen, no spaces; the first day);
+    3. ``early|mid|late[-to-early|mid|late] Month YYYY``, any case, day 7/15/23 from the
+       first word. It is not word-bounded ("chocolate March 2025" is late March) and it runs
+       before strategy 4, so "December to early January 2026" is January 7;
+    4. ``Month to [early] Month YYYY``, any case: the 1st of the second month.
 
     Args:
         text: The annotation text, e.g. "Dec 7-8, 2025" or "late December 2025".
 
     Returns:
-        Naive midnight of the parsed date, or None when no strategy yields a real date.
+        Naive midnight of the parsed date, or None when no strategy yields a date.
     """
-    candidates: list[tuple[re.Pattern[str], str | None]] = [
-        (_INLINE_DAY_RE, None),
-        (_INLINE_RANGE_RE, None),
-        (_INLINE_PART_RE, "part"),
-        (_INLINE_SPAN_RE, "first"),
-    ]
-    for pattern, day_source in candidates:
-        for match in pattern.finditer(text):
-            if day_source is None:
-                day = int(match["day"])
-            elif day_source == "part":
-                day = _PART_DAYS[match["part"].lower()]
-            else:
-                day = 1
-            parsed = _build_date(match["year"], match["month"], day)
-            if parsed is not None:
-                return parsed
+    for pattern in (_INLINE_DAY_RE, _INLINE_RANGE_RE):
+        match = pattern.search(text)
+        if match and (parsed := _read_date(match[1], int(match[2]), int(match[3]))):
+            return parsed
+    match = _INLINE_PART_RE.search(text)
+    if match and (parsed := _read_date(match[2], _PART_DAYS[match[1].lower()], int(match[3]))):
+        return parsed
+    match = _INLINE_SPAN_RE.search(text)
+    if match:
+        return _read_date(match[2], 1, int(match[3]))
     return None
 
 
-def _annotate_inline(line: str, now: datetime) -> str:
-    """Rewrite every parseable inline estimated/meaning date on one line."""
+def _annotate_inline(text: str, now: datetime) -> str:
+    """Rewrite every parseable ``(estimated|meaning …YYYY)`` clause of the whole text."""
 
     def rewrite(match: re.Match[str]) -> str:
-        parsed = parse_inline_date(match["text"])
+        prefix, content = match[1], match[2]
+        parsed = parse_inline_date(content)
         if parsed is None:
             return match.group(0)
         note = format_relative_time(parsed, now)
-        if parsed < now and _FUTURE_INTENT_RE.search(line[: match.start()]):
+        line_before = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+        if parsed < now and _FUTURE_INTENT_RE.search(line_before):
             note += ", likely already happened"
-        return f"({match['prefix']} {match['text']} - {note})"
+        return f"({prefix} {content} - {note})"
 
-    return _INLINE_ANNOTATION_RE.sub(rewrite, line)
+    return _INLINE_ANNOTATION_RE.sub(rewrite, text)
 
 
 def annotate_observations(text: str, now: datetime | date) -> str:
     """Add relative-time annotations to observation text (reference §4.2).
 
-    * ``Date: Dec 4, 2025`` headers become ``Date: Dec 4, 2025 (3 days ago)``.
-    * Between consecutive headers a gap marker (see `format_gap`) is inserted with exactly
-      one blank line on each side; blank lines already before the header are absorbed so
-      no run of three or more newlines is produced.
-    * ``(estimated …YYYY)`` / ``(meaning …YYYY)`` become ``(meaning … - <relative>)``,
-      with ``, likely already happened`` added when the date is before `now` and the line
-      text before the parenthesis states a future intent ("will visit", "plans to", ...).
-      "Before now" is a strict wall-clock comparison, so a plan dated today (midnight) is
-      already past once `now` is later that day.
+    First every ``(estimated …YYYY)`` / ``(meaning …YYYY)`` clause whose text parses (see
+    `parse_inline_date`) becomes ``(meaning … - <relative>)``, with ``, likely already
+    happened`` added when the date is before `now` and the text of its line before the
+    parenthesis states a future intent ("will visit", "plans to", ...). "Before now" is a
+    strict wall-clock comparison, so a plan dated today (midnight) is already past once
+    `now` is later that day. Unparseable clauses are left untouched.
 
-    Unparseable dates are left untouched, and annotated output contains no further
-    matches, so annotating twice with the same `now` changes nothing.
+    Then every header line ``Date: Dec 4, 2025`` (see `parse_header_date`; line breaks are
+    LF, CR, U+2028 or U+2029) becomes ``Date: Dec 4, 2025 (3 days ago)``, and before each
+    header after the first valid one ``\\n<gap marker>\\n\\n`` is inserted when
+    `format_gap` gives one, whatever blank lines already precede it.
 
     Args:
-        text: Observation text (lines separated by ``\\n``).
+        text: Observation text.
         now: The current date (in the benchmark, the question date).
 
     Returns:
         The annotated text.
     """
     current = _naive(now)
-    out: list[str] = []
-    previous_header: datetime | None = None
-    for line in text.split("\n"):
-        header = _HEADER_RE.match(line)
-        header_date = _build_date(header["year"], header["month"], int(header["day"])) if header else None
-        if header is None or header_date is None:
-            out.append(_annotate_inline(line, current))
+    expanded = _annotate_inline(text, current)
+    pieces: list[str] = []
+    position = 0
+    previous: datetime | None = None
+    for match in _HEADER_RE.finditer(expanded):
+        header_date = _header_date(match["text"])
+        if header_date is None:
             continue
-        gap = format_gap(previous_header, header_date) if previous_header else None
+        pieces.append(expanded[position : match.start()])
+        gap = format_gap(previous, header_date) if previous is not None else None
         if gap is not None:
-            while out and not out[-1].strip():
-                out.pop()
-            out.extend(["", gap, ""])
-        relative = format_relative_time(header_date, current)
-        out.append(f"{header['lead']}{header['text']} ({relative}){header['trail']}")
-        previous_header = header_date
-    return "\n".join(out)
+            pieces.append(f"\n{gap}\n\n")
+        pieces.append(f"{match['lead']}{match['text']} ({format_relative_time(header_date, current)})")
+        position = match.end()
+        previous = header_date
+    pieces.append(expanded[position:])
+    return "".join(pieces)
+
+
+def _utc(moment: datetime) -> datetime:
+    """`moment` as an aware UTC datetime; a naive value is taken to be UTC already."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def format_boundary(at: datetime) -> str:
     """Format the message-boundary delimiter inserted between activated chunks.
 
     Args:
-        at: The chunk's ``lastObservedAt``.
+        at: The chunk's ``lastObservedAt``. A naive value is read as UTC (om-eval's wall-clock
+            convention); an aware one is converted to UTC.
 
     Returns:
-        ``"\\n\\n--- message boundary (<ISO>) ---\\n\\n"`` where ISO has millisecond precision
-        and ends in ``Z`` for UTC-aware values (offset kept for other aware values, no
-        suffix for naive ones).
+        ``"\\n\\n--- message boundary (<ISO>) ---\\n\\n"`` where ISO is what JS ``toISOString()``
+        writes: UTC, millisecond precision, ``Z`` suffix.
     """
-    if at.tzinfo is not None and at.utcoffset() == timedelta(0):
-        iso = at.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
-    else:
-        iso = at.isoformat(timespec="milliseconds")
+    iso = _utc(at).replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z"
     return f"\n\n--- message boundary ({iso}) ---\n\n"
 
 
 def parse_boundary_timestamp(iso: str) -> datetime | None:
-    """Parse a boundary timestamp (``Z`` suffix, numeric offset, or naive).
+    """Parse a boundary timestamp the way JS ``new Date(iso)`` does.
 
     Args:
-        iso: The ISO 8601 text captured by `BOUNDARY_PATTERN`.
+        iso: ``YYYY-MM-DDTHH:MM:SS[.fraction]Z`` as captured by `BOUNDARY_PATTERN`.
 
     Returns:
-        The datetime (aware if the text carries a zone), or None if it is not valid ISO.
+        An aware UTC datetime, or None when JS would give an invalid date. Like JS, a day up to
+        31 rolls over into the next month, ``24:00:00`` is the next midnight and the fraction is cut
+        to milliseconds; year 0 (before anything Python can hold) becomes the earliest datetime.
     """
-    try:
-        return datetime.fromisoformat(iso)
-    except ValueError:
+    parts = _ISO_PARTS.fullmatch(iso)
+    if parts is None:
         return None
+    year, month, day = int(parts["y"]), int(parts["mo"]), int(parts["d"])
+    hour, minute, second = int(parts["h"]), int(parts["mi"]), int(parts["s"])
+    millis = int((parts["frac"] or "0")[:3].ljust(3, "0"))
+    if not (1 <= month <= 12 and 1 <= day <= 31 and minute <= 59 and second <= 59):
+        return None
+    if hour > 24 or (hour == 24 and (minute or second or millis)):
+        return None
+    if year == 0:
+        return datetime.min.replace(tzinfo=UTC)
+    offset = timedelta(days=day - 1, hours=hour, minutes=minute, seconds=second, milliseconds=millis)
+    try:
+        return datetime(year, month, 1, tzinfo=UTC) + offset
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC)
 
 
 def _not_after(moment: datetime, as_of: datetime) -> bool:
-    """Whether `moment` <= `as_of`; instants if both aware, wall clock otherwise."""
-    if (moment.tzinfo is None) != (as_of.tzinfo is None):
-        moment, as_of = moment.replace(tzinfo=None), as_of.replace(tzinfo=None)
+    """Whether the UTC boundary `moment` <= `as_of` (a naive `as_of` is wall clock, i.e. UTC)."""
+    if as_of.tzinfo is None:
+        return moment.replace(tzinfo=None) <= as_of
     return moment <= as_of
 
 
 def observations_as_of(text: str, as_of: datetime) -> str:
-    """Cut active observations back to what had been observed by `as_of`.
+    """Cut active observations back to what had been observed by `as_of` (1.10 ``getObservationsAsOf``).
 
-    The text is split on message-boundary delimiters. The first chunk is always kept;
-    each later chunk is kept when its delimiter's timestamp is <= `as_of` and is re-joined
-    with its original delimiter. When both timestamps are aware they are compared as
-    instants, otherwise as wall-clock times (tzinfo dropped). A chunk whose timestamp
-    cannot be parsed is kept rather than silently lost.
+    The trimmed text is split on message-boundary delimiters. The first chunk is always kept;
+    each later chunk is kept when its delimiter's timestamp is <= `as_of`, and dropped when the
+    timestamp is not a valid date. Kept chunks are trimmed, empty ones dropped, and the rest
+    joined with a blank line (the delimiters are not kept).
 
     Args:
         text: Active observations, possibly containing boundary delimiters.
-        as_of: The cut-off moment.
+        as_of: The cut-off moment (naive: wall clock, compared with the boundaries' UTC time).
 
     Returns:
         The observations visible at `as_of`.
     """
-    pieces: list[str] = []
-    position = 0
-    pending_delimiter = ""
-    keep_pending = True
-    for match in BOUNDARY_PATTERN.finditer(text):
-        if keep_pending:
-            pieces.append(pending_delimiter + text[position : match.start()])
-        stamp = parse_boundary_timestamp(match["iso"])
-        keep_pending = stamp is None or _not_after(stamp, as_of)
-        pending_delimiter = match.group(0)
-        position = match.end()
-    if keep_pending:
-        pieces.append(pending_delimiter + text[position:])
-    return "".join(pieces)
+    trimmed = js_trim(text)
+    if not trimmed:
+        return ""
+    parts = BOUNDARY_PATTERN.split(trimmed)
+    kept = [js_trim(parts[0])] if js_trim(parts[0]) else []
+    for index in range(1, len(parts), 2):
+        chunk = js_trim(parts[index + 1])
+        stamp = parse_boundary_timestamp(parts[index])
+        if chunk and stamp is not None and _not_after(stamp, as_of):
+            kept.append(chunk)
+    return "\n\n".join(kept)

@@ -6,13 +6,15 @@ output with a handful of regexes whose quirks shape the stored memory (tags must
 lines are cut, looping output is rejected). Reproducing the scores means reproducing those quirks, so they live
 here, in one place, with the version they come from.
 
-Deliberate deviations from Mastra (all harmless for well-formed output):
+The 1.10 rules are JavaScript's, and so are the details here (see `om_eval.om.jstext`): line breaks are not
+normalised, so a CRLF reply keeps its CRs inside the observations while tags still start a line after a CR;
+whitespace and ``trim`` are JS's; lengths are UTF-16 code units, so an emoji counts 2. The single-thread parser,
+the degenerate check and the line cut are checked against the published package by
+``tests/om/test_mastra_differential.py`` (the multi-thread and Reflector parsers are not exported by it and
+follow its source).
 
-* CRLF / CR line endings are normalised to ``\\n`` before the tags are parsed (the degenerate check still sees
-  the raw text, as upstream).
-* Lengths are Python code points, not UTF-16 code units, so an emoji counts 1 instead of 2.
-* Multi-thread parsing removes an empty ``<current-task></current-task>`` (and the other two tags) from the
-  thread's observations too; upstream leaves an empty tag pair in place.
+One deliberate departure: where 1.10 would cut a long line between the two halves of a surrogate pair (leaving a
+lone surrogate no UTF-8 encoder accepts), the cut comes one unit earlier.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Final, Literal
 
 from om_eval.om.anchors import strip_anchor_ids
+from om_eval.om.jstext import LINE_START, WS, js_trim, utf16_len, utf16_prefix
 
 __all__ = [
     "MAX_OBSERVATION_LINE_CHARS",
@@ -71,26 +74,25 @@ SHORT_LINE_BUDGET_CHARS: Final = MAX_OBSERVATION_LINE_CHARS
 
 # --------------------------------------------------------------------------- regexes
 
-_FLAGS: Final = re.IGNORECASE | re.MULTILINE | re.DOTALL
-_NEWLINES = re.compile(r"\r\n?")
-_LIST_ITEM = re.compile(r"^\s*(?:[-*]|\d+\.)\s")
+_FLAGS: Final = re.IGNORECASE | re.ASCII | re.DOTALL
+_LIST_ITEM = re.compile(rf"^[{WS}]*(?:[-*]|[0-9]+\.)[{WS}]")
 #: An observation line: a priority marker (🔴 🟡 🟢 ✅) opening the line, optionally after a list bullet.
 _OBSERVATION_LINE = re.compile(r"^[ \t]*(?:(?:[-*]|\d+\.)[ \t]+)?(?:🔴|🟡|🟢|✅)", re.MULTILINE)
 
 # Line-anchored blocks (§2.5): both the opening and the closing tag must start a line.
-_OBSERVATIONS_BLOCK = re.compile(r"^[ \t]*<observations>(.*?)^[ \t]*</observations>", _FLAGS)
-_CURRENT_TASK_ANCHORED = re.compile(r"^[ \t]*<current-task>(.*?)^[ \t]*</current-task>", _FLAGS)
+_OBSERVATIONS_BLOCK = re.compile(rf"{LINE_START}[ \t]*<observations>(.*?){LINE_START}[ \t]*</observations>", _FLAGS)
+_CURRENT_TASK_ANCHORED = re.compile(rf"{LINE_START}[ \t]*<current-task>(.*?){LINE_START}[ \t]*</current-task>", _FLAGS)
 _SUGGESTED_RESPONSE_ANCHORED = re.compile(
-    r"^[ \t]*<suggested-response>(.*?)^[ \t]*</suggested-response>", _FLAGS
+    rf"{LINE_START}[ \t]*<suggested-response>(.*?){LINE_START}[ \t]*</suggested-response>", _FLAGS
 )
 # The title is short, so only its opening tag has to start a line.
-_THREAD_TITLE_ANCHORED = re.compile(r"^[ \t]*<thread-title>(.*?)</thread-title>", _FLAGS)
+_THREAD_TITLE_ANCHORED = re.compile(rf"{LINE_START}[ \t]*<thread-title>(.*?)</thread-title>", _FLAGS)
 
 # Unanchored forms (multi-thread blocks, Reflector).
-_CURRENT_TASK = re.compile(r"<current-task>(.*?)</current-task>", re.IGNORECASE | re.DOTALL)
-_SUGGESTED_RESPONSE = re.compile(r"<suggested-response>(.*?)</suggested-response>", re.IGNORECASE | re.DOTALL)
-_THREAD_TITLE = re.compile(r"<thread-title>(.*?)</thread-title>", re.IGNORECASE | re.DOTALL)
-_THREAD_BLOCK = re.compile(r'<thread\s+id="([^"]+)">(.*?)</thread>', re.IGNORECASE | re.DOTALL)
+_CURRENT_TASK = re.compile(r"<current-task>(.*?)</current-task>", _FLAGS)
+_SUGGESTED_RESPONSE = re.compile(r"<suggested-response>(.*?)</suggested-response>", _FLAGS)
+_THREAD_TITLE = re.compile(r"<thread-title>(.*?)</thread-title>", _FLAGS)
+_THREAD_BLOCK = re.compile(rf'<thread[{WS}]+id="([^"]+)">(.*?)</thread>', _FLAGS)
 
 # HEAD short-line loop: these short lines are structure, not content.
 _XML_TAG_LINE = re.compile(r"^\s*</?[a-z][^>]*>\s*$", re.IGNORECASE)
@@ -154,36 +156,46 @@ class ReflectorOutput:
 def sanitize_lines(text: str) -> str:
     """Cut every line longer than ``MAX_OBSERVATION_LINE_CHARS`` and mark the cut.
 
+    Lengths are UTF-16 code units, as in JS; lines are split on ``\\n`` only.
+
     Args:
         text: Observation text.
 
     Returns:
-        The text with each over-long line replaced by its first 10 000 characters plus `` … [truncated]``.
+        The text with each over-long line replaced by its first 10 000 units plus `` … [truncated]`` (one unit
+        fewer when the cut would split a surrogate pair).
     """
     if not text:
         return text
     lines = text.split("\n")
-    if all(len(line) <= MAX_OBSERVATION_LINE_CHARS for line in lines):
+    if all(not _over_limit(line, MAX_OBSERVATION_LINE_CHARS) for line in lines):
         return text
     return "\n".join(_cut_line(line) for line in lines)
 
 
+def _over_limit(line: str, limit: int) -> bool:
+    """``line.length > limit`` in UTF-16 code units (cheap for short lines)."""
+    return len(line) > limit // 2 and utf16_len(line) > limit
+
+
 def _cut_line(line: str) -> str:
-    if len(line) <= MAX_OBSERVATION_LINE_CHARS:
+    if not _over_limit(line, MAX_OBSERVATION_LINE_CHARS):
         return line
-    return line[:MAX_OBSERVATION_LINE_CHARS] + TRUNCATION_SUFFIX
+    return utf16_prefix(line, MAX_OBSERVATION_LINE_CHARS) + TRUNCATION_SUFFIX
 
 
 # --------------------------------------------------------------------------- degenerate detection (§2.6)
 
 
 def _duplicate_window_ratio_exceeded(text: str) -> bool:
-    """The 200-char window sampler shared by both detector versions."""
-    step = max(1, len(text) // WINDOW_SAMPLES)
-    seen: set[str] = set()
+    """The 200-char window sampler shared by both detector versions (positions in UTF-16 code units, as in JS)."""
+    units = text.encode("utf-16-le", "surrogatepass")
+    length = len(units) // 2
+    step = max(1, length // WINDOW_SAMPLES)
+    seen: set[bytes] = set()
     total = duplicates = 0
-    for start in range(0, len(text) - WINDOW_CHARS + 1, step):
-        window = text[start : start + WINDOW_CHARS]
+    for start in range(0, length - WINDOW_CHARS + 1, step):
+        window = units[2 * start : 2 * (start + WINDOW_CHARS)]
         total += 1
         if window in seen:
             duplicates += 1
@@ -198,6 +210,7 @@ def is_degenerate(text: str) -> bool:
     Text shorter than 2000 characters is never degenerate. Otherwise about 50 windows of 200 characters are
     sampled (``step = max(1, len // 50)``); the text is degenerate when more than 5 windows were sampled and
     more than 40 % of them repeat an earlier window exactly, or when any single line exceeds 50 000 characters.
+    Characters are UTF-16 code units, as in JS.
 
     Args:
         text: The model's raw output.
@@ -205,11 +218,11 @@ def is_degenerate(text: str) -> bool:
     Returns:
         True when the output looks like a repetition loop.
     """
-    if len(text) < DEGENERATE_MIN_CHARS:
+    if utf16_len(text) < DEGENERATE_MIN_CHARS:
         return False
     if _duplicate_window_ratio_exceeded(text):
         return True
-    return any(len(line) > MAX_SANE_LINE_CHARS for line in text.split("\n"))
+    return any(_over_limit(line, MAX_SANE_LINE_CHARS) for line in text.split("\n"))
 
 
 def _collapse_bounded_runs(lines: list[str]) -> list[str]:
@@ -319,12 +332,8 @@ def detect_degenerate(text: str, strategy: DegenerateStrategy = "v1.10") -> bool
 # --------------------------------------------------------------------------- shared helpers
 
 
-def _normalize_newlines(text: str) -> str:
-    return _NEWLINES.sub("\n", text)
-
-
 def _non_empty(value: str) -> str | None:
-    stripped = value.strip()
+    stripped = js_trim(value)
     return stripped or None
 
 
@@ -339,7 +348,7 @@ def _observation_blocks(text: str) -> str | None:
     matches = _OBSERVATIONS_BLOCK.findall(text)
     if not matches:
         return None
-    return "\n".join(body.strip() for body in matches if body.strip())
+    return "\n".join(body for body in map(js_trim, matches) if body)
 
 
 def has_observations_block(text: str) -> bool:
@@ -348,7 +357,7 @@ def has_observations_block(text: str) -> bool:
     A reply cut off by an output limit opens the block and never closes it; parsers then fall back to its list
     lines, which keeps the bullets but drops ``Date:`` headers and ``<thread>`` blocks.
     """
-    return _OBSERVATIONS_BLOCK.search(_normalize_newlines(text)) is not None
+    return _OBSERVATIONS_BLOCK.search(text) is not None
 
 
 def count_observation_lines(text: str) -> int:
@@ -373,9 +382,10 @@ def extract_list_items(text: str) -> str:
         text: Model output without a usable ``<observations>`` block.
 
     Returns:
-        The list lines joined with ``\\n`` and stripped ("" when there are none).
+        The list lines joined with ``\\n`` and trimmed ("" when there are none). Lines are split on ``\\n``
+        only, so a CRLF line keeps its CR.
     """
-    return "\n".join(line for line in text.split("\n") if _LIST_ITEM.match(line)).strip()
+    return js_trim("\n".join(line for line in text.split("\n") if _LIST_ITEM.match(line)))
 
 
 # --------------------------------------------------------------------------- Observer (§2.5)
@@ -393,31 +403,31 @@ def parse_observer_output(text: str, *, degenerate_strategy: DegenerateStrategy 
     """
     if detect_degenerate(text, degenerate_strategy):
         return ObserverOutput(observations="", degenerate=True)
-    content = _normalize_newlines(text)
-    blocks = _observation_blocks(content)
-    observations = blocks if blocks is not None else extract_list_items(content)
+    blocks = _observation_blocks(text)
+    observations = blocks if blocks is not None else extract_list_items(text)
     return ObserverOutput(
-        observations=sanitize_lines(observations).strip(),
-        current_task=_first_group(_CURRENT_TASK_ANCHORED, content),
-        suggested_response=_first_group(_SUGGESTED_RESPONSE_ANCHORED, content),
-        thread_title=_first_group(_THREAD_TITLE_ANCHORED, content),
+        observations=sanitize_lines(observations),
+        current_task=_first_group(_CURRENT_TASK_ANCHORED, text),
+        suggested_response=_first_group(_SUGGESTED_RESPONSE_ANCHORED, text),
+        thread_title=_first_group(_THREAD_TITLE_ANCHORED, text),
     )
 
 
-def _take_tag(pattern: re.Pattern[str], body: str) -> tuple[str | None, str]:
-    """First unanchored match of ``pattern`` in ``body``: (its trimmed contents or None, body without it)."""
-    match = pattern.search(body)
-    if match is None:
-        return None, body
-    return _non_empty(match.group(1)), body[: match.start()] + body[match.end() :]
+def _take_tag(pattern: re.Pattern[str], block: str, observations: str) -> tuple[str | None, str]:
+    """The first unanchored ``pattern`` tag of the thread block: (its trimmed contents or None, the observations
+    without the tag's first occurrence). As in 1.10, a tag with nothing inside stays in the observations."""
+    match = pattern.search(block)
+    if match is None or not match.group(1):
+        return None, observations
+    return _non_empty(match.group(1)), pattern.sub("", observations, count=1)
 
 
-def _parse_thread_block(body: str) -> ObserverOutput:
-    current_task, body = _take_tag(_CURRENT_TASK, body)
-    suggested_response, body = _take_tag(_SUGGESTED_RESPONSE, body)
-    thread_title, body = _take_tag(_THREAD_TITLE, body)
+def _parse_thread_block(block: str) -> ObserverOutput:
+    current_task, body = _take_tag(_CURRENT_TASK, block, block)
+    suggested_response, body = _take_tag(_SUGGESTED_RESPONSE, block, body)
+    thread_title, body = _take_tag(_THREAD_TITLE, block, body)
     return ObserverOutput(
-        observations=sanitize_lines(body.strip()),
+        observations=sanitize_lines(js_trim(body)),
         current_task=current_task,
         suggested_response=suggested_response,
         thread_title=thread_title,
@@ -431,8 +441,9 @@ def parse_multi_thread_output(
 
     Takes the first line-anchored ``<observations>`` block (or the whole output), then every
     ``<thread id="X">…</thread>`` block in it. In each, the first ``<current-task>``, ``<suggested-response>``
-    and ``<thread-title>`` (no line anchoring) are extracted and removed; the trimmed, sanitised remainder is
-    that thread's observations. Blocks with an empty body are skipped; a repeated id keeps the last block.
+    and ``<thread-title>`` (no line anchoring) are extracted and, unless empty, removed; the trimmed, sanitised
+    remainder is that thread's observations. Blocks with an empty body are skipped; a repeated id keeps the last
+    block (at the first one's position).
 
     Args:
         text: The model's raw output.
@@ -443,9 +454,8 @@ def parse_multi_thread_output(
     """
     if detect_degenerate(text, degenerate_strategy):
         return MultiThreadOutput(threads={}, degenerate=True)
-    content = _normalize_newlines(text)
-    block = _OBSERVATIONS_BLOCK.search(content)
-    scope = block.group(1) if block else content
+    block = _OBSERVATIONS_BLOCK.search(text)
+    scope = block.group(1) if block else text
     threads: dict[str, ObserverOutput] = {}
     for thread_id, body in _THREAD_BLOCK.findall(scope):
         if body:
@@ -462,7 +472,7 @@ def parse_reflector_output(text: str, *, degenerate_strategy: DegenerateStrategy
     Observations come from the line-anchored ``<observations>`` blocks; without any, from the list lines; without
     those, the whole trimmed output (unlike the Observer, which would keep nothing). ``<current-task>`` is ignored
     (per-thread metadata is preserved elsewhere); the first ``<suggested-response>`` (unanchored) is returned.
-    Anchor ids are stripped and lines sanitised.
+    Anchor ids are stripped and lines sanitised (no trim after that, as in 1.10).
 
     Args:
         text: The model's raw output.
@@ -473,10 +483,9 @@ def parse_reflector_output(text: str, *, degenerate_strategy: DegenerateStrategy
     """
     if detect_degenerate(text, degenerate_strategy):
         return ReflectorOutput(observations="", degenerate=True)
-    content = _normalize_newlines(text)
-    blocks = _observation_blocks(content)
-    observations = blocks if blocks is not None else (extract_list_items(content) or content.strip())
+    blocks = _observation_blocks(text)
+    observations = blocks if blocks is not None else (extract_list_items(text) or js_trim(text))
     return ReflectorOutput(
-        observations=sanitize_lines(strip_anchor_ids(observations)).strip(),
-        suggested_response=_first_group(_SUGGESTED_RESPONSE, content),
+        observations=sanitize_lines(strip_anchor_ids(observations)),
+        suggested_response=_first_group(_SUGGESTED_RESPONSE, text),
     )

@@ -239,7 +239,9 @@ class ScriptedModel:
 
     def _answer(self, messages: list[dict[str, str]], stage: str, fault: str | None) -> str:
         if fault == "degenerate":
-            return "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
+            # 100 copies: 1.10's window sampler then lands on the same phase of every copy, in UTF-16 units as in JS
+            # and in code points alike, so the loop is flagged (120 copies are not flagged by 1.10).
+            return "* 🔴 (09:00) User stated the same thing again and again.\n" * 100
         if fault == "empty":
             return ""
         if fault == "prose":

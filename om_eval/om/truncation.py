@@ -216,7 +216,8 @@ def prepare_previous_observations(
 
     Args:
         observations: The prior observations.
-        budget: ``False``/None: no limit (benchmark era); 0: omit them; otherwise the token budget.
+        budget: ``False``/None: no limit (benchmark era); 0: omit them; otherwise the token budget. With no
+            prior observations nothing is truncated, whatever the budget.
         count_tokens: The token counter.
 
     Returns:
@@ -228,6 +229,8 @@ def prepare_previous_observations(
     if budget is None or budget is False:
         return observations, False
     _check_budget(budget)
+    if not observations:
+        return observations, False
     if budget == 0:
         return "", True
     if count_tokens(observations) <= budget:

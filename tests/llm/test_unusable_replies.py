@@ -33,7 +33,7 @@ from om_eval.om.scripted import ScriptedModel
 from om_eval.om.tokens import CharRatioCounter
 
 WHEN = datetime(2025, 5, 2, 8, 30)
-LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
+LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 100
 OBSERVATIONS = "Date: May 2, 2025\n" + "\n".join(
     f"* 🔴 (08:{i:02d}) User stated they keep bee hive number {i} on their roof in Ghent, close to the canal and "
     "the old harbour where the boats come in."

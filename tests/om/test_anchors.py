@@ -115,6 +115,12 @@ def test_strip_handles_reflector_style_output_without_space() -> None:
     assert strip_anchor_ids("[O1]* a\n[O2-N1]b") == "* a\nb"
 
 
+def test_whitespace_is_javascript_whitespace() -> None:
+    # As in 1.10: U+FEFF is blank and U+00A0 indents, but U+001C is text (JS trim() keeps it).
+    assert inject_anchor_ids("\x1c\n\ufeff\n\u00a0\u00a0* a") == "[O1] \x1c\n\ufeff\n\u00a0\u00a0[O1-N1] * a"
+    assert strip_anchor_ids("\u3000[O2]\u00a0* a\n\x1c[O3] b") == "\u3000* a\n\x1c[O3] b"
+
+
 def test_crlf_text_round_trips() -> None:
     text = "* a\r\n  * b\r\n"
     anchored = inject_anchor_ids(text)

@@ -33,7 +33,50 @@ OBSERVATIONS = (
 
 def test_optimize_rules_in_order() -> None:
     text = "[O1] * 🟡 (10:00) Called   tool [Tool Call: x] -> result\n\n\n\n* 🔴 keep [link](http://a) [5 items collapsed]"
-    assert optimize_for_context(text) == "* (10:00) Called tool result\n\n* 🔴 keep [link](http://a) [5 items collapsed]"
+    assert optimize_for_context(text) == "* (10:00) Called tool result\n\n* 🔴 keep (http://a) [5 items collapsed]"
+
+
+@pytest.mark.parametrize(
+    "marker",
+    [
+        "[5 items collapsed - ID: a1b2c3]",  # 1.10 keeps the marker whatever follows "items collapsed"
+        "[ 12 items collapsed]",
+        "[items collapsed]",
+        "[3\nitems collapsed - ID: x]",
+    ],
+)
+def test_optimize_keeps_collapsed_markers(marker: str) -> None:
+    assert optimize_for_context(f"* 🔴 Tool runs {marker} done") == f"* 🔴 Tool runs {marker} done"
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a [12 Items Collapsed] b", "a b"),  # the exception is case-sensitive
+        ("a [see\nnext line] b", "a b"),  # a bracketed aside may span lines
+        ("a [x [y] z] b", "a z] b"),  # it ends at the first "]"
+        ("a [] b", "a [] b"),  # and holds at least one character
+        ("a [link](http://x) b", "a (http://x) b"),  # 1.10 drops link labels too
+    ],
+)
+def test_optimize_bracket_rules(raw: str, expected: str) -> None:
+    assert optimize_for_context(raw) == expected
+
+
+def test_optimize_uses_js_whitespace() -> None:
+    # JS \s and trim() know U+FEFF but not U+001C or U+0085; "🟡" eats line breaks after it too.
+    assert optimize_for_context("\ufeff* 🟡\n\ufeffx\x1c") == "* x\x1c"
+    assert optimize_for_context("\x85a ->\x85b") == "\x85a \x85b"
+    assert optimize_for_context("a\r\n\r\n\r\nb") == "a\r\n\r\n\r\nb"  # only runs of LF collapse
+
+
+def test_chunks_are_trimmed_and_need_utc_boundaries() -> None:
+    text = (
+        "  A \n\n\n--- message boundary (2025-01-02T03:04:05.000Z) ---\n\n\n B"
+        "\n\n--- message boundary (2025-01-02) ---\n\nC"
+    )
+    assert split_observation_chunks(text) == ["A", "B\n\n--- message boundary (2025-01-02) ---\n\nC"]
+    assert split_observation_chunks(" \n ") == []
 
 
 @pytest.mark.parametrize(

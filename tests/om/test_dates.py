@@ -144,8 +144,13 @@ def test_gap_floors_partial_days() -> None:
         ("Date: Dec 4, 2025", datetime(2025, 12, 4)),
         ("Date: December 4, 2025", datetime(2025, 12, 4)),
         ("Date:Dec 4, 2025", datetime(2025, 12, 4)),
-        ("Date:   Sept 30, 2024  ", datetime(2024, 9, 30)),
+        ("Date:   Sept 30, 2024", datetime(2024, 9, 30)),
         ("Date: May 1, 2023", datetime(2023, 5, 1)),
+        # Read as V8 reads "Feb 30, 2025": any month word by its first three letters, days up to 31 roll over.
+        ("Date: Feb 30, 2025", datetime(2025, 3, 2)),
+        ("Date: Decembre 4, 2025", datetime(2025, 12, 4)),
+        ("Date: Dec 4, 0049", datetime(2049, 12, 4)),
+        ("Date: Dec 4, 0050", datetime(1950, 12, 4)),
     ],
 )
 def test_parse_header_date_valid(line: str, expected: datetime) -> None:
@@ -162,7 +167,13 @@ def test_parse_header_date_valid(line: str, expected: datetime) -> None:
         " Date: Dec 4, 2025",  # must start the line
         "date: Dec 4, 2025",
         "Date: Foo 4, 2025",
-        "Date: Feb 30, 2025",  # not a real day
+        "Date: De 4, 2025",  # two letters are no month
+        "Date: Feb 32, 2025",  # no day above 31
+        "Date: Dec 0, 2025",
+        "Date: Dec 4, 2025 ",  # nothing may follow the year, not even a space
+        "Date: Dec 4, 2025\t",
+        "Date: Dec  4, 2025",
+        "Date: Monday, Dec 4, 2025",
         "* Date: Dec 4, 2025",
         "",
     ],
@@ -178,11 +189,11 @@ def test_parse_header_date_rejects(line: str) -> None:
         ("Dec 4, 2025", datetime(2025, 12, 4)),
         ("December 4, 2025", datetime(2025, 12, 4)),
         ("around Jan 15, 2026", datetime(2026, 1, 15)),
-        ("March 3rd, 2024", datetime(2024, 3, 3)),
+        ("Dec 4 2025", datetime(2025, 12, 4)),
+        ("Feb 30, 2025", datetime(2025, 3, 2)),
         # Strategy 2: Month D-D, YYYY -> first day
         ("Dec 7-8, 2025", datetime(2025, 12, 7)),
-        ("Dec 7\u20138, 2025", datetime(2025, 12, 7)),
-        ("the weekend of Jan 18 - 19, 2026", datetime(2026, 1, 18)),
+        ("the weekend of Jan 18-19, 2026", datetime(2026, 1, 18)),
         # Strategy 3: early|mid|late[-to-...] Month YYYY -> 7/15/23
         ("early December 2025", datetime(2025, 12, 7)),
         ("mid-December 2025", datetime(2025, 12, 15)),
@@ -192,8 +203,7 @@ def test_parse_header_date_rejects(line: str) -> None:
         ("Late February 2024", datetime(2024, 2, 23)),
         # Strategy 4: Month to [early] Month YYYY -> 1st of the second month
         ("December to January 2026", datetime(2026, 1, 1)),
-        ("December to early January 2026", datetime(2026, 1, 1)),
-        ("Dec to early-Jan 2026", datetime(2026, 1, 1)),
+        ("december to january 2026", datetime(2026, 1, 1)),
         ("Nov to Dec 2025", datetime(2025, 12, 1)),
     ],
 )
@@ -201,12 +211,31 @@ def test_parse_inline_date_strategies(text: str, expected: datetime) -> None:
     assert parse_inline_date(text) == expected
 
 
-def test_parse_inline_part_word_after_to_is_left_to_span_strategy() -> None:
-    # Strategy 3 alone would read "early January 2026" as Jan 7.
-    assert parse_inline_date("early January 2026") == datetime(2026, 1, 7)
-    assert parse_inline_date("December to early January 2026") == datetime(2026, 1, 1)
+def test_parse_inline_part_of_month_runs_before_month_to_month() -> None:
+    # As in 1.10, strategy 3 finds "early January 2026" first, so strategy 4's "[early]" form never decides.
+    assert parse_inline_date("December to early January 2026") == datetime(2026, 1, 7)
+    assert parse_inline_date("Dec to early-Jan 2026") == datetime(2026, 1, 7)
     # "mid-to-late" still uses the first word.
     assert parse_inline_date("mid-to-late January 2026") == datetime(2026, 1, 15)
+
+
+def test_parse_inline_part_of_month_is_not_word_bounded() -> None:
+    # 1.10 looks for "late" anywhere, also inside a word.
+    assert parse_inline_date("chocolate March 2025") == datetime(2025, 3, 23)
+    assert parse_inline_date("MIDMarch 2025") == datetime(2025, 3, 15)
+
+
+def test_parse_inline_day_strategies_need_a_capitalised_month() -> None:
+    # Strategies 1 and 2 are case-sensitive in 1.10; only 3 and 4 ignore case.
+    assert parse_inline_date("dec 4, 2025") is None
+    assert parse_inline_date("DEC 4, 2025") is None
+    assert parse_inline_date("late DEC 2025") == datetime(2025, 12, 23)
+
+
+def test_parse_inline_tries_only_the_first_candidate_of_a_strategy() -> None:
+    # "Around 4, 2025" is strategy 1's first match and no date, so "Dec 5, 2025" is never looked at.
+    assert parse_inline_date("Around 4, 2025 or Dec 5, 2025") is None
+    assert parse_inline_date("Dec 5, 2025 or Around 4, 2025") == datetime(2025, 12, 5)
 
 
 def test_parse_inline_strategy_order() -> None:
@@ -216,7 +245,13 @@ def test_parse_inline_strategy_order() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["2025", "sometime in 2025", "December 2025", "Feb 30, 2025", "Smarch 4, 2025", "next week", ""],
+    [
+        "2025", "sometime in 2025", "December 2025", "Feb 32, 2025", "Smarch 4, 2025", "next week", "",
+        "March 3rd, 2024",  # no ordinal suffixes
+        "Dec 7\u20138, 2025",  # only an ASCII hyphen makes a range
+        "Jan 18 - 19, 2026",
+        "summer 2025",
+    ],
 )
 def test_parse_inline_date_unparseable(text: str) -> None:
     assert parse_inline_date(text) is None
@@ -238,9 +273,10 @@ def test_header_keeps_original_month_spelling() -> None:
 
 
 def test_gap_marker_between_headers_with_existing_blank_line() -> None:
+    # 1.10 puts "\n[gap]\n\n" right before the header, after whatever blank lines are there already.
     text = "Date: Dec 1, 2025\n* a\n\nDate: Dec 4, 2025\n* b"
     assert annotate_observations(text, datetime(2025, 12, 8, 12)) == (
-        "Date: Dec 1, 2025 (1 week ago)\n* a\n\n[3 days later]\n\nDate: Dec 4, 2025 (4 days ago)\n* b"
+        "Date: Dec 1, 2025 (1 week ago)\n* a\n\n\n[3 days later]\n\nDate: Dec 4, 2025 (4 days ago)\n* b"
     )
 
 
@@ -252,11 +288,30 @@ def test_gap_marker_between_headers_without_blank_line() -> None:
     )
 
 
-def test_gap_marker_collapses_extra_blank_lines() -> None:
+def test_gap_marker_keeps_existing_blank_lines() -> None:
     text = "Date: Jan 1, 2025\n* a\n\n\n\nDate: Mar 15, 2025\n* b"
     out = annotate_observations(text, datetime(2025, 3, 20))
-    assert "\n\n\n" not in out
-    assert "* a\n\n[2 months later]\n\nDate: Mar 15, 2025 (5 days ago)" in out
+    assert "* a\n\n\n\n\n[2 months later]\n\nDate: Mar 15, 2025 (5 days ago)" in out
+
+
+@pytest.mark.parametrize("tail", [" ", "\t", "  ", " \u00a0"])
+def test_header_with_trailing_whitespace_is_not_a_header(tail: str) -> None:
+    text = f"Date: Dec 1, 2025\n* a\nDate: Dec 4, 2025{tail}\n* b"
+    expected = f"Date: Dec 1, 2025 (1 week ago)\n* a\nDate: Dec 4, 2025{tail}\n* b"
+    assert annotate_observations(text, datetime(2025, 12, 8)) == expected
+
+
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\u2028"])
+def test_header_lines_may_end_with_any_js_line_break(newline: str) -> None:
+    text = newline.join(["Date: Dec 1, 2025", "* a", "Date: Dec 4, 2025", "* b"])
+    assert annotate_observations(text, datetime(2025, 12, 8)) == newline.join(
+        ["Date: Dec 1, 2025 (1 week ago)", "* a", "\n[3 days later]\n\nDate: Dec 4, 2025 (4 days ago)", "* b"]
+    )
+
+
+def test_header_with_weekday_is_not_a_header() -> None:
+    text = "Date: Thursday, Dec 4, 2025\nDate: Dec 4, 2025 (Thursday)"
+    assert annotate_observations(text, datetime(2025, 12, 8)) == text
 
 
 def test_no_gap_marker_for_adjacent_days() -> None:
@@ -277,15 +332,15 @@ def test_gap_after_message_boundary() -> None:
     text = "Date: Jan 1, 2025\n* a" + format_boundary(datetime(2025, 1, 5, tzinfo=timezone.utc))
     text += "Date: Jan 5, 2025\n* b"
     out = annotate_observations(text, datetime(2025, 1, 6))
-    assert "--- message boundary (2025-01-05T00:00:00.000Z) ---\n\n[4 days later]\n\nDate: Jan 5" in out
+    assert "--- message boundary (2025-01-05T00:00:00.000Z) ---\n\n\n[4 days later]\n\nDate: Jan 5" in out
     assert len(BOUNDARY_PATTERN.findall(out)) == 1
 
 
 def test_invalid_header_left_unchanged_and_not_used_for_gaps() -> None:
-    text = "Date: Jan 1, 2025\nDate: Feb 30, 2025\nDate: Jan 3, 2025"
+    text = "Date: Jan 1, 2025\nDate: Feb 32, 2025\nDate: Jan 3, 2025"
     out = annotate_observations(text, datetime(2025, 1, 3))
     assert out == (
-        "Date: Jan 1, 2025 (2 days ago)\nDate: Feb 30, 2025\n\n[2 days later]\n\nDate: Jan 3, 2025 (today)"
+        "Date: Jan 1, 2025 (2 days ago)\nDate: Feb 32, 2025\n\n[2 days later]\n\nDate: Jan 3, 2025 (today)"
     )
 
 
@@ -396,7 +451,9 @@ def test_multiple_inline_dates_on_one_line() -> None:
     [
         "User will go. (meaning sometime 2025)",
         "User will go. (meaning December 2025)",
-        "User will go. (meaning Feb 30, 2025)",
+        "User will go. (meaning Feb 32, 2025)",
+        "User will go. (meaning dec 4, 2025)",
+        "User will go. (meaning Dec 4, 2025 )",  # the four digits must close the clause
         "User will go. (meaning next weekend)",
         "User will go. (estimated Dec 4, 2025 - 4 days ago)",
         "User will go. (perhaps Dec 4, 2025)",
@@ -405,6 +462,25 @@ def test_multiple_inline_dates_on_one_line() -> None:
 )
 def test_unparseable_or_non_matching_inline_untouched(line: str) -> None:
     assert annotate_observations(line, NOW) == line
+
+
+@pytest.mark.parametrize("prefix", ["MEANING", "Estimated", "eStImAtEd"])
+def test_inline_prefix_in_any_case_is_kept_as_written(prefix: str) -> None:
+    line = f"User had tea. ({prefix} Nov 1, 2025)"
+    assert annotate_observations(line, NOW) == f"User had tea. ({prefix} Nov 1, 2025 - 1 month ago)"
+
+
+def test_inline_clause_may_span_lines_and_hold_a_parenthesis() -> None:
+    text = "User will go (meaning the\nweekend (of Nov 1, 2025)"
+    assert annotate_observations(text, NOW) == (
+        "User will go (meaning the\nweekend (of Nov 1, 2025 - 1 month ago, likely already happened)"
+    )
+
+
+def test_inline_intent_is_read_on_the_clause_line_only_up_to_lf() -> None:
+    # The line before the clause starts after the last LF, so a CR does not end it.
+    text = "User will travel.\r* Trip happened (meaning Nov 1, 2025)"
+    assert annotate_observations(text, NOW).endswith("(meaning Nov 1, 2025 - 1 month ago, likely already happened)")
 
 
 def test_annotate_is_idempotent_on_annotated_text() -> None:
@@ -425,12 +501,13 @@ def test_annotate_accepts_aware_now() -> None:
 
 
 def test_format_boundary_variants() -> None:
+    # Always what JS toISOString() writes: UTC, milliseconds, "Z"; a naive time is read as UTC.
     utc = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
     assert format_boundary(utc) == "\n\n--- message boundary (2025-01-02T03:04:05.678Z) ---\n\n"
     naive = datetime(2025, 1, 2, 3, 4, 5)
-    assert format_boundary(naive) == "\n\n--- message boundary (2025-01-02T03:04:05.000) ---\n\n"
+    assert format_boundary(naive) == "\n\n--- message boundary (2025-01-02T03:04:05.000Z) ---\n\n"
     plus2 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=2)))
-    assert format_boundary(plus2) == "\n\n--- message boundary (2025-01-02T03:04:05.000+02:00) ---\n\n"
+    assert format_boundary(plus2) == "\n\n--- message boundary (2025-01-02T01:04:05.000Z) ---\n\n"
 
 
 @pytest.mark.parametrize(
@@ -444,15 +521,36 @@ def test_format_boundary_variants() -> None:
 def test_boundary_round_trip(at: datetime) -> None:
     match = BOUNDARY_PATTERN.fullmatch(format_boundary(at))
     assert match is not None
-    assert parse_boundary_timestamp(match["iso"]) == at
+    assert parse_boundary_timestamp(match["iso"]) == (at if at.tzinfo else at.replace(tzinfo=timezone.utc))
 
 
-def test_boundary_pattern_accepts_plain_isoformat() -> None:
-    text = "\n\n--- message boundary (2025-01-02T03:04:05) ---\n\n"
-    match = BOUNDARY_PATTERN.fullmatch(text)
-    assert match is not None
-    assert parse_boundary_timestamp(match["iso"]) == datetime(2025, 1, 2, 3, 4, 5)
-    assert parse_boundary_timestamp("2025-13-45T00:00:00") is None
+@pytest.mark.parametrize(
+    "iso", ["2025-01-02T03:04:05", "2025-01-02T03:04:05.000", "2025-01-02T03:04:05.000+02:00"]
+)
+def test_boundary_pattern_needs_a_utc_timestamp(iso: str) -> None:
+    # 1.10 splits only on the toISOString() form; other delimiters are plain text.
+    assert BOUNDARY_PATTERN.fullmatch(f"\n\n--- message boundary ({iso}) ---\n\n") is None
+    assert parse_boundary_timestamp(iso) is None
+
+
+def test_boundary_pattern_takes_any_run_of_line_feeds() -> None:
+    assert BOUNDARY_PATTERN.fullmatch("\n\n\n--- message boundary (2025-01-02T03:04:05Z) ---\n\n\n\n")
+    assert BOUNDARY_PATTERN.fullmatch("\n--- message boundary (2025-01-02T03:04:05Z) ---\n\n") is None
+
+
+@pytest.mark.parametrize(
+    ("iso", "expected"),
+    [
+        ("2025-02-30T10:00:00.000Z", datetime(2025, 3, 2, 10, tzinfo=timezone.utc)),  # rolls over like JS
+        ("2025-01-01T24:00:00.000Z", datetime(2025, 1, 2, tzinfo=timezone.utc)),
+        ("2025-01-01T00:00:00.1239Z", datetime(2025, 1, 1, 0, 0, 0, 123000, tzinfo=timezone.utc)),
+        ("2025-13-01T00:00:00.000Z", None),
+        ("2025-01-01T24:00:01.000Z", None),
+        ("2025-01-01T23:60:00.000Z", None),
+    ],
+)
+def test_parse_boundary_timestamp_reads_like_js(iso: str, expected: datetime | None) -> None:
+    assert parse_boundary_timestamp(iso) == expected
 
 
 def _log() -> str:
@@ -468,13 +566,19 @@ def _log() -> str:
 def test_observations_as_of_cuts_later_chunks() -> None:
     log = _log()
     first = "Date: Jan 1, 2025\n* a"
-    second = first + format_boundary(datetime(2025, 1, 5, 12, tzinfo=timezone.utc)) + "Date: Jan 5, 2025\n* b"
+    second = first + "\n\nDate: Jan 5, 2025\n* b"  # kept chunks are joined by a blank line, as in 1.10
     assert observations_as_of(log, datetime(2025, 1, 1)) == first
     assert observations_as_of(log, datetime(2025, 1, 5, 11, 59)) == first
     # Boundary date == as_of is kept (<=).
     assert observations_as_of(log, datetime(2025, 1, 5, 12)) == second
     assert observations_as_of(log, datetime(2025, 1, 9, 11, tzinfo=timezone.utc)) == second
-    assert observations_as_of(log, datetime(2025, 1, 10)) == log
+    assert observations_as_of(log, datetime(2025, 1, 10)) == second + "\n\nDate: Jan 9, 2025\n* c"
+
+
+def test_observations_as_of_drops_chunks_with_invalid_dates_and_empty_chunks() -> None:
+    log = "  A  \n\n--- message boundary (2025-13-01T00:00:00.000Z) ---\n\nB"
+    log += format_boundary(datetime(2025, 1, 1)) + "   " + format_boundary(datetime(2025, 1, 2)) + "C\n"
+    assert observations_as_of(log, datetime(2030, 1, 1)) == "A\n\nC"
 
 
 def test_observations_as_of_compares_aware_instants() -> None:
@@ -491,11 +595,17 @@ def test_observations_as_of_keeps_first_chunk_and_text_without_boundaries() -> N
     assert observations_as_of(log, datetime(1900, 1, 1)) == "Date: Jan 1, 2025\n* a"
 
 
+def test_observations_as_of_trims_before_splitting() -> None:
+    # As in 1.10: a delimiter at the very end loses its line feeds to the trim and stays as text.
+    log = "A" + format_boundary(datetime(2025, 1, 2))
+    assert observations_as_of(log, datetime(2030, 1, 1)) == "A\n\n--- message boundary (2025-01-02T00:00:00.000Z) ---"
+
+
 def test_observations_as_of_skips_out_of_order_chunk_only() -> None:
     late = format_boundary(datetime(2025, 3, 1))
     early = format_boundary(datetime(2025, 1, 15))
     log = "A" + late + "B" + early + "C"
-    assert observations_as_of(log, datetime(2025, 2, 1)) == "A" + early + "C"
+    assert observations_as_of(log, datetime(2025, 2, 1)) == "A\n\nC"
 
 
 # --------------------------------------------------------------------------- properties
@@ -580,16 +690,18 @@ def test_prop_annotate_idempotent(entries: list[tuple[date, str]], now: datetime
 
 
 @given(
-    st.lists(st.text(max_size=30), min_size=1, max_size=5),
+    st.lists(st.text(alphabet="ab \n", max_size=30), min_size=1, max_size=5),
     st.lists(
         st.datetimes(min_value=datetime(2000, 1, 1), max_value=datetime(2100, 1, 1)),
         min_size=4,
         max_size=4,
     ),
 )
-def test_prop_as_of_far_future_is_identity(chunks: list[str], stamps: list[datetime]) -> None:
+def test_prop_as_of_far_future_keeps_every_chunk(chunks: list[str], stamps: list[datetime]) -> None:
+    chunks = ["a" + chunk for chunk in chunks]  # chunks with text, so the text neither opens nor ends on a delimiter
     text = chunks[0]
     for chunk, stamp in zip(chunks[1:], stamps, strict=False):
         text += format_boundary(stamp) + chunk
-    assert observations_as_of(text, datetime(9999, 1, 1)) == text
-    assert observations_as_of(text, datetime(9999, 1, 1, tzinfo=timezone.utc)) == text
+    expected = "\n\n".join(chunk.strip() for chunk in chunks if chunk.strip())
+    assert observations_as_of(text, datetime(9999, 1, 1)) == expected
+    assert observations_as_of(text, datetime(9999, 1, 1, tzinfo=timezone.utc)) == expected

@@ -37,7 +37,7 @@ ADDED_IN_1_9 = ("CAPTURING USER MESSAGES", "AVOIDING REPETITIVE OBSERVATIONS", "
 SETTINGS = ModelSettings(model="test/observer")
 WHEN = datetime(2025, 12, 4, 14, 30)
 GOOD = "<observations>\nDate: Dec 4, 2025\n* 🔴 (14:30) User stated they have a beagle.\n</observations>"
-LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
+LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 100
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

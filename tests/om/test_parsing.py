@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -50,6 +52,18 @@ def test_sanitize_cuts_long_lines_only() -> None:
     exact = "y" * MAX_OBSERVATION_LINE_CHARS
     result = sanitize_lines(f"short\n{long_line}\n{exact}")
     assert result.split("\n") == ["short", "x" * MAX_OBSERVATION_LINE_CHARS + " … [truncated]", exact]
+
+
+def test_sanitize_counts_utf16_code_units() -> None:
+    # As in JS, an emoji outside the BMP is two units: 9 999 "x" + 🔴 is 10 001 units, over the limit.
+    over = "x" * 9_998 + "🔴🔴"
+    assert sanitize_lines(over) == "x" * 9_998 + "🔴 … [truncated]"
+    assert sanitize_lines("x" * 9_998 + "🔴") == "x" * 9_998 + "🔴"
+
+
+def test_sanitize_never_splits_a_surrogate_pair() -> None:
+    # Documented departure: 1.10 would keep the first half of the last 🔴 (a lone surrogate).
+    assert sanitize_lines("x" * 9_999 + "🔴🔴") == "x" * 9_999 + " … [truncated]"
 
 
 def test_sanitize_leaves_short_text_untouched() -> None:
@@ -136,9 +150,23 @@ def test_empty_output() -> None:
     assert parse_observer_output("   \n\n") == ObserverOutput(observations="")
 
 
-def test_crlf_line_endings() -> None:
-    text = CANONICAL.replace("\n", "\r\n")
-    assert parse_observer_output(text) == parse_observer_output(CANONICAL)
+@pytest.mark.parametrize("newline", ["\r\n", "\r"])
+def test_crlf_and_cr_line_endings_are_kept(newline: str) -> None:
+    # 1.10 does not normalise line breaks: tags still start a line after a CR, and the observations keep the CRs.
+    parsed = parse_observer_output(CANONICAL.replace("\n", newline))
+    expected = parse_observer_output(CANONICAL)
+    assert parsed == replace(expected, observations=expected.observations.replace("\n", newline))
+
+
+def test_crlf_list_fallback_keeps_cr_and_lone_cr_joins_lines() -> None:
+    assert parse_observer_output("Notes\r\n- a\r\n- b\r\n").observations == "- a\r\n- b"
+    # Lines are split on LF only, so "- a\r- b" is one list line.
+    assert parse_observer_output("- a\r- b\rprose").observations == "- a\r- b\rprose"
+
+
+def test_observations_are_trimmed_with_js_whitespace() -> None:
+    text = "<observations>\n\ufeff* a\x1c\n</observations>"
+    assert parse_observer_output(text).observations == "* a\x1c"
 
 
 def test_current_task_and_suggested_response_need_line_start_tags() -> None:
@@ -240,13 +268,17 @@ def test_multi_thread_removes_only_first_metadata_tag_and_empty_tags() -> None:
     thread = parse_multi_thread_output(text).threads["a"]
     assert thread.current_task is None
     assert thread.suggested_response == "one"
-    assert thread.observations == "* x\n\n\n<suggested-response>two</suggested-response>"
+    # As in 1.10, an empty tag is not removed from the observations.
+    assert thread.observations == "* x\n<current-task></current-task>\n\n<suggested-response>two</suggested-response>"
 
 
 def test_multi_thread_no_threads_and_crlf() -> None:
     assert parse_multi_thread_output("just prose") == MultiThreadOutput(threads={})
     crlf = parse_multi_thread_output(MULTI.replace("\n", "\r\n"))
-    assert crlf == parse_multi_thread_output(MULTI)
+    plain = parse_multi_thread_output(MULTI)
+    assert list(crlf.threads) == list(plain.threads)
+    for thread_id, thread in plain.threads.items():
+        assert crlf.threads[thread_id] == replace(thread, observations=thread.observations.replace("\n", "\r\n"))
 
 
 def test_multi_thread_degenerate() -> None:
@@ -290,8 +322,12 @@ def test_reflector_crlf_and_sanitising() -> None:
     long_line = "* " + "".join(format(i, "x").rjust(5, "0") for i in range(2_100))
     text = f"<observations>\r\n[O1] * a\r\n{long_line}\r\n</observations>\r\n"
     lines = parse_reflector_output(text).observations.split("\n")
-    assert lines[0] == "* a"
+    assert lines[0] == "* a\r"  # line breaks are kept as written
     assert lines[1].endswith(" … [truncated]")
+
+
+def test_reflector_output_is_not_trimmed_after_stripping_anchors() -> None:
+    assert parse_reflector_output("<observations>\n[O1]\n* a\n</observations>").observations == "\n* a"
 
 
 def test_reflector_degenerate() -> None:
@@ -310,6 +346,15 @@ def test_v110_short_text_is_never_degenerate() -> None:
 def test_v110_varied_text_is_fine() -> None:
     text = "\n".join(f"* 🔴 ({i % 24:02d}:00) User fact number {i} about topic {i * 7919}" for i in range(200))
     assert not is_degenerate(text)
+
+
+def test_v110_windows_are_utf16_code_units() -> None:
+    # 100 copies of a 57-unit line: the step (114 units) is two copies, so every window repeats and JS flags it.
+    # 120 copies: the step (136 units) drifts through the copy, the windows differ and 1.10 does not flag it,
+    # although the same text counted in code points would have been flagged.
+    line = "* 🔴 (09:00) User stated the same thing again and again.\n"
+    assert is_degenerate(line * 100)
+    assert not is_degenerate(line * 120)
 
 
 def test_v110_single_giant_line_is_degenerate() -> None:

@@ -26,7 +26,7 @@ from tests.om.fakes import QueueModel
 SETTINGS = ModelSettings(model="test/reflector", temperature=0)
 COUNTER = CharRatioCounter(1.0)  # one token per character keeps the arithmetic readable
 OBSERVATIONS = "Date: Mar 1, 2025\n* 🔴 (09:00) User stated they adopted a beagle named Toby.\n  * -> vet booked"
-LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 120
+LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 100
 
 
 def wrap(text: str) -> str:

@@ -67,6 +67,12 @@ def test_budget_false_none_and_zero() -> None:
     assert truncate_to_token_budget(text, 0, words) == ""
 
 
+@pytest.mark.parametrize("budget", [0, 5])
+def test_nothing_to_truncate_is_not_truncated(budget: int) -> None:
+    # As in 1.10: without prior observations the Observer is not told they were truncated, even at budget 0.
+    assert prepare_previous_observations("", budget, words) == ("", False)
+
+
 @pytest.mark.parametrize("budget", [-1, True])
 def test_invalid_budgets(budget: int) -> None:
     with pytest.raises(ValueError):
