@@ -64,7 +64,7 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
         for trace in evidence:
             shown = "\n".join(trace["lines"]) or f"[dim]{escape(trace['excerpt'])}[/dim]"
             table.add_row(str(trace["session_index"]), str(trace["turn_index"]), trace["role"], trace["status_text"],
-                          "yes" if trace["answer_in_lines"] else "no", shown if trace["lines"] else shown)
+                          "yes" if trace["answer_in_lines"] else "no", shown)
         console.print(table)
 
     console.print(Rule("Observations by generation"))

@@ -26,7 +26,7 @@ def test_inject_numbers_top_level_and_nested_lines() -> None:
     text = "\n".join(
         [
             "Date: Dec 4, 2025",
-            "* 🔴 (14:30) User prefers direct answers",
+            "* 🔴 (14:30) User keeps sourdough starter in the fridge",
             "  * -> detail one",
             "  * -> detail two",
             "* 🟡 (14:31) Second item",
@@ -38,7 +38,7 @@ def test_inject_numbers_top_level_and_nested_lines() -> None:
     )
     assert inject_anchor_ids(text).split("\n") == [
         "Date: Dec 4, 2025",
-        "[O1] * 🔴 (14:30) User prefers direct answers",
+        "[O1] * 🔴 (14:30) User keeps sourdough starter in the fridge",
         "  [O1-N1] * -> detail one",
         "  [O1-N2] * -> detail two",
         "[O2] * 🟡 (14:31) Second item",

@@ -26,22 +26,22 @@ from om_eval.om.parsing import (
 
 CANONICAL = """<observations>
 Date: Dec 4, 2025
-* 🔴 (14:30) User prefers direct answers
-  * -> because long answers waste time
-* 🟡 (14:32) User might prefer dark mode
+* 🔴 (14:30) User keeps sourdough starter in the fridge
+  * -> because the kitchen runs warm in summer
+* 🟡 (14:32) User may switch to rye flour
 
 Date: Dec 5, 2025
-* 🔴 (09:15) Continued work on feature X
+* 🔴 (09:15) Baked the weekend loaves for the market stall
 </observations>
 
 <current-task>
-Primary: implement dark mode toggle
+Primary: scale the loaf recipe to twelve
 </current-task>
 
 <suggested-response>
-I've added the toggle — want me to walk through the changes?
+Here is the scaled recipe — shall I convert it to grams?
 </suggested-response>
-<thread-title>Dark mode toggle</thread-title>
+<thread-title>Scaling the loaf recipe</thread-title>
 """
 
 # --------------------------------------------------------------------------- sanitize_lines
@@ -85,16 +85,16 @@ def test_canonical_observer_output() -> None:
     assert result == ObserverOutput(
         observations=(
             "Date: Dec 4, 2025\n"
-            "* 🔴 (14:30) User prefers direct answers\n"
-            "  * -> because long answers waste time\n"
-            "* 🟡 (14:32) User might prefer dark mode\n"
+            "* 🔴 (14:30) User keeps sourdough starter in the fridge\n"
+            "  * -> because the kitchen runs warm in summer\n"
+            "* 🟡 (14:32) User may switch to rye flour\n"
             "\n"
             "Date: Dec 5, 2025\n"
-            "* 🔴 (09:15) Continued work on feature X"
+            "* 🔴 (09:15) Baked the weekend loaves for the market stall"
         ),
-        current_task="Primary: implement dark mode toggle",
-        suggested_response="I've added the toggle — want me to walk through the changes?",
-        thread_title="Dark mode toggle",
+        current_task="Primary: scale the loaf recipe to twelve",
+        suggested_response="Here is the scaled recipe — shall I convert it to grams?",
+        thread_title="Scaling the loaf recipe",
     )
 
 
@@ -215,16 +215,16 @@ def test_degenerate_observer_output() -> None:
 MULTI = """<observations>
 <thread id="thread1">
 Date: Dec 4, 2025
-* 🔴 (14:30) User prefers direct answers
-<current-task>Working on feature X</current-task>
-<suggested-response>Continue with the implementation</suggested-response>
-<thread-title>Feature X implementation</thread-title>
+* 🔴 (14:30) User keeps sourdough starter in the fridge
+<current-task>Pricing the market loaves</current-task>
+<suggested-response>Offer the price sheet next</suggested-response>
+<thread-title>Market stall pricing</thread-title>
 </thread>
 <thread id="thread2">
 Date: Dec 5, 2025
-* 🔴 (09:15) User asked about deployment
+* 🔴 (09:15) User asked how to ship bread by post
   * -> nested detail
-<current-task>Discussing deployment options</current-task>
+<current-task>Comparing courier options</current-task>
 </thread>
 </observations>
 <thread id="outside">* ignored, outside the first observations block</thread>
@@ -236,14 +236,14 @@ def test_multi_thread_canonical() -> None:
     assert not result.degenerate
     assert list(result.threads) == ["thread1", "thread2"]
     assert result.threads["thread1"] == ObserverOutput(
-        observations="Date: Dec 4, 2025\n* 🔴 (14:30) User prefers direct answers",
-        current_task="Working on feature X",
-        suggested_response="Continue with the implementation",
-        thread_title="Feature X implementation",
+        observations="Date: Dec 4, 2025\n* 🔴 (14:30) User keeps sourdough starter in the fridge",
+        current_task="Pricing the market loaves",
+        suggested_response="Offer the price sheet next",
+        thread_title="Market stall pricing",
     )
     assert result.threads["thread2"] == ObserverOutput(
-        observations="Date: Dec 5, 2025\n* 🔴 (09:15) User asked about deployment\n  * -> nested detail",
-        current_task="Discussing deployment options",
+        observations="Date: Dec 5, 2025\n* 🔴 (09:15) User asked how to ship bread by post\n  * -> nested detail",
+        current_task="Comparing courier options",
     )
 
 
