@@ -20,6 +20,13 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 _FAILED_JOBS: list[str] = []
 
 
+def _memory_side(spec: Any) -> str:
+    """What answers from: OM's observer model, or a baseline reader (which builds no memory)."""
+    if spec.baseline.enabled:
+        return f"baseline reader {spec.baseline.reader}"
+    return f"observer {spec.om.observation.model.model}"
+
+
 def _label(spec: Any) -> str:
     """The variant's name in reports: the command-line overrides that define it, else the experiment."""
     if spec.run.label:
@@ -50,7 +57,7 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     spec = replace(spec, run=replace(spec.run, label=_label(spec)))
     job = RunJob(spec, console=console)
     console.print(
-        f"[bold]run {job.run_id}[/bold] · {spec.run.label} · observer {spec.om.observation.model.model} · actor "
+        f"[bold]run {job.run_id}[/bold] · {job.label} · {_memory_side(spec)} · actor "
         f"{spec.actor.model} · judge {spec.judge_mode}:{spec.judge_model.model} · store "
         f"{Path(spec.run.results_dir) / 'store' / (job.run_id + '.duckdb')}"
     )

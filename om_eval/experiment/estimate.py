@@ -32,17 +32,36 @@ class StageEstimate:
     cost_usd: float | None
 
 
-def _history_tokens(dataset: Dataset) -> list[int]:
+def _history_tokens(dataset: Dataset, *, evidence_only: bool = False) -> list[int]:
     return [
-        math.ceil(sum(len(t.content) for s in q.sessions for t in s.turns) / CHARS_PER_TOKEN) for q in dataset.questions
+        math.ceil(sum(len(t.content) for s in q.sessions if s.is_evidence or not evidence_only for t in s.turns)
+                  / CHARS_PER_TOKEN)
+        for q in dataset.questions
     ]
+
+
+def _estimate_baseline(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
+    """A baseline reader: one reader call per question (its history cut to the budget) and the judge; no memory."""
+    baseline = spec.baseline
+    totals = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
+    for history in _history_tokens(dataset, evidence_only=baseline.reader == "oracle"):
+        totals["actor"][0] += 1
+        totals["actor"][1] += min(history, baseline.history_budget) + ACTOR_PROMPT_TOKENS
+        totals["actor"][2] += min(200, baseline.max_tokens)
+        totals["judge"][0] += 1
+        totals["judge"][1] += JUDGE_PROMPT_TOKENS
+        totals["judge"][2] += 2
+    return totals
 
 
 def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
     """Per-stage forecast of calls, tokens and dollars for running ``spec`` on ``dataset``."""
     obs_cfg, ref_cfg = spec.om.observation, spec.om.reflection
     totals: dict[str, list[int]] = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
-    for history in _history_tokens(dataset):
+    baseline = getattr(spec, "baseline", None)
+    if baseline is not None and baseline.enabled:
+        totals = _estimate_baseline(spec, dataset)
+    for history in [] if baseline is not None and baseline.enabled else _history_tokens(dataset):
         observe_calls = max(1, history // obs_cfg.message_tokens) if (history >= obs_cfg.message_tokens
                                                                         or spec.replay.final_flush) else 0
         observed = history if spec.replay.final_flush else observe_calls * obs_cfg.message_tokens

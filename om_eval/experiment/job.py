@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.judge import Judge
 from om_eval.bench.metrics import longmemeval_metrics, write_eval_results_jsonl, write_hypotheses_jsonl
 from om_eval.bench.pipeline import answer_and_judge, build_memory, memory_hash
@@ -109,6 +110,18 @@ def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
     return [asdict(record) for record in ledger.records]
 
 
+def _baseline_label(spec: RunSpec) -> str:
+    """A baseline run's label: a derived one loses the keys that only shape a memory (a baseline builds none), so
+    ``-m prompt=current,legacy baseline=none,oracle`` shows its one oracle run as ``baseline=oracle``."""
+    label = spec.run.label or spec.experiment
+    if (spec.resolved.get("run") or {}).get("label") is not None:
+        return label  # given by the user
+    unused = ("om.", "om=", "prompt=", "prompt.", "model@models.observer=", "model@models.reflector=",
+              "models.observer.", "models.reflector.")
+    kept = [word for word in label.split() if not word.lstrip("+~").startswith(unused)]
+    return " ".join(kept) or spec.experiment
+
+
 class ReflectionFailed(RuntimeError):
     """A question's memory kept observations a failed reflection should have condensed."""
 
@@ -186,23 +199,34 @@ class RunJob:
         self.progress = RunProgress()
         self._ledger = Ledger()
 
+    @property
+    def label(self) -> str:
+        """The run's name in reports (a baseline's derived label drops the keys only a memory uses)."""
+        if self.spec.baseline.enabled:
+            return _baseline_label(self.spec)
+        return self.spec.run.label or self.spec.experiment
+
     def run_info(self, dataset: Dataset, judge: Judge | None = None) -> Any:
         from om_eval.store.provenance import git_state, package_versions
         from om_eval.store.writer import RunInfo
 
         spec = self.spec
         judge = judge or make_judge(spec)
+        baseline = spec.baseline
         sha, dirty = git_state(Path(__file__).resolve().parents[2])
         packages = package_versions(["om-eval", "litellm", "duckdb", "hydra-core", "tiktoken", "llama-cpp-python",
                                      "datasets", "pandas", "matplotlib"])
         return RunInfo(
             run_id=self.run_id,
-            label=spec.run.label or spec.experiment,
+            label=self.label,
             experiment=spec.experiment,
             created_at=datetime.now(timezone.utc).replace(tzinfo=None),
             config_json=json.dumps(spec.resolved, sort_keys=True, default=str),
-            memory_key=self.memory_key,
-            prompt_hashes=json.dumps({"om": prompt_set_hash(), "variant": spec.om.prompt_variant}),
+            # A baseline records its reader where an OM run records its memory build ("baseline:oracle").
+            memory_key=baseline.memory_key if baseline.enabled else self.memory_key,
+            prompt_hashes=json.dumps({"baseline": baseline_prompt_hash(), "reader": baseline.reader}
+                                     if baseline.enabled else {"om": prompt_set_hash(),
+                                                               "variant": spec.om.prompt_variant}),
             dataset_name=dataset.name,
             dataset_path=dataset.path,
             dataset_sha256=dataset.sha256,
@@ -211,46 +235,55 @@ class RunJob:
             git_sha=sha,
             git_dirty=dirty,
             packages=json.dumps(packages, sort_keys=True),
-            observer_model=spec.om.observation.model.model,
-            reflector_model=spec.om.reflection.model.model,
+            observer_model=None if baseline.enabled else spec.om.observation.model.model,
+            reflector_model=None if baseline.enabled else spec.om.reflection.model.model,
             actor_model=spec.actor.model,
             judge_model=spec.judge_model.model,
             judge_mode=spec.judge_mode,
             judge_identity=json.dumps(judge.identity, sort_keys=True),
             official=judge.is_official,
-            token_estimator=self.counter.name,
+            token_estimator=self._reader_counter().name if baseline.enabled else self.counter.name,
         )
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge) -> None:
         ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, question.question_id, record))
         scoped = client.with_ledger(ledger)
+        baseline = self.spec.baseline
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
-            "is_abstention": question.is_abstention, "memory_key": self.memory_key,
+            "is_abstention": question.is_abstention,
+            "memory_key": baseline.memory_key if baseline.enabled else self.memory_key,
         }
         events: list[dict[str, Any]] = []
         judgments: list[dict[str, Any]] = []
         held = _HeldSnapshot(snapshots)
         try:
-            async with build_lock(self.results, self.memory_key, question.question_id):
-                build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                           store=held, token_counter=self.counter)
-            item.update(memory_key=build.key, reused_memory=build.reused)
-            if not build.reused:
-                events = _event_rows(build.memory)
-            stats = build.stats
-            item.update(observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
-                        observations=stats.observations, reflections=stats.reflections,
-                        history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
-                        pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio)
-            if build.stats.reflection_errors:
-                # The memory is not the one the configuration asks for: an error, retried on resume from a fresh
-                # build (the degraded snapshot is not kept; good replies come back from the cache).
-                held.held = None
-                raise ReflectionFailed(f"reflection failed ({len(build.stats.reflection_errors)}x), so the memory is "
-                                       f"not the configured one: {build.stats.reflection_errors[0]}")
-            result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge,
-                                            replay=self.spec.replay)
+            if baseline.enabled:
+                # A baseline reader answers from the sessions themselves: no memory build, no observer or
+                # reflector call, no snapshot; the same judge grades it.
+                item.update(observer_calls=0, reflector_calls=0)
+                result = await read_and_judge(question, baseline, client=scoped, reader=self.spec.actor,
+                                              judge=judge, counter=self._reader_counter())
+            else:
+                async with build_lock(self.results, self.memory_key, question.question_id):
+                    build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
+                                               store=held, token_counter=self.counter)
+                item.update(memory_key=build.key, reused_memory=build.reused)
+                if not build.reused:
+                    events = _event_rows(build.memory)
+                stats = build.stats
+                item.update(observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
+                            observations=stats.observations, reflections=stats.reflections,
+                            history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
+                            pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio)
+                if build.stats.reflection_errors:
+                    # The memory is not the one the configuration asks for: an error, retried on resume from a
+                    # fresh build (the degraded snapshot is not kept; good replies come back from the cache).
+                    held.held = None
+                    raise ReflectionFailed(f"reflection failed ({len(build.stats.reflection_errors)}x), so the "
+                                           f"memory is not the configured one: {build.stats.reflection_errors[0]}")
+                result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge,
+                                                replay=self.spec.replay)
             item.update(result.row(), status="done")
             judgments.append(result.judgment())
             if result.judge_status != "ok":  # no verdict is an error state, retried on resume, never "wrong"
@@ -272,6 +305,12 @@ class RunJob:
         for record in ledger.records:
             self._ledger.add(record)
         self.progress.totals = self._ledger.totals()
+
+    def _reader_counter(self) -> Any:
+        """The baseline reader's token counter (built once; OM's counter stays ``self.counter``)."""
+        if getattr(self, "_baseline_counter", None) is None:
+            self._baseline_counter = make_counter(self.spec.baseline.tokenizer)
+        return self._baseline_counter
 
     @staticmethod
     def _note(seen: dict[str, int], message: str) -> None:

@@ -121,6 +121,22 @@ class JudgeSchema:
 
 
 @dataclass
+class BaselineSchema:
+    reader: str = "none"
+    """``none`` (answer through OM), ``full_context`` (the whole haystack) or ``oracle`` (evidence sessions)."""
+    context_tokens: int = 128_000
+    """The reader's context window; the history gets ``context_tokens - max_tokens - 1000`` tokens."""
+    max_tokens: int = 500
+    """The reader's answer budget."""
+    format: str = "json"
+    """Turns of a session as a JSON list (``json``) or as ``role: text`` blocks (``nl``)."""
+    keep: str = "start"
+    """Which end of an over-long history is kept: ``start`` (upstream) or ``end`` (the newest sessions)."""
+    tokenizer: str = "tiktoken"
+    """Token counter of the history budget."""
+
+
+@dataclass
 class RunSchema:
     results_dir: str = "results"
     concurrency: int = 4
@@ -141,6 +157,7 @@ class Config:
     models: ModelsSchema = field(default_factory=ModelsSchema)
     dataset: DatasetSchema = field(default_factory=DatasetSchema)
     judge: JudgeSchema = field(default_factory=JudgeSchema)
+    baseline: BaselineSchema = field(default_factory=BaselineSchema)
     run: RunSchema = field(default_factory=RunSchema)
 
 

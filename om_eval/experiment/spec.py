@@ -3,15 +3,21 @@
 The *config hash* (the run id) covers everything that can change results: OM options, replay protocol, prompt
 variant and wording, models, dataset (file, hash, subset) and judge. It leaves out what cannot: output folder,
 concurrency, budget, progress display and label. Re-running the same configuration finds the same run.
+
+**Baseline readers** (``baseline=full_context|oracle``, :mod:`om_eval.bench.baseline`) build no memory, so their
+resolved config drops what only shapes a memory (``om``, ``prompt``, the observer and reflector models): a sweep
+``-m prompt=current,legacy baseline=none,oracle`` makes one oracle run, not two identical ones. ``baseline=none``
+(an OM run) drops the ``baseline`` group instead, so every OM run keeps the id it had before baselines existed.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.replay import ReplayConfig
 from om_eval.llm.request import canonical_json
 from om_eval.llm.secrets import redact_secrets
@@ -55,6 +61,8 @@ class RunSpec:
     run: RunOptions
     resolved: Mapping[str, Any]
     """The resolved config as plain data, secrets redacted (for the run record and the run id)."""
+    baseline: BaselineConfig = field(default_factory=BaselineConfig)
+    """A baseline reader instead of OM (``reader="none"``: an OM run)."""
 
     @property
     def config_hash(self) -> str:
@@ -69,18 +77,21 @@ class RunSpec:
         payload = {k: v for k, v in self.resolved.items() if k not in ("run", "experiment")}
         payload["dataset"] = {k: v for k, v in payload.get("dataset", {}).items() if k != "verify"}
         payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k != "source"}
-        payload["prompts"] = {
-            "om": prompt_set_hash(),
-            "actor": actor_prompt_hash(),
-            "judge": PINNED_SHA256 if self.judge_mode == "official" else HOUSE_TEMPLATES_SHA256,
-        }
+        judge_templates = PINNED_SHA256 if self.judge_mode == "official" else HOUSE_TEMPLATES_SHA256
+        if self.baseline.enabled:
+            from om_eval.bench.baseline import baseline_prompt_hash
+
+            payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
+        else:
+            payload["prompts"] = {"om": prompt_set_hash(), "actor": actor_prompt_hash(), "judge": judge_templates}
         return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
 
     @property
     def hosted_models(self) -> list[str]:
         """Models that cost money (everything but ``scripted/`` and ``local/``)."""
-        models = {self.om.observation.model.model, self.om.reflection.model.model, self.actor.model,
-                  self.judge_model.model}
+        models = {self.actor.model, self.judge_model.model}
+        if not self.baseline.enabled:
+            models |= {self.om.observation.model.model, self.om.reflection.model.model}
         return sorted(m for m in models if not m.startswith(("scripted/", "local/")))
 
 
@@ -113,9 +124,33 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         raise ConfigError(text) from None
 
 
+#: What a baseline run's resolved config leaves out: it shapes only a memory, and a baseline builds none.
+BASELINE_UNUSED = ("om", "prompt")
+BASELINE_UNUSED_MODELS = ("observer", "reflector")
+
+
+def _for_baseline(cfg: Mapping[str, Any], baseline: BaselineConfig) -> dict[str, Any]:
+    """The config as stored and hashed: OM runs without the ``baseline`` group, baselines without OM's groups."""
+    if not baseline.enabled:
+        return {k: v for k, v in cfg.items() if k != "baseline"}
+    kept = {k: v for k, v in cfg.items() if k not in BASELINE_UNUSED}
+    kept["models"] = {k: v for k, v in cfg["models"].items() if k not in BASELINE_UNUSED_MODELS}
+    return kept
+
+
+def _default_om() -> dict[str, Any]:
+    """The schema's OM defaults: the (unused) engine settings of a baseline run, whose config has no ``om``."""
+    from om_eval.experiment.schema import OMSchema
+
+    return asdict(OMSchema())
+
+
 def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
-    om = cfg["om"]
-    models = cfg["models"]
+    baseline = baseline_from(cfg.get("baseline"))
+    cfg = _for_baseline(cfg, baseline)
+    om = cfg.get("om") or _default_om()
+    # A baseline calls no observer or reflector; the engine settings it carries name the actor (never called).
+    models = {"observer": cfg["models"]["actor"], "reflector": cfg["models"]["actor"], **cfg["models"]}
     observation = {k: v for k, v in om["observation"].items()}
     reflection = {k: v for k, v in om["reflection"].items()}
     om_config = OMConfig(
@@ -123,7 +158,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         observation=ObservationConfig(**observation, model=_model(models["observer"], "observer")),
         reflection=ReflectionConfig(**reflection, model=_model(models["reflector"], "reflector")),
         share_token_budget=om["share_token_budget"],
-        prompt_variant=cfg["prompt"]["variant"],
+        prompt_variant=(cfg.get("prompt") or {"variant": "current"})["variant"],
         obscure_thread_ids=om["obscure_thread_ids"],
         context_layout=om["context_layout"],
         boundary_delimiters=om["boundary_delimiters"],
@@ -143,6 +178,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         run=run,
         # Secrets never reach the store, the console or the run id (a rotated key is the same run).
         resolved=redact_secrets({k: v for k, v in cfg.items() if k != "hydra"}),
+        baseline=baseline,
     )
 
 
@@ -151,6 +187,7 @@ def describe(spec: RunSpec) -> dict[str, Any]:
     return {
         "experiment": spec.experiment,
         "config_hash": spec.config_hash,
+        "baseline": spec.baseline.reader,
         "prompt": spec.om.prompt_variant,
         "observer": spec.om.observation.model.model,
         "actor": spec.actor.model,

@@ -28,6 +28,7 @@ cost over a gigabyte on a 500-question run. ``history=None`` keeps every call, f
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import threading
 from collections import Counter, deque
@@ -312,16 +313,38 @@ class ScriptedModel:
 
     def _act(self, messages: list[dict[str, str]]) -> str:
         question = messages[-1]["content"] if messages else ""
+        lines = _memory_lines(messages[:-1])
+        if len(messages) == 1 and "Question:" in question:  # a reader prompt carrying its own history
+            history, _, question = question.rpartition("Question:")
+            question = question.split("\nAnswer", 1)[0]
+            lines = _inline_history_lines(history)
         wanted = _content_words(question.split("Question:", 1)[-1])
         needed = 1 if len(wanted) <= 2 else 2
         best, best_score = None, 0
-        for line in _memory_lines(messages[:-1]):
+        for line in lines:
             score = len(wanted & _content_words(line))
             if score >= needed and score >= best_score:  # ties go to the later, more recent line
                 best, best_score = line, score
         if best is None:
             return "I don't know: nothing in my memory answers that."
         return re.sub(r"^(?:🔴|✅)?\s*(?:\(\d{2}:\d{2}\)\s*)?", "", best)
+
+
+def _inline_history_lines(history: str) -> list[str]:
+    """User turns of a history written into one prompt: JSON turn lists (``[{"role": ..., "content": ...}]``)
+    or ``user: text`` blocks, in order (the baseline reader's layouts)."""
+    lines: list[str] = []
+    for line in history.splitlines():
+        text = line.strip()
+        if text.startswith("[{"):
+            try:
+                turns = json.loads(text)
+            except ValueError:
+                continue
+            lines += [str(t.get("content", "")) for t in turns if isinstance(t, dict) and t.get("role") == "user"]
+        elif text.startswith("user: "):
+            lines.append(text[len("user: "):])
+    return [line for text in lines for line in text.splitlines() if line.strip()]
 
 
 def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:

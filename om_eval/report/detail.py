@@ -13,6 +13,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
 from om_eval.store.catalog import Catalog
 
@@ -24,6 +25,7 @@ EVIDENCE_STATUS_TEXT = {
     "lost_at_reflection": "lost at reflection",
     "not_captured": "not captured",
     "in_raw_tail": "never observed (raw tail)",
+    **BASELINE_STATUS_TEXT,
 }
 _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "gold_answer", "question_date",
                 "status", "hypothesis", "label", "judge_status", "judge_reply", "error", "memory_key",

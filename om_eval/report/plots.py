@@ -20,6 +20,11 @@ possible and the repeats are told apart by a hatch (bars) and a marker shape (po
 unrecorded one) are marked ``⚠ <caveat>`` in the legend and named in the subtitle; their bars are hatched and
 their points hollow, both without error bars (as in the tables), and they never join a Pareto frontier.
 
+**Baseline readers** (runs that answered from the raw sessions, no memory: ``baseline=full_context|oracle``)
+stand beside the OM variants: their legend entry ends in ``[full-context reader]`` or ``[oracle reader]``, their
+bars carry a vertical hatch (``||``) and the subtitle says so. They have no observation tokens, so the
+memory-size plot lists them as having no data.
+
 **Readable at a glance.** A zero accuracy gets a thin outlined stub and a ``0`` label, while a missing one is
 an italic grey ``n/a`` with no bar. Scatter points carry their number, not their label (coinciding points
 share one ``1,2`` tag), and the legend holds the full labels, wrapped at spaces, never cut. When every
@@ -44,7 +49,7 @@ from typing import Any
 
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
 from om_eval.report import _format as fmt
-from om_eval.report.tables import CAVEAT_MARK, Accuracy, ReportTable, RunSummary, summary_table
+from om_eval.report.tables import BASELINE_READERS, CAVEAT_MARK, Accuracy, ReportTable, RunSummary, summary_table
 
 __all__ = ["PALETTE", "VariantStyle", "accuracy_vs_tokens_figure", "categories_figure", "cost_vs_accuracy_figure",
            "plot_accuracy_vs_tokens", "plot_categories", "plot_cost_vs_accuracy", "variant_color",
@@ -56,6 +61,8 @@ PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
 _HATCHES = ("", "..", "xx", "\\\\", "++", "--", "oo", "**")
 #: Added to the bars of a run with a judge caveat.
 _CAVEAT_HATCH = "//"
+#: Added to the bars of a baseline reader (no memory).
+_BASELINE_HATCH = "||"
 #: Height (in accuracy points) of the stub that shows a zero accuracy.
 _ZERO_STUB = 1.2
 #: Legend labels are wrapped at spaces to this many characters.
@@ -136,6 +143,8 @@ def _table(source: Source, n_boot: int, seed: int) -> ReportTable:
 def _name(table: ReportTable, row: RunSummary) -> str:
     """The legend text of a run: its full label, its regime when mixed, and its judge caveat."""
     name = f"{row.label} (non-official)" if table.mixed and not row.official else row.label
+    if row.reader is not None:
+        name += f" [{BASELINE_READERS.get(row.reader, row.reader).replace(' ', '-')} reader]"
     return f"{name} {CAVEAT_MARK} {row.caveat}" if row.caveat else name
 
 
@@ -166,6 +175,12 @@ def _caveat_note(table: ReportTable) -> str:
     parts = [f"{CAVEAT_MARK} {kind}, scores unreliable, no error bars: "
              + ("every run" if everyone else ", ".join(labels)) for kind, labels in sorted(kinds.items())]
     return "; ".join(parts)
+
+
+def _baseline_note(table: ReportTable) -> str:
+    if not table.has_baselines:
+        return ""
+    return "[… reader] = a baseline answering from the raw sessions, no memory (bars hatched ||)"
 
 
 def _regime_note(table: ReportTable) -> str:
@@ -262,7 +277,7 @@ def categories_figure(source: Source, *, n_boot: int = 1000, seed: int = 0,
 
     def draw(figure: Any) -> None:
         axes = figure.add_subplot()
-        notes = [_bars_note(table), _regime_note(table), _caveat_note(table)]
+        notes = [_bars_note(table), _regime_note(table), _caveat_note(table), _baseline_note(table)]
         axes.set_title("\n".join([title, *_wrap(_sentences(notes), 130)]), fontsize=11)
         axes.set_ylabel("Accuracy (%)")
         axes.set_ylim(0, 105)
@@ -278,7 +293,7 @@ def categories_figure(source: Source, *, n_boot: int = 1000, seed: int = 0,
         names = [_wrap_label(_name(table, row)) for row in rows]
         for i, (row, style, name) in enumerate(zip(rows, variant_styles([r.variant for r in rows]), names)):
             offset = (i - (len(rows) - 1) / 2.0) * width
-            hatch = style.hatch + (_CAVEAT_HATCH if row.caveat else "")
+            hatch = style.hatch + (_CAVEAT_HATCH if row.caveat else "") + (_BASELINE_HATCH if row.reader else "")
             xs, heights, low, high = [], [], [], []
             for g, group in enumerate(_GROUPS):
                 acc = _group_accuracy(row, group)

@@ -36,6 +36,12 @@ would lend a precision that a judge which is often wrong does not have (the CSV 
 section and row order is fixed, and floats are printed with fixed decimals: the same rows and options give
 byte-identical markdown and CSV.
 
+**Baseline readers are listed beside OM runs, and marked.** A run stored with ``memory_key`` ``baseline:<reader>``
+(``om-eval run baseline=full_context|oracle``) answered from the raw sessions, with no memory. It is ranked with
+the other runs of its section; whenever a table holds one, the compact table gains a ``memory`` row, the wide
+table a ``memory`` column (``OM``, ``baseline: full context``, ``baseline: oracle``), the CSV a ``memory`` column
+(``om``, ``baseline:full_context``, ``baseline:oracle``), and a note says what the readers saw. Tables without a baseline are unchanged.
+
 Costs: ``cost_usd`` is the sum of the *known* spend of the run's questions; calls whose price is unknown are
 counted (``unknown_cost_calls``), never guessed. ``mean_observation_tokens`` and ``mean_compression_ratio``
 (raw history tokens / observation tokens, per question) are plain means over the questions that report them.
@@ -56,6 +62,7 @@ from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, metric_report
 from om_eval.report import _format as fmt
 
 __all__ = [
+    "BASELINE_READERS",
     "CAVEAT_MARK",
     "Accuracy",
     "ReportTable",
@@ -65,6 +72,7 @@ __all__ = [
     "caveat_notes",
     "display_name",
     "judge_caveat",
+    "memory_name",
     "metric_rows",
     "section_ranks",
     "summary_table",
@@ -91,6 +99,24 @@ _CAVEAT_NOTES = {
                   "pipeline; these numbers say nothing about memory quality.",
     "judge unknown": "the run did not record its judge model, so its scores cannot be traced.",
 }
+
+
+#: How a baseline reader is named in tables and plots (``runs.memory_key`` is ``baseline:<reader>``).
+BASELINE_READERS = {"full_context": "full context", "oracle": "oracle"}
+_BASELINE_PREFIX = "baseline:"
+_BASELINE_NOTE = ("memory: OM = answered through Observational Memory; baseline = LongMemEval's own reader, "
+                  "answering from the raw sessions with no memory built (full context: the whole haystack, cut to "
+                  "the reader's context window; oracle: the evidence sessions only).")
+
+
+def _reader_of(run: Mapping[str, Any]) -> str | None:
+    key = run.get("memory_key")
+    return key[len(_BASELINE_PREFIX):] if isinstance(key, str) and key.startswith(_BASELINE_PREFIX) else None
+
+
+def memory_name(row: RunSummary) -> str:
+    """``OM``, or the baseline reader a run used (``baseline: full context``, ``baseline: oracle``)."""
+    return "OM" if row.reader is None else f"baseline: {BASELINE_READERS.get(row.reader, row.reader)}"
 
 
 def judge_caveat(run: Mapping[str, Any] | RunSummary) -> str | None:
@@ -161,6 +187,8 @@ class RunSummary:
     """Questions the run was started on (``runs.n_questions``); more than ``n_items`` means it is unfinished."""
     caveat: str | None = None
     """Why its scores need a caveat (:func:`judge_caveat`), or ``None``."""
+    reader: str | None = None
+    """The baseline reader (``full_context``, ``oracle``) of a run that built no memory; ``None`` for OM."""
 
     @property
     def complete(self) -> bool:
@@ -204,6 +232,11 @@ class ReportTable:
     @property
     def rows(self) -> tuple[RunSummary, ...]:
         return tuple(row for section in self.sections for row in section.rows)
+
+    @property
+    def has_baselines(self) -> bool:
+        """True when a run is a baseline reader (the tables then say which runs used OM)."""
+        return any(row.reader is not None for row in self.rows)
 
     def run(self, run_id: str) -> RunSummary:
         for row in self.rows:
@@ -303,6 +336,7 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         mean_compression_ratio=_mean(i.get("compression_ratio") for i in items),
         n_expected=int(run["n_questions"]) if not fmt.missing(run.get("n_questions")) else None,
         caveat=judge_caveat(run),
+        reader=_reader_of(run),
     )
 
 
@@ -416,6 +450,7 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
     columns: list[tuple[str, bool, Any]] = [
         ("#", True, None),
         ("variant", False, display_name),
+        *((("memory", False, memory_name),) if table.has_baselines else ()),
         ("run", False, lambda r: r.short_id),
         ("judge", False, lambda r: f"{r.judge_mode or '?'} ({r.judge_model or '?'})"),
         ("official", False, lambda r: "yes" if r.official else "no"),
@@ -454,6 +489,7 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
     body: list[tuple[list[str], bool]] = [
         (["run", *(r.short_id for r in rows)], False),
         (["judge", *(r.judge_model or "?" for r in rows)], False),
+        *(((["memory", *(memory_name(r) for r in rows)], False),) if table.has_baselines else ()),
         (["judged/n", *(_judged(r) for r in rows)], True),
     ]
     for name, pick, with_n in _STATISTICS:
@@ -485,6 +521,8 @@ def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
     else:
         lines.append("Strict accuracies of every type, cost, unpriced calls, observation tokens and compression: "
                      "the wide table (`om-eval report --wide`); the CSV always has every column.")
+    if table.has_baselines:
+        lines.append(_BASELINE_NOTE)
     return lines
 
 
@@ -550,10 +588,10 @@ def _accuracy_fields(prefix: str, acc: Accuracy, with_n: bool = True) -> dict[st
     return out
 
 
-def _csv_record(section: Section, rank: int | None, row: RunSummary) -> dict[str, str]:
+def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: bool = False) -> dict[str, str]:
     record = {
         "section": section.key, "rank": "" if rank is None else str(rank), "label": row.label,
-        "variant": row.variant, "run_id": row.run_id, "judge_mode": row.judge_mode or "",
+        "variant": row.variant, **({"memory": f"{_BASELINE_PREFIX}{row.reader}" if row.reader else "om"} if memory else {}), "run_id": row.run_id, "judge_mode": row.judge_mode or "",
         "judge_model": row.judge_model or "", "judge_caveat": row.caveat or "",
         "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
         "n_error": str(row.n_error), "n_not_run": str(row.n_not_run),
@@ -581,7 +619,8 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
     within a section only, empty for a run with a ``judge_caveat`` (whose intervals are kept here). Writes to
     ``path_or_buffer`` when given, and returns the text either way.
     """
-    records = [_csv_record(s, rank, row) for s in table.sections for rank, row in zip(section_ranks(s), s.rows)]
+    records = [_csv_record(s, rank, row, table.has_baselines)
+               for s in table.sections for rank, row in zip(section_ranks(s), s.rows)]
     if records:
         fields = list(records[0])
     else:

@@ -46,12 +46,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
 from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, question_detail
 from om_eval.report.plots import variant_colors
-from om_eval.report.tables import CAVEAT_MARK, Accuracy, ReportTable, RunSummary, caveat_notes, summary_table
+from om_eval.report.tables import (CAVEAT_MARK, Accuracy, ReportTable, RunSummary, caveat_notes, memory_name,
+                                   summary_table)
 from om_eval.store.catalog import Catalog
 
 __all__ = ["ACTOR_HEAD_LINES", "ACTOR_TAIL_LINES", "LINE_CHARS", "OBSERVATION_LINES", "OLDER_GENERATION_LINES",
@@ -266,8 +268,10 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
         run_entries.append({
             "id": row.run_id, "short": row.short_id, "label": row.label, "variant": row.variant,
             "color": colors[row.variant], "caveat": row.caveat, "judge": _judge_name(row),
+            "memory": memory_name(row),
             "dataset": run.get("dataset_name"),
-            "models": {role: run.get(f"{role}_model") for role in ("observer", "reflector", "actor")},
+            "models": {role: run.get(f"{role}_model")  # a baseline reader calls no observer or reflector
+                       for role in (("actor",) if row.reader else ("observer", "reflector", "actor"))},
             "n_items": row.n_items, "n_expected": row.n_expected, "complete": row.complete,
             "task_averaged": _accuracy(row.graded.task_averaged, not row.caveat),
             "overall": _accuracy(row.graded.overall, not row.caveat),
@@ -275,7 +279,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
     data = {
         "runs": run_entries,
         "types": [[t, fmt.TYPE_SHORT[t]] for t in OFFICIAL_TYPE_ORDER],
-        "status_text": EVIDENCE_STATUS_TEXT,
+        "status_text": {**EVIDENCE_STATUS_TEXT, **BASELINE_STATUS_TEXT},
         "questions": [questions[q] for q in sorted(questions)],
         "details": details,
         "memories": memories,
@@ -340,7 +344,7 @@ def _acc_cell(acc: Accuracy, row: RunSummary) -> str:
 
 def _models(models: Mapping[str, Any]) -> str:
     roles = tuple(models.items())
-    if len({model for _, model in roles}) == 1:
+    if len(roles) > 1 and len({model for _, model in roles}) == 1:
         return f"{_e(roles[0][1] or '?')} <span class=\"muted\">(all roles)</span>"
     return "<br>".join(f'<span class="muted">{name}</span> {_e(model or "?")}' for name, model in roles)
 
@@ -350,6 +354,13 @@ def _caveat_badge(row: RunSummary) -> str:
         return ""
     return (f' <span class="caveat" title="{_e(row.caveat)}: see the note under the table">{CAVEAT_MARK} '
             f'{_e(row.caveat)}</span>')
+
+
+def _baseline_badge(row: RunSummary) -> str:
+    if row.reader is None:
+        return ""
+    return (f' <span class="badge" title="answered from the raw sessions, no memory built">'
+            f"{_e(memory_name(row))}</span>")
 
 
 def _swatch(color: str) -> str:
@@ -378,7 +389,8 @@ def _runs_section(table: ReportTable, runs: Mapping[str, Mapping[str, Any]], col
         section = "official" if row.official else "non-official"
         lines.append(
             f'<tr data-run="{_e(row.run_id)}"><td class="mono">{_swatch(colors[row.variant])}{_e(row.short_id)}</td>'
-            f"<td>{_e(row.label)}</td><td>{_e(run.get('dataset') or '?')}</td><td>{_models(run['models'])}</td>"
+            f"<td>{_e(row.label)}{_baseline_badge(row)}</td><td>{_e(run.get('dataset') or '?')}</td>"
+            f"<td>{_models(run['models'])}</td>"
             f'<td>{_e(_judge_name(row))} <span class="muted">({section})</span>{_caveat_badge(row)}</td>'
             f'<td class="num">{judged}</td>{_acc_cell(row.graded.task_averaged, row)}'
             f"{_acc_cell(row.graded.overall, row)}{_acc_cell(row.graded.abstention, row)}"

@@ -46,3 +46,19 @@ def test_a_spent_budget_stops_scheduling_and_a_rerun_continues(tmp_path: Path) -
     assert asyncio.run(resumed.run()).done == 7
     with Catalog(tmp_path) as catalog:
         assert len(catalog.items()) == 7
+
+
+def test_forecast_of_a_baseline_reader_has_no_memory_calls_and_oracle_reads_less(tmp_path: Path) -> None:
+    dataset = load_run_dataset({"name": "mini"})
+    stages = {}
+    for reader in ("full_context", "oracle"):
+        spec = spec_for(tmp_path, "experiment=mastra_gpt4o", "dataset=mini", f"baseline={reader}")
+        stages[reader] = {e.stage: e for e in estimate_run(spec, dataset)}
+    for reader, by_stage in stages.items():
+        assert by_stage["observer"].calls == 0 and by_stage["reflector"].calls == 0, reader
+        assert by_stage["actor"].calls == 7 and by_stage["judge"].calls == 7, reader
+    assert stages["oracle"]["actor"].prompt_tokens < stages["full_context"]["actor"].prompt_tokens
+    small = spec_for(tmp_path, "experiment=mastra_gpt4o", "dataset=mini", "baseline=full_context",
+                     "baseline.context_tokens=2000")
+    cut = {e.stage: e for e in estimate_run(small, dataset)}["actor"]
+    assert cut.prompt_tokens <= 7 * (2000 - 500 - 1000 + 1500)  # each history cut to its budget
