@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from om_eval.om.config import ModelSettings
+from om_eval.om.jstext import utf16_len, utf16_prefix
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
     MultiThreadOutput,
@@ -114,9 +115,15 @@ def format_message_time(moment: datetime) -> str:
 
 
 def _cap(text: str, max_part_length: int | None) -> str:
-    if max_part_length is None or len(text) <= max_part_length:
+    """Cut a part to ``max_part_length`` UTF-16 units (as JS counts), the marker on a line of its own.
+
+    No cap (``None`` or 0) leaves the text whole, as 1.10's falsy check does. A cut never splits an emoji
+    (:func:`~om_eval.om.jstext.utf16_prefix`); the count in the marker is still the units JS would drop.
+    """
+    length = utf16_len(text)
+    if not max_part_length or length <= max_part_length:
         return text
-    return f"{text[:max_part_length]}... [truncated {len(text) - max_part_length} characters]"
+    return f"{utf16_prefix(text, max_part_length)}\n... [truncated {length - max_part_length} characters]"
 
 
 def _format_part(part: Mapping[str, Any], counters: dict[str, int], max_part_length: int | None) -> str | None:
@@ -144,7 +151,8 @@ def format_message(message: Message, max_part_length: int | None = None) -> str 
     """``**Role (time):**`` then the content; ``None`` when the message has nothing visible."""
     counters: dict[str, int] = {}
     if isinstance(message.content, str):
-        parts = [_cap(message.content, max_part_length)] if message.content.strip() else []
+        # Only an empty string is nothing: 1.10 keeps a whitespace-only message (a falsy check, not a trim).
+        parts = [_cap(message.content, max_part_length)] if message.content else []
     else:
         parts = [p for p in (_format_part(part, counters, max_part_length) for part in message.content) if p]
     if not parts:

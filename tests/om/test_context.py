@@ -127,9 +127,11 @@ def test_no_observations_means_no_marker_and_no_reminder() -> None:
     assert len(messages) == 1 and "<observations>" not in messages[0]["content"]
 
 
-def test_other_conversations_skip_empty_threads() -> None:
-    empty = Message("m1", "x", "user", "   ", NOW)
+def test_other_conversations_skip_empty_threads_but_keep_blank_messages() -> None:
+    empty = Message("m1", "x", "user", "", NOW)
     assert format_other_conversations({"x": [empty]}) == ""
+    blank = Message("m2", "x", "user", "   ", NOW)  # 1.10 checks for an empty string, not a trimmed one
+    assert "**User (" in format_other_conversations({"x": [blank]})
 
 
 def test_unknown_layout_is_rejected() -> None:

@@ -596,10 +596,7 @@ COMPARISONS = [
         text, budget, quarter_tokens), _repeat(120, _truncation_case)),
     Comparison("prepareObserverContext", lambda text, budget: list(prepare_previous_observations(
         text, budget, quarter_tokens)), _repeat(60, _prepare_case)),
-    Comparison("formatMessagesForObserver", _our_messages, _repeat(80, _messages_case), known_difference=(
-        "om_eval/om/observer.py formats messages differently from 1.10: the cut-off marker of a capped part must "
-        "start a new line (text + '\\n... [truncated N characters]'), lengths and N must be UTF-16 code units, and "
-        "a whitespace-only string message must be kept")),
+    Comparison("formatMessagesForObserver", _our_messages, _repeat(80, _messages_case)),
 ]
 
 # Which reference function each comparison calls in Node (several look at one function from different sides).

@@ -139,7 +139,8 @@ def test_message_formatting_parts_caps_and_empty_messages() -> None:
         {"type": "data-om-status", "data": {}},
         {"type": "image", "name": "dog.png"},
     ), WHEN)
-    empty = Message("m3", "t", "user", "   ", WHEN)
+    empty = Message("m3", "t", "user", "", WHEN)
+    blank = Message("m5", "t", "user", "  ", WHEN)
     assert format_message(text) == "**User (Dec 4, 2025, 2:30 PM):**\nI have a beagle."
     assert format_message(tool) == (
         "**Assistant (Dec 4, 2025, 2:30 PM):**\n[Tool Call: search]\n{\n  \"q\": \"beagle\"\n}\n"
@@ -147,8 +148,14 @@ def test_message_formatting_parts_caps_and_empty_messages() -> None:
     )
     assert format_message(empty) is None
     assert format_messages([text, empty, text]).count("\n\n---\n\n") == 1
+    assert format_message(blank) == "**User (Dec 4, 2025, 2:30 PM):**\n  "  # kept, as 1.10 keeps it
     long = Message("m4", "t", "user", "x" * 600, WHEN)
-    assert format_message(long, max_part_length=500).endswith("x... [truncated 100 characters]")
+    assert format_message(long, max_part_length=500).endswith("x" * 500 + "\n... [truncated 100 characters]")
+    assert format_message(long, max_part_length=0).endswith("x" * 600)  # 0 means no cap, as in 1.10
+    # Lengths are UTF-16 units, as JS counts them; a cut never splits an emoji.
+    emoji = Message("m6", "t", "user", "ab" + "🔴" * 3, WHEN)
+    assert format_message(emoji, max_part_length=5).endswith("\nab🔴\n... [truncated 3 characters]")
+    assert format_message(emoji, max_part_length=8).endswith("\nab🔴🔴🔴")
 
 
 def test_request_layouts() -> None:
