@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Literal
 
 from om_eval.data.records import HaystackSession, Question
-from om_eval.om.config import OMConfig
+from om_eval.om.config import ConfigError, OMConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
 from om_eval.om.records import Message
@@ -44,7 +44,8 @@ class ReplayConfig:
     buffering: bool = False
     """Run 1.10's async buffering (buffer ahead, activate at the threshold, buffered reflection) with the OM
     config's buffering options (1.10 defaults when unset). Off (the default) is the published, synchronous protocol.
-    1.10 has no async buffering in resource scope, so it needs ``scope="thread"``."""
+    1.10 has no async buffering in resource scope; with ``scope="resource"`` this turns on om-eval's extension
+    (``OMConfig.resource_buffering``)."""
 
     def __post_init__(self) -> None:
         checks = (
@@ -57,11 +58,6 @@ class ReplayConfig:
                 raise ValueError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
         if self.buffering is not False and self.buffering is not True:
             raise ValueError(f"replay.buffering={self.buffering!r} is invalid: must be true or false")
-        if self.buffering and self.scope != "thread":
-            raise ValueError(
-                "replay.buffering=true needs replay.scope=thread: @mastra/memory 1.10 has no async buffering in "
-                "resource scope"
-            )
         if self.turn_spacing_seconds < 0:
             raise ValueError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
 
@@ -152,7 +148,16 @@ async def replay_question(
         observation = replace(observation, buffer_tokens=False, buffer_activation=None, block_after=None)
     elif observation.buffer_tokens is False:
         observation = replace(observation, buffer_tokens=None)  # 1.10's default interval
-    config = replace(om_config, scope=replay.scope, obscure_thread_ids=True, observation=observation)
+    # Resource scope buffers only through om-eval's extension, switched on by replay.buffering alone.
+    resource_buffering = replay.buffering and replay.scope == "resource"
+    try:
+        config = replace(om_config, scope=replay.scope, obscure_thread_ids=True, observation=observation,
+                         resource_buffering=resource_buffering)
+    except ConfigError as error:  # e.g. share_token_budget with buffering: say which replay options led there
+        raise ConfigError(
+            f"replay.scope={replay.scope} replay.buffering={str(replay.buffering).lower()} cannot be used with this "
+            f"OM config: {error}"
+        ) from error
     counter = token_counter or default_counter()
     memory = ObservationalMemory(
         config, observer=observer, reflector=reflector, resource_id=f"resource_{question.question_id}",

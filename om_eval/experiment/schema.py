@@ -61,7 +61,9 @@ class ReplaySchema:
     skip_empty_turns: bool = True
     final_flush: bool = False
     scope: str = "resource"
-    buffering: bool = False  # 1.10's async buffering and activation (needs scope=thread); off = published protocol
+    # 1.10's async buffering and activation; in scope=resource it turns on om-eval's resource_buffering extension
+    # (1.10 has none there). Off = the published protocol.
+    buffering: bool = False
 
 
 @dataclass

@@ -162,6 +162,9 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         obscure_thread_ids=om["obscure_thread_ids"],
         context_layout=om["context_layout"],
         boundary_delimiters=om["boundary_delimiters"],
+        # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
+        # explicit buffer options are validated against it.
+        resource_buffering=bool(om["replay"].get("buffering")) and om["replay"]["scope"] == "resource",
     )
     run = RunOptions(**cfg["run"])
     return RunSpec(

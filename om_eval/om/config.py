@@ -2,8 +2,8 @@
 
 Defaults are those of @mastra/memory 1.10.0. Options that 1.10 leaves unset until they are needed
 (``buffer_tokens``, ``buffer_activation``, ``block_after``) default to ``None`` here, because whether the user
-set them decides whether async buffering is on (it is refused in resource scope). Every validation error names
-the option, the value and what is allowed.
+set them decides whether async buffering is on (it is refused in resource scope unless the om-eval
+``resource_buffering`` switch is on). Every validation error names the option, the value and what is allowed.
 
 The engine's own additions (not in the reference) are marked "om-eval:" in their attribute docs.
 """
@@ -168,6 +168,11 @@ class OMConfig:
     boundary_delimiters: bool = True
     """om-eval: separate appended observations with dated message-boundary lines (1.10); off joins with a
     blank line (benchmark era)."""
+    resource_buffering: bool = False
+    """om-eval extension: allow async buffering, activation and buffered reflection in resource scope (1.10
+    refuses async options there and leaves buffering off). Needs ``scope="resource"``; with it the usual
+    ``buffer_tokens``/``buffer_activation``/``block_after`` defaults and checks apply. Left out of
+    :meth:`to_dict` while False, so configs that predate it keep their hash."""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -176,12 +181,13 @@ class OMConfig:
 
     @property
     def async_observation_enabled(self) -> bool:
-        """Async buffering is on unless disabled, or unset in resource scope (1.10 rule)."""
+        """Async buffering is on unless disabled; in resource scope only with ``resource_buffering`` (1.10 has
+        none there)."""
         buffer = self.observation.buffer_tokens
         if buffer is False:
             return False
         if self.scope == "resource":
-            return False
+            return self.resource_buffering
         return True
 
     @property
@@ -238,9 +244,14 @@ class OMConfig:
         _check_choice("scope", self.scope, SCOPES)
         _check_choice("prompt_variant", self.prompt_variant, PROMPT_VARIANTS)
         _check_choice("context_layout", self.context_layout, CONTEXT_LAYOUTS)
-        for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters"):
+        for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
             if not isinstance(getattr(self, name), bool):
                 _fail(name, getattr(self, name), "must be true or false")
+        if self.resource_buffering and self.scope != "resource":
+            _fail(
+                "resource_buffering", True,
+                "only applies to scope=resource (thread scope buffers unless observation.buffer_tokens=false)",
+            )
         self._validate_observation()
         self._validate_reflection()
         if self.share_token_budget and self.async_observation_enabled:
@@ -270,13 +281,13 @@ class OMConfig:
             for name in ("buffer_tokens", "buffer_activation", "block_after")
             if getattr(obs, name) not in (None, False)
         ]
-        if self.scope == "resource" and explicit_async:
+        if self.scope == "resource" and explicit_async and not self.resource_buffering:
             name, value = explicit_async[0]
             _fail(
                 f"observation.{name}",
                 value,
-                "async buffering is not available in resource scope; leave it unset or set "
-                "observation.buffer_tokens=false",
+                "async buffering is not available in resource scope in @mastra/memory 1.10; leave it unset, set "
+                "observation.buffer_tokens=false, or turn on the om-eval extension resource_buffering=true",
             )
         buffer = obs.buffer_tokens
         if buffer is not None and buffer is not False:
@@ -328,8 +339,14 @@ class OMConfig:
     # -- conversion -----------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config."""
-        return _plain(dataclasses.asdict(self))
+        """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
+
+        ``resource_buffering`` appears only when True: it came after configs were hashed and stored.
+        """
+        data = _plain(dataclasses.asdict(self))
+        if not self.resource_buffering:
+            del data["resource_buffering"]
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OMConfig:

@@ -16,12 +16,17 @@ the next message. That is the schedule 1.10 follows whenever the Observer answer
 (always the case in a replay, where nothing else is waiting); only wall-clock overlap is lost, never an ordering
 decision: the trigger sees the same pending tokens, the pass sees the same candidate messages, and activation
 sees every chunk whose pass had started, exactly as after 1.10's wait. The same holds for buffered reflection.
+
+Buffering in resource scope is an om-eval extension (``OMConfig.resource_buffering``; 1.10 refuses it): the
+resource's pending tokens drive the same math, a pass observes all threads with the multi-thread Observer call,
+and each chunk keeps a part per thread that activation merges into that thread's section.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,11 +48,12 @@ from om_eval.om.observer import (
     render_observer_system_prompt,
 )
 from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
-from om_eval.om.records import BufferedChunk, Message, OMRecord, ThreadState
+from om_eval.om.records import BufferedChunk, Message, OMRecord, ThreadChunk, ThreadState
 from om_eval.om.reflector import ReflectionResult, reflect_observations
 from om_eval.om.thresholds import (
     buffer_has_enough,
     dynamic_message_threshold,
+    js_round,
     observation_due,
     plan_activation,
     reflection_buffer_due,
@@ -61,6 +67,7 @@ from om_eval.om.threads import (
     pack_batches,
     replace_or_append_thread_section,
     select_threads,
+    strip_thread_tags,
 )
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION, TokenCounter, count_message, default_counter
 from om_eval.om.truncation import prepare_previous_observations
@@ -76,7 +83,10 @@ class OMEvent:
     """``observation``, ``observation_failed``, ``reflection``, ``reflection_unproductive``,
     ``reflection_failed``, ``reflection_deferred``; with async buffering also ``observation_buffered``,
     ``observation_buffer_failed``, ``observation_activated``, ``reflection_buffered`` and
-    ``reflection_activated``. Buffering events carry their chunk figures as JSON in ``detail``."""
+    ``reflection_activated`` (and, in resource scope, ``reflection_buffer_discarded`` when the lines a buffered
+    reflection condensed changed before it could be activated); ``observation_suspect`` when a kept Observer
+    reply looked like a repeat of earlier observations (:mod:`om_eval.om.suspect`; ``detail`` says how much and
+    quotes a line). Buffering events carry their chunk figures as JSON in ``detail``."""
     at: datetime
     record_id: str
     generation: int
@@ -141,6 +151,28 @@ def _usage(replies: Iterable[ModelReply]) -> tuple[int, int, int]:
     )
 
 
+#: Record metadata key: digest of the lines a resource-scope buffered reflection condensed.
+_REFLECTED_PREFIX = "buffered_reflection_prefix_sha256"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _align_to_sections(lines: Sequence[str], count: int) -> int:
+    """Move the end of a buffered-reflection slice onto the end of a ``<thread>`` section (resource scope).
+
+    The slice ends at the last ``</thread>`` line within its first ``count`` lines, or, when the first section
+    alone is longer, at that section's end; text with no sections keeps ``count``. Cutting a section in two
+    would leave its tail without an opening tag after activation.
+    """
+    ends = [index + 1 for index, line in enumerate(lines) if line.strip() == "</thread>"]
+    if not ends:
+        return count
+    within = [end for end in ends if end <= count]
+    return within[-1] if within else ends[0]
+
+
 @dataclass
 class _ThreadQueue:
     """Unobserved messages of one thread, in arrival order, with their token sum."""
@@ -192,6 +224,7 @@ class ObservationalMemory:
         self._observed_ids: set[str] = set()
         self._latest_time: datetime | None = None
         self._lock = asyncio.Lock()
+        self._prefix_check: tuple[tuple[str, str, int], bool] | None = None
 
     # -- identity and lookups -------------------------------------------------------------------------------
 
@@ -338,11 +371,12 @@ class ObservationalMemory:
 
         Returns ``None`` when nothing was due. Reflection runs inside, when observations pass their threshold.
 
-        With async buffering on (thread scope, the 1.10 default) this is one step of 1.10's per-step pipeline
-        (§1.8): a buffering pass when pending tokens crossed a new interval, then at the threshold the activation
-        of buffered chunks, or synchronous observation once ``block_after`` is reached; then the reflection
-        check, which may buffer or activate a reflection. Returns an outcome only when observations were added
-        to memory (activated or observed), not for a pass that only buffered.
+        With async buffering on (thread scope, the 1.10 default; resource scope with ``resource_buffering``) this
+        is one step of 1.10's per-step pipeline (§1.8): a buffering pass when pending tokens crossed a new
+        interval, then at the threshold the activation of buffered chunks, or synchronous observation once
+        ``block_after`` is reached; then the reflection check, which may buffer or activate a reflection. Returns
+        an outcome only when observations were added to memory (activated or observed), not for a pass that only
+        buffered.
         """
         async with self._lock:
             if self.config.async_observation_enabled and not force:
@@ -353,7 +387,7 @@ class ObservationalMemory:
             if not force and not observation_due(pending, self.observation_threshold(thread_id)):
                 return None
             if self.resource_scope:
-                outcome = await self._observe_resource(force)
+                outcome = await self._observe_resource_sync(force)
             else:
                 outcome = await self._observe_thread(self._key(thread_id))
             return await self._with_reflection(outcome, thread_id)
@@ -445,11 +479,13 @@ class ObservationalMemory:
         try:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-                multi_thread=False,
+                multi_thread=False, previous_observations=previous, new_messages=request.history,
             )
         except Exception as error:
             self._emit("observation_failed", record, thread_ids=(thread_id,), detail=str(error))
             raise
+        if call.suspect is not None:
+            self._emit("observation_suspect", record, thread_ids=(thread_id,), detail=call.suspect.describe())
         output = call.output
         assert isinstance(output, ObserverOutput)
         observed_at = max(m.created_at for m in messages)
@@ -530,7 +566,8 @@ class ObservationalMemory:
         )
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-            multi_thread=True, thread_ids=tuple(shown.values()),
+            multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
+            new_messages=request.history,
         )
 
     def _apply_batch(
@@ -538,6 +575,9 @@ class ObservationalMemory:
     ) -> int:
         output = call.output
         assert isinstance(output, MultiThreadOutput)
+        if call.suspect is not None:
+            self._emit("observation_suspect", record, thread_ids=tuple(load.thread_id for load in batch),
+                       detail=call.suspect.describe())
         before = record.observation_token_count
         message_tokens = 0
         for load in batch:
@@ -575,12 +615,20 @@ class ObservationalMemory:
         record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
         if should_trigger_async_buffer(pending, record.last_buffered_at_tokens, buffer_tokens, threshold):
             record.last_buffered_at_tokens = pending
-            await self._buffer_observations(key)
+            if self.resource_scope:
+                await self._buffer_observations_resource()
+            else:
+                await self._buffer_observations(key)
         outcome: ObservationOutcome | None = None
         if observation_due(pending, threshold):
-            outcome = self._activate_observations(key, pending, threshold, buffer_tokens, block_after)
-            if outcome is None and pending >= block_after:
-                outcome = await self._observe_thread(key)
+            if self.resource_scope:
+                outcome = self._activate_observations_resource(pending, threshold, buffer_tokens, block_after)
+                if outcome is None and pending >= block_after:
+                    outcome = await self._observe_resource_sync(False)
+            else:
+                outcome = self._activate_observations(key, pending, threshold, buffer_tokens, block_after)
+                if outcome is None and pending >= block_after:
+                    outcome = await self._observe_thread(key)
         if outcome is not None:
             return await self._with_reflection(outcome, key)
         # §1.8 step 5: checked at every step. A failure is recorded as an event; with no observation in this step
@@ -620,13 +668,15 @@ class ObservationalMemory:
         try:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-                multi_thread=False,
+                multi_thread=False, previous_observations=previous, new_messages=request.history,
             )
         except Exception as error:
             replies = getattr(error, "replies", ())
             self._emit("observation_buffer_failed", record, thread_ids=(key,), message_tokens=candidate_tokens,
                        replies=replies, detail=f"{type(error).__name__}: {error}")
             return None
+        if call.suspect is not None:
+            self._emit("observation_suspect", record, thread_ids=(key,), detail=call.suspect.describe())
         output = call.output
         assert isinstance(output, ObserverOutput)
         if not output.observations:
@@ -712,6 +762,270 @@ class ObservationalMemory:
             (key,), ((key,),), (message_tokens,), message_tokens, record.observation_token_count
         )
 
+    # -- async buffering in resource scope (om-eval extension, ``resource_buffering``) ------------------------
+    #
+    # 1.10 refuses async options in resource scope. Here the resource's pending tokens (all threads) drive the
+    # same trigger, interval and activation math as in thread scope; a pass observes every thread's uncovered
+    # messages with the multi-thread Observer call, and its chunk keeps each thread's part so that activation can
+    # merge it into that thread's section, as a synchronous resource-scope observation does.
+
+    def _chunk_text(self, parts: Mapping[str, ThreadChunk]) -> str:
+        """A resource chunk's parts as ``<thread>`` sections: what later Observer calls see of it."""
+        return "\n\n".join(
+            f'<thread id="{self.shown_thread_id(t)}">\n{p.observations}\n</thread>'
+            for t, p in parts.items() if p.observations
+        )
+
+    async def _buffer_batch(
+        self, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], previous: tuple[str, bool]
+    ) -> ObserverCall:
+        """One multi-thread Observer call of a buffering pass: :meth:`_observe_batch`'s prompt, without hints."""
+        obs = self.config.observation
+        shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
+        request = ObserverRequest(
+            history=format_thread_blocks({shown[t]: sent[t] for t in shown}),
+            previous_observations=previous[0],
+            previous_truncated=previous[1],
+            thread_count=len(batch),
+            hints={shown[t]: self._hints_for(t) for t in shown},
+            skip_continuation_hints=True,
+        )
+        system = render_observer_system_prompt(
+            self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
+            thread_title=obs.thread_title,
+        )
+        return await call_observer(
+            self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+            multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
+            new_messages=request.history,
+        )
+
+    async def _buffer_observations_resource(self) -> BufferedChunk | None:
+        """One resource-scope buffering pass: every thread's messages that no chunk covers, observed in batches
+        (``max_tokens_per_batch``) into one chunk with a part per thread. Failures are recorded as
+        ``observation_buffer_failed`` and never raised; a failed pass stores nothing."""
+        record = self._ensure_record(None)
+        covered = self._buffered_ids(record)
+        sent = {
+            thread_id: [m for m in queue.messages if m.id not in covered] for thread_id, queue in self._queues.items()
+        }
+        sent = {t: messages for t, messages in sent.items() if messages}
+        candidate_tokens = sum(self._message_tokens[m.id] for messages in sent.values() for m in messages)
+        if not buffer_has_enough(candidate_tokens, self.config.buffer_tokens or 0):
+            return None
+        loads = [
+            ThreadLoad(t, TOKENS_PER_CONVERSATION + sum(self._message_tokens[m.id] for m in messages),
+                       min(m.created_at for m in messages))
+            for t, messages in sent.items()
+        ]
+        batches = pack_batches(select_threads(loads, 0, take_all=True), self.config.observation.max_tokens_per_batch)
+        thread_ids = tuple(load.thread_id for batch in batches for load in batch)
+        prior = [c.observations for c in record.buffered_observation_chunks]
+        parts: dict[str, ThreadChunk] = {}
+        calls: list[ObserverCall] = []
+        try:
+            if self.config.observation.batch_mode == "parallel":
+                previous = self._previous(record, prior)
+                results = await asyncio.gather(
+                    *(self._buffer_batch(b, sent, previous) for b in batches), return_exceptions=True
+                )
+                calls = [r for r in results if not isinstance(r, BaseException)]
+                errors = [r for r in results if isinstance(r, BaseException)]
+                if errors:
+                    raise errors[0]
+                for batch, call in zip(batches, calls):
+                    parts.update(self._chunk_parts(batch, sent, call))
+            else:  # each batch sees the parts of the batches before it
+                for batch in batches:
+                    extra = [*prior, self._chunk_text(parts)] if parts else prior
+                    calls.append(await self._buffer_batch(batch, sent, self._previous(record, extra)))
+                    parts.update(self._chunk_parts(batch, sent, calls[-1]))
+        except Exception as error:  # the calls that did answer were paid for: count them
+            replies = [r for call in calls for r in call.replies] + list(getattr(error, "replies", ()))
+            self._emit("observation_buffer_failed", record, thread_ids=thread_ids, message_tokens=candidate_tokens,
+                       replies=replies, detail=f"{type(error).__name__}: {error}")
+            return None
+        replies = [r for call in calls for r in call.replies]
+        for batch, call in zip(batches, calls):
+            if call.suspect is not None:
+                self._emit("observation_suspect", record, thread_ids=tuple(load.thread_id for load in batch),
+                           detail=call.suspect.describe())
+        parts = {t: parts[t] for t in thread_ids}
+        if not any(p.observations for p in parts.values()):
+            self._emit("observation_buffered", record, thread_ids=thread_ids, message_tokens=candidate_tokens,
+                       observation_tokens_before=record.observation_token_count,
+                       observation_tokens_after=record.observation_token_count, replies=replies,
+                       detail=json.dumps({"stored": False, "chunks": len(record.buffered_observation_chunks)}))
+            return None
+        now = self._now()
+        first = sent[thread_ids[0]][0]
+        last_at = max(m.created_at for messages in sent.values() for m in messages) + timedelta(milliseconds=1)
+        text = self._chunk_text(parts)
+        chunk = BufferedChunk(
+            id=f"ombuf-{record.id}-{first.id}",
+            cycle_id=f"buffer-{record.id}-{first.id}",
+            observations=text,
+            token_count=self.counter.count_text(text),
+            message_ids=[i for p in parts.values() for i in p.message_ids],
+            message_tokens=candidate_tokens,
+            last_observed_at=last_at,
+            created_at=now,
+            threads=parts,
+        )
+        record.buffered_observation_chunks.append(chunk)
+        record.last_buffered_at_time = last_at
+        record.updated_at = now
+        self._emit(
+            "observation_buffered", record, thread_ids=thread_ids, message_tokens=candidate_tokens,
+            observation_tokens_before=record.observation_token_count,
+            observation_tokens_after=record.observation_token_count, replies=replies,
+            detail=json.dumps({
+                "stored": True, "chunk_id": chunk.id, "chunk_tokens": chunk.token_count,
+                "chunk_messages": len(chunk.message_ids), "chunks": len(record.buffered_observation_chunks),
+                "buffered_message_tokens": sum(c.message_tokens for c in record.buffered_observation_chunks),
+                "pending_tokens": record.last_buffered_at_tokens, "batches": len(batches),
+            }),
+        )
+        return chunk
+
+    def _chunk_parts(
+        self, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], call: ObserverCall
+    ) -> dict[str, ThreadChunk]:
+        """Each thread's part of one buffering batch; a thread the model left out gets an empty part, so its
+        messages still count as covered (as a synchronous batch advances their cursor)."""
+        output = call.output
+        assert isinstance(output, MultiThreadOutput)
+        parts = {}
+        for load in batch:
+            result = output.threads.get(self.shown_thread_id(load.thread_id), ObserverOutput(observations=""))
+            parts[load.thread_id] = ThreadChunk(
+                observations=strip_thread_tags(result.observations),
+                message_ids=[m.id for m in sent[load.thread_id]],
+                current_task=result.current_task,
+                suggested_continuation=result.suggested_response,
+                thread_title=result.thread_title,
+            )
+        return parts
+
+    def _activate_observations_resource(
+        self, pending: int, threshold: int, buffer_tokens: int, block_after: int
+    ) -> ObservationOutcome | None:
+        """Activate the chosen prefix of resource chunks (§1.7 rule): each thread's part goes into its section
+        with :func:`replace_or_append_thread_section`, as a synchronous batch does; None when gated."""
+        record = self._ensure_record(None)
+        chunks = record.buffered_observation_chunks
+        count = plan_activation(
+            [c.message_tokens for c in chunks], pending_tokens=pending, threshold=threshold,
+            retention_floor=self.config.retention_floor, buffer_tokens=buffer_tokens, block_after=block_after,
+        )
+        if count == 0:
+            return None
+        activated, record.buffered_observation_chunks = chunks[:count], chunks[count:]
+        before = record.observation_token_count
+        message_tokens = 0
+        involved: dict[str, None] = {}
+        batch_tokens = []
+        for chunk in activated:
+            chunk_tokens = 0
+            for thread_id, part in (chunk.threads or {}).items():
+                involved[thread_id] = None
+                ids = set(part.message_ids)
+                messages = [m for m in self._queues.get(thread_id, _ThreadQueue()).messages if m.id in ids]
+                if not messages:
+                    continue  # already observed synchronously; its part is void
+                observed_at = max(m.created_at for m in messages)
+                record.active_observations = self._merge_part(
+                    record, self.shown_thread_id(thread_id), part.observations, self._separator(observed_at)
+                )
+                chunk_tokens += self._mark_observed(record, thread_id, messages)
+                self._write_buffered_hints(thread_id, part)
+            batch_tokens.append(chunk_tokens)
+            message_tokens += chunk_tokens
+        latest = max(c.last_observed_at for c in activated)
+        if record.last_observed_at is None or latest > record.last_observed_at:
+            record.last_observed_at = latest
+        record.observation_token_count = self.counter.count_text(record.active_observations)
+        record.total_tokens_observed += message_tokens
+        record.pending_message_tokens = self.pending_tokens(None)
+        record.last_buffered_at_tokens = 0
+        record.updated_at = self._now()
+        thread_ids = tuple(involved)
+        self._emit(
+            "observation_activated", record, thread_ids=thread_ids, message_tokens=message_tokens,
+            observation_tokens_before=before, observation_tokens_after=record.observation_token_count,
+            detail=json.dumps({
+                "chunks": count, "chunks_left": len(record.buffered_observation_chunks),
+                "chunk_tokens": sum(c.token_count for c in activated), "pending_before": pending,
+                "pending_after": record.pending_message_tokens, "forced": pending >= block_after,
+            }),
+        )
+        return ObservationOutcome(
+            thread_ids, tuple(tuple(c.threads or ()) for c in activated), tuple(batch_tokens), message_tokens,
+            record.observation_token_count,
+        )
+
+    def _merge_part(self, record: OMRecord, shown: str, observations: str, separator: str) -> str:
+        """:func:`replace_or_append_thread_section`, but never inside the lines a buffered reflection condensed:
+        those stay as they were, so activating the reflection later loses nothing."""
+        text = record.active_observations
+        frozen = record.reflected_observation_line_count if record.buffered_reflection is not None else 0
+        if not frozen:
+            return replace_or_append_thread_section(text, shown, observations, separator)
+        lines = text.split("\n")
+        head, tail = "\n".join(lines[:frozen]), "\n".join(lines[frozen:])
+        if not tail.strip():
+            section = replace_or_append_thread_section("", shown, observations, separator)
+            return text + separator + section if section else text
+        return head + "\n" + replace_or_append_thread_section(tail, shown, observations, separator)
+
+    def _write_buffered_hints(self, thread_id: str, part: ThreadChunk) -> None:
+        """Hints from an activated part. Buffered calls are asked for none, so an absent hint keeps the one the
+        thread has (as thread-scope activation does); a hint or title given anyway replaces it."""
+        state = self.thread_state(thread_id)
+        if part.current_task:
+            state.current_task = part.current_task
+        if part.suggested_continuation:
+            state.suggested_response = part.suggested_continuation
+        title = (part.thread_title or "").strip()
+        if len(title) >= 3 and title != state.thread_title:
+            state.thread_title = title
+
+    async def _observe_resource_sync(self, take_all: bool) -> ObservationOutcome:
+        """Synchronous resource observation; afterwards the chunk parts of threads it observed are dropped
+        (their messages are in memory now) and buffering starts a fresh interval, as in thread scope."""
+        record = self._ensure_record(None)
+        try:
+            outcome = await self._observe_resource(take_all)
+        finally:
+            if record.buffered_observation_chunks:  # sequential batches may have applied before a failure
+                self._drop_observed_parts(record)
+        record.last_buffered_at_tokens = 0
+        return outcome
+
+    def _drop_observed_parts(self, record: OMRecord) -> None:
+        """Remove from resource chunks every thread part with an observed message; drop chunks left empty."""
+        kept = []
+        for chunk in record.buffered_observation_chunks:
+            if chunk.threads is None:
+                kept.append(chunk)
+                continue
+            parts = {t: p for t, p in chunk.threads.items() if self._observed_ids.isdisjoint(p.message_ids)}
+            if len(parts) == len(chunk.threads):
+                kept.append(chunk)
+                continue
+            if not parts:
+                continue
+            chunk.threads = parts
+            chunk.message_ids = [i for p in parts.values() for i in p.message_ids]
+            chunk.message_tokens = sum(self._message_tokens[i] for i in chunk.message_ids)
+            chunk.observations = self._chunk_text(parts)
+            chunk.token_count = self.counter.count_text(chunk.observations)
+            chunk.last_observed_at = max(self._messages[i].created_at for i in chunk.message_ids) + timedelta(
+                milliseconds=1
+            )
+            kept.append(chunk)
+        record.buffered_observation_chunks = kept
+
     # -- async reflection (§1.11) ---------------------------------------------------------------------------
 
     async def _maybe_reflect_async(self, key: str, *, after_observation: bool = True) -> ReflectionOutcome | None:
@@ -720,6 +1034,8 @@ class ObservationalMemory:
         (an om-eval guard) holds buffering too; its ``reflection_deferred`` event is only emitted after an
         observation, not at every step."""
         record = self.record(key)
+        if record.buffered_reflection is not None and self._reflected_prefix_changed(record):
+            self._discard_buffered_reflection(record)
         ref = self.config.reflection
         tokens = record.observation_token_count
         hold = self._reflection_hold.get(key)
@@ -748,6 +1064,11 @@ class ObservationalMemory:
         count, target = reflection_slice(
             record.observation_token_count, len(lines), ref.observation_tokens, self.config.reflection_activation
         )
+        if self.resource_scope:  # om-eval: never cut a thread section in two
+            aligned = _align_to_sections(lines, count)
+            if aligned != count:
+                count = aligned
+                target = js_round(0.75 * record.observation_token_count / len(lines) * count)
         text = "\n".join(lines[:count])
         before = record.observation_token_count
         level = 2 if "gemini-2.5-flash" in ref.model.model else 1
@@ -775,6 +1096,8 @@ class ObservationalMemory:
         record.buffered_reflection_input_tokens = result.input_tokens
         record.reflected_observation_line_count = count
         record.metadata["buffered_reflection_level"] = result.level
+        if self.resource_scope:  # sections can grow in place: remember what the reflection condensed
+            record.metadata[_REFLECTED_PREFIX] = _digest(text)
         record.updated_at = self._now()
         self._emit(
             "reflection_buffered", record, observation_tokens_before=result.input_tokens,
@@ -782,6 +1105,39 @@ class ObservationalMemory:
             detail=json.dumps({"lines": count, "line_count": len(lines), "target": target,
                                "observation_tokens": before}),
         )
+
+    def _reflected_prefix_changed(self, record: OMRecord) -> bool:
+        """Whether the lines a buffered reflection condensed were changed since (resource scope only).
+
+        Thread-scope observations only grow at the end, but a resource-scope observation may add lines inside an
+        older thread section; activating then would drop those lines. Activation of buffered chunks avoids that
+        (:meth:`_merge_part`), a synchronous observation at ``block_after`` does not.
+        """
+        digest = record.metadata.get(_REFLECTED_PREFIX)
+        if digest is None:
+            return False
+        # Checked at every step: recompute only when the observations changed (a str caches its own hash).
+        key = (record.id, digest, hash(record.active_observations))
+        if self._prefix_check is not None and self._prefix_check[0] == key:
+            return self._prefix_check[1]
+        lines = record.active_observations.split("\n")
+        changed = _digest("\n".join(lines[: record.reflected_observation_line_count or 0])) != digest
+        self._prefix_check = (key, changed)
+        return changed
+
+    def _discard_buffered_reflection(self, record: OMRecord) -> None:
+        self._emit(
+            "reflection_buffer_discarded", record, observation_tokens_before=record.observation_token_count,
+            observation_tokens_after=record.observation_token_count,
+            detail=json.dumps({"reflected_lines": record.reflected_observation_line_count,
+                               "reason": "the condensed lines changed since the reflection was buffered"}),
+        )
+        record.buffered_reflection = None
+        record.buffered_reflection_tokens = None
+        record.buffered_reflection_input_tokens = None
+        record.reflected_observation_line_count = None
+        record.metadata.pop(_REFLECTED_PREFIX, None)
+        record.metadata.pop("buffered_reflection_level", None)
 
     def _activate_reflection(self, key: str) -> ReflectionOutcome:
         """A new generation: the buffered reflection, then the lines it did not cover (§1.11 activation)."""

@@ -6,6 +6,10 @@ retried once and then raised, so that a broken model reply never marks messages 
 what "unusable" means (:func:`~om_eval.om.model.complete_checked`), so a caching model never stores such an
 answer, and the retry differs from the first call only by its attempt number: it is a new call, not the cached
 bad answer again.
+
+A well-formed answer that only repeats the previous observations (:mod:`om_eval.om.suspect`) is refused and
+retried the same way; when the retry repeats too it is kept (memory still advances) and marked on the call, so
+the engine can record an ``observation_suspect`` event.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from om_eval.om.parsing import (
 )
 from om_eval.om.prompts import fill, load_prompts
 from om_eval.om.records import Message
+from om_eval.om.suspect import Suspicion, find_repetition
 
 #: Observer attempts per call: the first, and one retry after a degenerate or unusable answer.
 OBSERVER_ATTEMPTS = 2
@@ -280,6 +285,8 @@ class ObserverCall:
 
     output: ObserverOutput | MultiThreadOutput
     replies: tuple[ModelReply, ...]
+    suspect: Suspicion | None = None
+    """Set when every usable reply repeated earlier observations and the last of them was kept."""
 
 
 def _usable_single(output: ObserverOutput, raw: str) -> bool:
@@ -331,6 +338,22 @@ def _read_multi(raw: str, thread_ids: Sequence[str]) -> MultiThreadOutput | None
     return multi if "<observations>" in raw and not multi.threads else None
 
 
+def _observations_of(raw: str, *, multi_thread: bool, thread_ids: Sequence[str]) -> str:
+    """The observation text of a usable answer; every thread's observations joined for a multi-thread one."""
+    if not multi_thread:
+        return parse_observer_output(raw).observations
+    multi = _read_multi(raw, thread_ids)
+    return "\n".join(output.observations for output in multi.threads.values()) if multi else ""
+
+
+def _parsed(raw: str, *, multi_thread: bool, thread_ids: Sequence[str]) -> ObserverOutput | MultiThreadOutput:
+    if multi_thread:
+        multi = _read_multi(raw, thread_ids)
+        assert multi is not None
+        return multi
+    return parse_observer_output(raw)
+
+
 async def call_observer(
     model: ChatModel,
     settings: ModelSettings,
@@ -339,32 +362,55 @@ async def call_observer(
     *,
     multi_thread: bool,
     thread_ids: Sequence[str] = (),
+    previous_observations: str = "",
+    new_messages: str = "",
 ) -> ObserverCall:
     """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
 
     ``thread_ids`` (multi-thread only) are the ids the model was shown; an answer must cover one of them. The
     retry sends the same messages as attempt 1; only the attempt number (a cache scope) differs.
+
+    With ``previous_observations`` (what the model was shown of them) and ``new_messages`` (the formatted history
+    it was asked to observe), an answer that repeats old observations (:func:`~om_eval.om.suspect.find_repetition`)
+    is refused (never cached) and retried too. If no attempt gives a usable answer that is not a repeat, the last
+    usable repeat is returned with :attr:`ObserverCall.suspect` set, rather than failing.
     """
     messages = [{"role": "system", "content": system_prompt}, *user_messages]
 
     def problem(raw: str) -> str | None:
         return _multi_problem(raw, thread_ids) if multi_thread else _single_problem(raw)
 
+    def suspicion(raw: str) -> Suspicion | None:
+        if not previous_observations:
+            return None
+        reply = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids)
+        return find_repetition(reply, previous_observations, new_messages)
+
+    def refusal(raw: str) -> str | None:
+        reason = problem(raw)
+        if reason is None and (found := suspicion(raw)) is not None:
+            return f"repeats earlier observations ({found.describe()})"
+        return reason
+
     replies: list[ModelReply] = []
     reason: str | None = None
+    kept: tuple[str, Suspicion] | None = None
     for attempt in range(OBSERVER_ATTEMPTS):
         reply = await complete_checked(
-            model, messages, stage="observer", settings=settings, check=problem, attempt=attempt
+            model, messages, stage="observer", settings=settings, check=refusal, attempt=attempt
         )
         replies.append(reply)
         reason = problem(reply.text)
         if reason is not None:
             continue
-        if multi_thread:
-            multi = _read_multi(reply.text, thread_ids)
-            assert multi is not None
-            return ObserverCall(multi, tuple(replies))
-        return ObserverCall(parse_observer_output(reply.text), tuple(replies))
+        found = suspicion(reply.text)
+        if found is not None:
+            kept = (reply.text, found)
+            continue
+        return ObserverCall(_parsed(reply.text, multi_thread=multi_thread, thread_ids=thread_ids), tuple(replies))
+    if kept is not None:
+        output = _parsed(kept[0], multi_thread=multi_thread, thread_ids=thread_ids)
+        return ObserverCall(output, tuple(replies), suspect=kept[1])
     kind = "multi-thread " if multi_thread else ""
     raise ObserverOutputError(
         f"the {kind}observer ({settings.model}) returned unusable output {OBSERVER_ATTEMPTS} times (last: {reason}); "

@@ -62,8 +62,37 @@ class Message:
 
 
 @dataclass
+class ThreadChunk:
+    """om-eval: one thread's share of a resource-scope buffered chunk (1.10 has no buffering in resource scope).
+
+    Kept apart so that activation can merge each thread's observations into that thread's section, and so that a
+    synchronous observation of some threads can drop just their part of a chunk.
+    """
+
+    observations: str
+    message_ids: list[str]
+    current_task: str | None = None
+    suggested_continuation: str | None = None
+    thread_title: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ThreadChunk:
+        values = dict(data)
+        values["message_ids"] = list(values.get("message_ids", []))
+        return cls(**values)
+
+
+@dataclass
 class BufferedChunk:
-    """Observations produced ahead of time by async buffering, waiting for activation (§1.2)."""
+    """Observations produced ahead of time by async buffering, waiting for activation (§1.2).
+
+    In resource scope (an om-eval extension) ``threads`` holds each thread's part, keyed by the real thread id
+    in the order the Observer was given them; ``observations`` is then those parts in ``<thread>`` sections,
+    which is what later Observer calls see as prior observations. Thread scope leaves ``threads`` as None.
+    """
 
     id: str
     cycle_id: str
@@ -75,11 +104,16 @@ class BufferedChunk:
     created_at: datetime
     suggested_continuation: str | None = None
     current_task: str | None = None
+    threads: dict[str, ThreadChunk] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
         data["last_observed_at"] = to_iso(self.last_observed_at)
         data["created_at"] = to_iso(self.created_at)
+        if self.threads is None:
+            del data["threads"]  # thread-scope chunks keep the shape snapshots had before resource buffering
+        else:
+            data["threads"] = {t: part.to_dict() for t, part in self.threads.items()}
         return data
 
     @classmethod
@@ -87,6 +121,8 @@ class BufferedChunk:
         values = dict(data)
         values["last_observed_at"] = datetime.fromisoformat(values["last_observed_at"])
         values["created_at"] = datetime.fromisoformat(values["created_at"])
+        threads = values.get("threads")
+        values["threads"] = None if threads is None else {t: ThreadChunk.from_dict(p) for t, p in threads.items()}
         return cls(**values)
 
 

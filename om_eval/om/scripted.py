@@ -16,7 +16,9 @@ network and no weights:
 It can be told to misbehave, per stage, in order: ``ScriptedModel(faults={"observer": ["degenerate"]})`` makes
 the first Observer call return a repetition loop and later calls behave. Faults: ``degenerate``,
 ``missing_tags`` (list lines without XML), ``prose`` (text with no tags and no list lines), ``empty``,
-``no_compression`` (the Reflector echoes its input), and provider errors that raise :class:`ScriptedModelError`
+``no_compression`` (the Reflector echoes its input), ``repeat`` (the Observer copies the observation lines of the
+previous observations it was shown, in every thread, and ignores the new messages; with none shown it answers
+normally), and provider errors that raise :class:`ScriptedModelError`
 with an HTTP status: ``error``/``server_error`` (500), ``rate_limit`` (429), ``timeout`` (408), ``bad_request``
 (400), ``auth_error`` (401).
 
@@ -51,7 +53,9 @@ ERROR_FAULTS = {
     "bad_request": 400,
     "auth_error": 401,
 }
-FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", *ERROR_FAULTS)
+FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", *ERROR_FAULTS)
+#: Lines of the previous observations a ``repeat`` fault copies.
+REPEAT_LINES = 8
 #: Calls kept in full (messages and reply) by default; older ones are only counted.
 DEFAULT_HISTORY = 64
 #: Words kept per observation line at each compression level.
@@ -138,6 +142,24 @@ def _observation_lines(messages: Sequence[tuple[str, datetime, str]], question_e
             for sentence in _first_sentences(content, 1, 14):
                 lines.append(f"* 🟡 {stamp} Assistant replied: {sentence}")
     return "\n".join(lines)
+
+
+def _previous_lines(request: str, heading: str) -> str | None:
+    """The first observation lines (with their ``Date:`` headers) of the previous observations section, or None."""
+    if heading not in request:
+        return None
+    section = request.split(heading, 1)[1].split("\n\n---", 1)[0]
+    lines: list[str] = []
+    bullets = 0
+    for line in section.strip().splitlines():
+        if line.startswith("Date:"):
+            lines.append(line)
+        elif _OBS_LINE.match(line.strip()) and bullets < REPEAT_LINES:
+            lines.append(line.strip())
+            bullets += 1
+    while lines and lines[-1].startswith("Date:"):
+        lines.pop()
+    return "\n".join(lines) if bullets else None
 
 
 def _compress(observations: str, level: int) -> str:
@@ -278,10 +300,11 @@ class ScriptedModel:
         system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
         question_emoji = question_emoji_of(system) or "🟡"
         threads = list(_THREAD.finditer(history))
+        copied = _previous_lines(user, texts["previous_observations_heading"]) if fault == "repeat" else None
         if threads:
             blocks = []
             for thread in threads:
-                body = _observation_lines(_parse_history(thread.group("body")), question_emoji)
+                body = copied or _observation_lines(_parse_history(thread.group("body")), question_emoji)
                 blocks.append(
                     f'<thread id="{thread.group("id")}">\n{body}\n'
                     "<current-task>\nPrimary: follow up on what the user shared in this thread\n</current-task>\n"
@@ -289,7 +312,7 @@ class ScriptedModel:
                 )
             inner = "\n".join(blocks)
         else:
-            inner = _observation_lines(_parse_history(history), question_emoji)
+            inner = copied or _observation_lines(_parse_history(history), question_emoji)
         if fault == "missing_tags":
             return re.sub(r"</?(observations|thread)[^>]*>\n?", "", inner)
         tail = "" if threads else (

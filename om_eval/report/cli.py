@@ -69,6 +69,17 @@ def _load(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]
     return runs, items
 
 
+def _with_suspects(results: Any, table: Any, items: list[dict[str, Any]]) -> Any:
+    """The table with a note counting kept Observer replies that repeated old observations, if any."""
+    from om_eval.report.tables import SUSPECT_KIND, suspect_counts, with_suspect_note
+    from om_eval.store import Catalog
+
+    with Catalog(results, warn=False) as catalog:
+        events = catalog.query("SELECT DISTINCT memory_key, question_id, seq, kind FROM om_events WHERE kind = ?",
+                               [SUSPECT_KIND])
+    return with_suspect_note(table, suspect_counts(items, events))
+
+
 def run_report(args: argparse.Namespace) -> int:
     from rich.console import Console
 
@@ -88,7 +99,7 @@ def run_report(args: argparse.Namespace) -> int:
     if not runs:
         console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
-    table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
+    table = _with_suspects(args.results, summary_table(runs, items, n_boot=args.n_boot, seed=args.seed), items)
     wide = bool(getattr(args, "wide", False))
     console.print(to_rich(table, wide=wide))
     agreement = _judge_agreement(args.results, runs)

@@ -17,7 +17,12 @@ from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
 from om_eval.store.catalog import Catalog
 
-__all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail"]
+__all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail", "run_details"]
+
+#: The OM event columns a question's detail shows (DISTINCT: a memory reused by several runs is stored once per
+#: run file that built it).
+_EVENT_COLUMNS = ('seq, kind, "at", generation, thread_count, message_tokens, observation_tokens_before, '
+                  "observation_tokens_after, level, levels, calls, detail, record_id")
 
 #: How each evidence status reads to a person (see ``om_eval.bench.trace``).
 EVIDENCE_STATUS_TEXT = {
@@ -116,17 +121,54 @@ def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str
     snapshot_rows = catalog.query(
         "SELECT snapshot FROM memory_snapshots WHERE memory_key = ? AND question_id = ? LIMIT 1",
         [item["memory_key"], question_id])
-    snapshot = json.loads(snapshot_rows[0]["snapshot"]) if snapshot_rows else None
     events = catalog.query(
-        "SELECT DISTINCT seq, kind, \"at\", generation, thread_count, message_tokens, observation_tokens_before, "
-        "observation_tokens_after, level, levels, calls, detail, record_id FROM om_events "
-        "WHERE memory_key = ? AND question_id = ? ORDER BY seq", [item["memory_key"], question_id])
+        f"SELECT DISTINCT {_EVENT_COLUMNS} FROM om_events WHERE memory_key = ? AND question_id = ? ORDER BY seq",
+        [item["memory_key"], question_id])
     judgments = catalog.query("SELECT * FROM judgments WHERE run_id = ? AND question_id = ?", [run_id, question_id])
+    return _assemble(runs[0], item, snapshot_rows[0]["snapshot"] if snapshot_rows else None, events, judgments)
+
+
+def run_details(catalog: Catalog, run_id: str) -> dict[str, dict[str, Any]]:
+    """:func:`question_detail` of every question of a run, keyed by question id, in five queries in all.
+
+    What ``om-eval view`` embeds: one query per kind of row for the whole run, instead of five per question.
+    """
+    runs = catalog.query("SELECT * FROM runs WHERE run_id = ?", [run_id])
+    if not runs:
+        raise LookupError(f"no run {run_id} in {catalog.results_dir}")
+    items = catalog.query("SELECT * FROM items WHERE run_id = ?", [run_id])
+    snapshots: dict[tuple[str, str], str] = {}
+    for row in catalog.query(
+            "SELECT s.memory_key, s.question_id, s.snapshot FROM memory_snapshots s JOIN "
+            "(SELECT DISTINCT memory_key, question_id FROM items WHERE run_id = ?) i "
+            "ON s.memory_key = i.memory_key AND s.question_id = i.question_id", [run_id]):
+        snapshots.setdefault((row["memory_key"], row["question_id"]), row["snapshot"])
+    events: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in catalog.query(
+            f"SELECT DISTINCT e.memory_key, e.question_id, {_EVENT_COLUMNS} FROM om_events e JOIN "
+            "(SELECT DISTINCT memory_key, question_id FROM items WHERE run_id = ?) i "
+            "ON e.memory_key = i.memory_key AND e.question_id = i.question_id ORDER BY seq", [run_id]):
+        key = (row.pop("memory_key"), row.pop("question_id"))
+        events.setdefault(key, []).append(row)
+    judgments: dict[str, list[dict[str, Any]]] = {}
+    for row in catalog.query("SELECT * FROM judgments WHERE run_id = ?", [run_id]):
+        judgments.setdefault(row["question_id"], []).append(row)
+    details = {}
+    for item in items:
+        key = (item["memory_key"], item["question_id"])
+        details[item["question_id"]] = _assemble(runs[0], item, snapshots.get(key), events.get(key, []),
+                                                 judgments.get(item["question_id"], []))
+    return details
+
+
+def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: str | None,
+              events: list[dict[str, Any]], judgments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    snapshot = json.loads(snapshot_text) if snapshot_text else None
     evidence = json.loads(item["evidence"]) if item.get("evidence") else None
     for trace in evidence or []:
         trace["status_text"] = EVIDENCE_STATUS_TEXT.get(trace["status"], trace["status"])
     return {
-        "run": {name: runs[0].get(name) for name in _RUN_FIELDS},
+        "run": {name: run.get(name) for name in _RUN_FIELDS},
         "item": {name: item.get(name) for name in _ITEM_FIELDS},
         "evidence": evidence,
         "memory": _generations(snapshot),

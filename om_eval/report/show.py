@@ -12,6 +12,9 @@ from typing import Any
 __all__ = ["render_detail", "verdict_text"]
 
 _CUT_LINES = 40
+#: OM events worth a line of their own: observer calls that failed, or whose kept reply looked like a repeat of
+#: earlier observations (:mod:`om_eval.om.suspect`).
+OBSERVER_WARNINGS = ("observation_suspect", "observation_failed", "observation_buffer_failed")
 
 
 def verdict_text(label: Any, status: str | None) -> str:
@@ -83,6 +86,13 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     for event in detail["reflections"]:
         console.print(f"#{event['seq']} {event['kind']} · generation {event['generation']} · level {event['level']} · "
                       f"{event['observation_tokens_before']} → {event['observation_tokens_after']} tokens"
+                      + (f" · {escape(str(event['detail']))}" if event.get("detail") else ""))
+
+    warnings = [event for event in detail["events"] if event["kind"] in OBSERVER_WARNINGS]
+    if warnings:
+        console.print(Rule("Observer warnings"))
+    for event in warnings:
+        console.print(f"#{event['seq']} {event['kind']} · generation {event['generation']}"
                       + (f" · {escape(str(event['detail']))}" if event.get("detail") else ""))
 
     console.print(Rule("What the actor saw"))

@@ -55,7 +55,7 @@ import math
 import os
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, Any
 
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, metric_report
@@ -76,9 +76,11 @@ __all__ = [
     "metric_rows",
     "section_ranks",
     "summary_table",
+    "suspect_counts",
     "to_csv",
     "to_markdown",
     "to_rich",
+    "with_suspect_note",
 ]
 
 _SHORT_ID = 8
@@ -541,6 +543,41 @@ def caveat_notes(rows: Iterable[RunSummary]) -> list[str]:
                      "and without confidence intervals, which cover question sampling, not judge error (the CSV "
                      "has them).")
     return notes
+
+
+SUSPECT_KIND = "observation_suspect"
+
+
+def suspect_counts(items: Iterable[Mapping[str, Any]], events: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Per run id, the ``observation_suspect`` events of the memory builds its items used.
+
+    ``events`` are ``om_events`` rows (``memory_key``, ``question_id``, ``seq``, ``kind``); an event of a memory
+    shared by several runs counts for each of them. Runs without such events are left out.
+    """
+    by_build: dict[tuple[Any, Any], set[Any]] = {}
+    for event in events:
+        if event.get("kind", SUSPECT_KIND) == SUSPECT_KIND:
+            by_build.setdefault((event["memory_key"], event["question_id"]), set()).add(event.get("seq"))
+    counts: dict[str, int] = {}
+    for item in items:
+        found = len(by_build.get((item.get("memory_key"), item.get("question_id")), ()))
+        if found:
+            counts[str(item["run_id"])] = counts.get(str(item["run_id"]), 0) + found
+    return counts
+
+
+def with_suspect_note(table: ReportTable, counts: Mapping[str, int]) -> ReportTable:
+    """``table`` with one more note when some of its runs kept Observer replies that looked like repeats of old
+    observations (:func:`suspect_counts`); unchanged otherwise."""
+    found = [(row.label, counts[row.run_id]) for row in table.rows if counts.get(row.run_id)]
+    if not found:
+        return table
+    total = sum(n for _, n in found)
+    replies = "reply" if total == 1 else "replies"
+    runs = ", ".join(f"{label}: {n}" for label, n in found)
+    note = (f"{CAVEAT_MARK} {total} observer {replies} looked like repeats of old observations "
+            f"({SUSPECT_KIND}; {runs}). `om-eval show` lists them per question.")
+    return replace(table, notes=(*table.notes, note))
 
 
 def _warning(table: ReportTable) -> str:

@@ -50,7 +50,7 @@ from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
 from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows
-from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, question_detail
+from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
 from om_eval.report.plots import variant_colors
 from om_eval.report.tables import (CAVEAT_MARK, Accuracy, ReportTable, RunSummary, caveat_notes, memory_name,
                                    summary_table)
@@ -250,13 +250,14 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
     questions: dict[str, dict[str, Any]] = {}
     details: dict[str, dict[str, Any]] = {row.run_id: {} for row in rows}
     memories: dict[str, Any] = {}
+    per_run = {rid: run_details(catalog, rid) for rid in {str(item["run_id"]) for item in items}}
     for item in sorted(items, key=lambda i: (str(i["question_id"]), str(i["run_id"]))):
         qid, rid = str(item["question_id"]), str(item["run_id"])
         entry = questions.setdefault(qid, {
             "id": qid, "type": item.get("question_type"), "abstention": "_abs" in qid,
             "text": _short(item.get("question"), _LIST_QUESTION_CHARS), "marks": {}})
         entry["marks"][rid] = _mark(item)
-        detail = question_detail(catalog, rid, qid)
+        detail = per_run[rid][qid]
         ref = f"{item.get('memory_key') or rid}|{qid}"
         if ref not in memories:
             memories[ref] = _memory(detail)

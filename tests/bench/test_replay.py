@@ -14,7 +14,7 @@ from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
 from om_eval.bench.trace import render_question_report, trace_evidence
 from om_eval.data.records import HaystackSession, Question, Turn, parse_lme_date
 from om_eval.om import ObservationConfig, OMConfig, ReflectionConfig
-from om_eval.om.config import ModelSettings
+from om_eval.om.config import ConfigError, ModelSettings
 from om_eval.om.scripted import ScriptedModel
 
 FILLER = "Could you explain how sourdough starters work and how often they need feeding in a warm kitchen?"
@@ -181,8 +181,25 @@ def test_buffering_is_off_by_default_and_on_when_asked() -> None:
     assert stats.observer_calls == sum(e.kind.startswith("observation") and e.calls for e in memory.events)
 
 
-def test_buffering_needs_thread_scope() -> None:
-    with pytest.raises(ValueError, match="resource scope"):
-        ReplayConfig(buffering=True)
+def test_buffering_in_resource_scope_turns_on_the_om_eval_extension() -> None:
+    config = om_config(message_tokens=120)
+    assert not config.resource_buffering
+    memory, stats = run(replay_question(question(), config, observer=ScriptedModel(),
+                                        replay=ReplayConfig(buffering=True)))
+    assert memory.resource_scope and memory.config.resource_buffering and memory.config.buffer_tokens == 24
+    kinds = {e.kind for e in memory.events}
+    assert {"observation_buffered", "observation_activated"} <= kinds
+    assert stats.activations >= 1 and stats.buffered_chunks >= stats.activations
+    # Off, the published protocol is untouched: no switch, no buffering, and memory hashes as before.
+    plain, _ = run(replay_question(question(), config, observer=ScriptedModel()))
+    assert not plain.config.resource_buffering and not plain.config.async_observation_enabled
+    assert "resource_buffering" not in plain.config.to_dict()
+    assert memory_hash(config, ReplayConfig(buffering=True), "t") != memory_hash(config, ReplayConfig(), "t")
+
+
+def test_replay_buffering_errors_say_which_options_clash() -> None:
     with pytest.raises(ValueError, match="buffering"):
         ReplayConfig(scope="thread", buffering="yes")  # type: ignore[arg-type]
+    shared = replace(om_config(), share_token_budget=True)
+    with pytest.raises(ConfigError, match="replay.scope=resource replay.buffering=true .*share_token_budget"):
+        run(replay_question(question(), shared, observer=ScriptedModel(), replay=ReplayConfig(buffering=True)))

@@ -14,7 +14,7 @@ from om_eval.experiment.rejudge import RejudgeError, judge_config
 from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.report.agreement import run_agreement
-from om_eval.report.detail import find_question, find_run, question_detail
+from om_eval.report.detail import find_question, find_run, question_detail, run_details
 from om_eval.store import Catalog
 from tests.runs import compose_run
 
@@ -63,6 +63,16 @@ def test_detail_holds_the_whole_story_of_a_question(smoke: tuple[Path, str]) -> 
     assert "personal best" in messages[-1]["content"] and any("30:28" in m["content"] for m in messages)
     assert [j["current"] for j in detail["judgments"]] == [True]
     assert detail["events"] and all(e["kind"].startswith("observation") for e in detail["events"])
+
+
+def test_a_whole_run_in_one_batch_matches_question_by_question(smoke: tuple[Path, str]) -> None:
+    results, run_id = smoke
+    with Catalog(results) as catalog:
+        batched = run_details(catalog, run_id)
+        one_by_one = {qid: question_detail(catalog, run_id, qid) for qid in batched}
+    assert len(batched) == 7 and batched == one_by_one
+    assert sum(len(d["events"]) for d in batched.values()) > 0  # the comparison covers events and memories
+    assert any(d["memory"] for d in batched.values())
 
 
 def test_show_prints_question_evidence_memory_prompt_and_verdict(

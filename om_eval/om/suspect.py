@@ -1,0 +1,155 @@
+"""Spotting an Observer reply that repeats old observations instead of describing the new messages.
+
+Why: a small Observer model (a 1.5B one did it) can answer every call with lines copied from the "previous
+observations" section of its prompt. Such a reply is well formed, so the degenerate and format checks accept it,
+and the engine would mark the new messages observed while recording nothing about them. This module is the pure
+test for that failure; :func:`om_eval.om.observer.call_observer` uses it to retry once, and the engine records an
+``observation_suspect`` event when the retry repeats too.
+
+The rule (:func:`find_repetition`) needs two signs at once:
+
+* **repeated share**: the share of the reply's observation lines that already appear among the previous
+  observation lines, exactly or nearly (token-set Jaccard >= ``0.8`` after normalising both sides: priority emoji,
+  times, bullets, anchor ids, punctuation and case removed);
+* **grounding**: the share of the reply's content words (three letters or more, not common function words or the
+  Observer's own boilerplate such as "user" or "stated") that occur in the new messages.
+
+A reply is flagged when the repeated share is at least ``0.6`` and the grounding is below ``0.35``. The second
+condition is what keeps honest replies safe: a conversation that returns to an old topic produces lines that may
+look like old ones, but their words come from the new messages. An Observer that copies an old line has no
+reason to use the new batch's words, so its grounding stays near zero. A reply without observation lines, or a
+call without previous observations, is never flagged.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["MAX_GROUNDING", "MIN_REPEATED_SHARE", "NEAR_MATCH", "Suspicion", "find_repetition", "line_tokens"]
+
+#: Share of reply lines found among the previous observations from which a reply can be a repeat.
+MIN_REPEATED_SHARE = 0.6
+#: A reply is a repeat only when fewer than this share of its content words occur in the new messages.
+MAX_GROUNDING = 0.35
+#: Token-set Jaccard at which two normalised lines count as the same observation.
+NEAR_MATCH = 0.8
+
+_MARKERS = re.compile(r"[🔴🟡🟢✅]\ufe0f?")
+_ANCHOR = re.compile(r"\[O\d+(?:-N\d+)?\]")
+_TIME = re.compile(r"\(?\b\d{1,2}:\d{2}(?:\s*[AaPp][Mm])?\b\)?")
+_TAG = re.compile(r"^\s*</?[a-z][\w-]*(?:\s[^>]*)?>\s*$")
+_DATE_HEADER = re.compile(r"^\s*(?:#+\s*)?date:", re.IGNORECASE)
+_TOKEN = re.compile(r"\w+")
+_STOPWORDS = frozenset(
+    "the and for with that this from have has had was were are been being will would could should about into "
+    "over under than then them they their there these those what which when where who whom why how not but "
+    "also just very more most some any all each other such only own same too can did does doing its it's "
+    "our ours your yours his her hers him she he you we i'm i've don't didn't out off again once here both few "
+    "user users assistant stated asked said says mentioned replied noted shared told explained wants wanted "
+    "likes liked thread observation observations today yesterday".split()
+)
+
+
+def line_tokens(line: str) -> frozenset[str]:
+    """The words of one observation line, without its priority emoji, time, bullet, anchor id or punctuation."""
+    text = _ANCHOR.sub(" ", _MARKERS.sub(" ", line))
+    text = _TIME.sub(" ", text)
+    return frozenset(_TOKEN.findall(text.lower()))
+
+
+def _observation_lines(text: str) -> list[str]:
+    """Lines that carry an observation: not blank, not a ``Date:`` header, not an XML tag on its own."""
+    return [
+        line for line in text.splitlines()
+        if line.strip() and not _DATE_HEADER.match(line) and not _TAG.match(line) and line_tokens(line)
+    ]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _content_words(text: str) -> set[str]:
+    return {
+        _stem(word) for word in _TOKEN.findall(text.lower())
+        if len(word) >= 3 and not word.isdigit() and word not in _STOPWORDS
+    }
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def _find_match(tokens: frozenset[str], previous: Iterable[frozenset[str]]) -> bool:
+    for other in previous:
+        # Jaccard >= NEAR_MATCH needs the smaller set to be at least NEAR_MATCH of the larger: skip the rest cheaply.
+        small, large = sorted((len(tokens), len(other)))
+        if small >= NEAR_MATCH * large and _jaccard(tokens, other) >= NEAR_MATCH:
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Suspicion:
+    """Why a reply looks like a repeat of old observations."""
+
+    repeated_share: float
+    """Share of the reply's observation lines found among the previous observations."""
+    grounding: float
+    """Share of the reply's content words that occur in the new messages."""
+    lines: int
+    """Observation lines in the reply."""
+    sample: str
+    """One repeated line, as the reply wrote it."""
+
+    def describe(self) -> str:
+        """One line for logs and event details."""
+        return (f"{self.repeated_share:.0%} of {self.lines} reply lines repeat earlier observations, "
+                f"{self.grounding:.0%} of its words occur in the new messages; e.g. {self.sample.strip()[:160]!r}")
+
+
+def find_repetition(
+    reply: str,
+    previous: str,
+    new_messages: str,
+    *,
+    min_repeated_share: float = MIN_REPEATED_SHARE,
+    max_grounding: float = MAX_GROUNDING,
+) -> Suspicion | None:
+    """A :class:`Suspicion` when ``reply`` looks like a copy of ``previous`` rather than notes on ``new_messages``.
+
+    Args:
+        reply: the observation text the Observer returned (the inside of ``<observations>``, or every thread's
+            observations joined for a multi-thread reply).
+        previous: the previous observations the Observer was shown ("" when none).
+        new_messages: the formatted messages it was asked to observe.
+        min_repeated_share, max_grounding: the thresholds (see the module docstring).
+
+    Returns:
+        ``None`` when the reply is not suspect: no previous observations, no observation line in the reply, too
+        few repeated lines, or enough of its words found in the new messages.
+    """
+    previous_lines = [line_tokens(line) for line in _observation_lines(previous)]
+    reply_lines = _observation_lines(reply)
+    if not previous_lines or not reply_lines:
+        return None
+    exact = set(previous_lines)
+    repeated = [line for line in reply_lines
+                if (tokens := line_tokens(line)) in exact or _find_match(tokens, previous_lines)]
+    share = len(repeated) / len(reply_lines)
+    if share < min_repeated_share:
+        return None
+    words = _content_words("\n".join(reply_lines))
+    if not words:
+        grounding = 0.0
+    else:
+        grounding = len(words & _content_words(new_messages)) / len(words)
+    if grounding >= max_grounding:
+        return None
+    return Suspicion(share, grounding, len(reply_lines), repeated[0] if repeated else reply_lines[0])
