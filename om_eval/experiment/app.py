@@ -9,8 +9,10 @@ or several sharing a results folder.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -206,6 +208,40 @@ def _run_job(cfg: Any) -> dict[str, Any] | None:
         return None
 
 
+#: Path options a job would otherwise resolve against its own process's folder.
+_PATH_OPTIONS = ("run.results_dir", "run.cache_dir")
+
+
+def _anchor_paths(argv: Sequence[str], cwd: str | None = None) -> list[str]:
+    """A sweep's relative ``run.results_dir`` and ``run.cache_dir`` made absolute against this folder.
+
+    With ``-m`` the launcher may run jobs in processes that start elsewhere: a Ray worker starts in the folder its
+    ``ray start`` ran in, on whichever node it lives. A relative path would then put that job's store, cache and
+    Hydra log under that folder, so the paths are fixed here, before any job is dispatched. ``run.results_dir``
+    left at its default becomes ``<here>/results``; absolute paths and values Hydra expands itself
+    (interpolations, sweep lists) go through unchanged. Run ids do not change: both options stay out of the
+    config hash. Single runs keep their arguments as given (they run in this process).
+    """
+    argv = list(argv)
+    if not {"-m", "--multirun"} & set(argv):
+        return argv
+    cwd = cwd or os.getcwd()
+    seen = set()
+    for i, arg in enumerate(argv):
+        key, sep, value = arg.lstrip("+").partition("=")
+        if not sep or key not in _PATH_OPTIONS:
+            continue
+        seen.add(key)
+        if value and value != "null" and not any(c in value for c in "${}(),[]'\"") \
+                and not os.path.isabs(os.path.expanduser(value)):
+            argv[i] = f"{arg[:len(arg) - len(value)]}{os.path.join(cwd, value)}"
+    if "run.results_dir" not in seen:
+        from om_eval.experiment.schema import RunSchema
+
+        argv.append(f"run.results_dir={os.path.join(cwd, RunSchema.results_dir)}")
+    return argv
+
+
 def main(argv: Sequence[str]) -> int:
     """Entry point for ``om-eval run [overrides] [-m]``: hands the arguments to Hydra."""
     import hydra
@@ -219,9 +255,15 @@ def main(argv: Sequence[str]) -> int:
     register_configs()
     _FAILED_JOBS.clear()
     saved = sys.argv
-    sys.argv = ["om-eval run", *argv]
+    sys.argv = ["om-eval run", *_anchor_paths(argv)]
+    # Ray folds log lines that differ only in their numbers into one, which would hide all but one of the jobs'
+    # summaries (hydra/launcher=ray prints each job's output through this process).
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
-        hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(_run_job)()
+        with warnings.catch_warnings():
+            # configs/hydra/launcher/ray.yaml shadows the Ray plugin's own `ray` config on purpose (see there).
+            warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against ConfigStore")
+            hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(_run_job)()
     finally:
         sys.argv = saved
     return 1 if _FAILED_JOBS else 0
