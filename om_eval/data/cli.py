@@ -22,6 +22,7 @@ DATA_EXAMPLES = """examples:
   om-eval data synth --size mini --out results/lme-mini.json             # every type + abstention, a few KB
   om-eval data synth --size s --questions-per-type 5 --seed 1 --out results/lme-s-synth.json
   om-eval data synth --size small --oracle --out results/lme-small-oracle.json   # evidence sessions only
+  om-eval data synth --size m --questions-per-type 8 --abstention 2 --out results/lme-m-synth.json  # ~370 MB
   om-eval data check results/lme-mini.json                               # validate, count, estimate tokens
   om-eval data check s                                                   # $LONGMEMEVAL_DIR or the HF hub
 
@@ -42,9 +43,10 @@ def add_data_parser(subparsers: argparse._SubParsersAction) -> argparse.Argument
     )
     verbs = data.add_subparsers(dest="data_command", metavar="VERB", required=True)
     synth = verbs.add_parser("synth", help="write a seeded synthetic dataset (JSON array, LongMemEval schema)")
-    synth.add_argument("--size", choices=("mini", "small", "s"), default="mini",
+    synth.add_argument("--size", choices=("mini", "small", "s", "m"), default="mini",
                        help="mini: a few short sessions; small: ~12 sessions, ~12k tokens; s: ~48 sessions, "
-                       "~115k tokens per question (default: mini)")
+                       "~115k tokens; m: ~500 sessions, ~1.5M tokens per question (default: mini). Records are "
+                       "written one at a time, never held together")
     synth.add_argument("--questions-per-type", type=int, default=1, metavar="N",
                        help="answerable questions of each of the 6 types (default: 1)")
     synth.add_argument("--abstention", type=int, metavar="N",
@@ -74,36 +76,46 @@ def summarise(dataset: Dataset, *, sample: int = 3) -> dict[str, Any]:
     """Counts per type, abstention, sessions/turns per question and a token estimate on a seeded sample."""
     from om_eval.data.records import QUESTION_TYPES
 
-    questions = dataset.questions
-    per_type = Counter(q.question_type for q in questions)
-    abstention = Counter(q.question_type for q in questions if q.is_abstention)
-    repeated = sum(1 for q in questions if len({s.session_id for s in q.sessions}) < len(q.sessions))
+    entries = dataset.entries
+    per_type = Counter(e.question_type for e in entries)
+    abstention = Counter(e.question_type for e in entries if e.is_abstention)
+    chosen = {e.question_id for e in random.Random(0).sample(list(entries), min(max(sample, 0), len(entries)))}
+    sessions, evidence, turns, texts = [], [], [], []
+    int_answers = has_answer = repeated = 0
+    for q in dataset.iter_questions():  # one question at a time: S and M are streamed
+        repeated += len({s.session_id for s in q.sessions}) < len(q.sessions)
+        int_answers += isinstance(q.answer, int)
+        has_answer += sum(t.has_answer is True for s in q.sessions for t in s.turns)
+        sessions.append(len(q.sessions))
+        evidence.append(sum(s.is_evidence for s in q.sessions))
+        turns.append(sum(len(s.turns) for s in q.sessions))
+        if q.question_id in chosen:
+            texts.append("\n".join(t.content for s in q.sessions for t in s.turns))
     summary: dict[str, Any] = {
         "name": dataset.name,
         "path": dataset.path,
         "sha256": dataset.sha256,
-        "questions": len(questions),
+        "questions": len(entries),
         "per_type": {t: {"n": per_type[t], "abstention": abstention[t]} for t in QUESTION_TYPES},
         "abstention": sum(abstention.values()),
-        "int_answers": sum(1 for q in questions if isinstance(q.answer, int)),
-        "sessions_per_question": _spread([len(q.sessions) for q in questions]),
-        "evidence_sessions_per_question": _spread([sum(s.is_evidence for s in q.sessions) for q in questions]),
-        "turns_per_question": _spread([sum(len(s.turns) for s in q.sessions) for q in questions]),
-        "has_answer_true_turns": sum(t.has_answer is True for q in questions for s in q.sessions for t in s.turns),
+        "int_answers": int_answers,
+        "sessions_per_question": _spread(sessions),
+        "evidence_sessions_per_question": _spread(evidence),
+        "turns_per_question": _spread(turns),
+        "has_answer_true_turns": has_answer,
         "questions_with_repeated_session_ids": repeated,
         "tokens_per_question": None,
     }
-    if sample > 0 and questions:
+    if texts:
         from om_eval.om.tokens import TokenizerUnavailableError, count_text
 
-        chosen = random.Random(0).sample(list(questions), min(sample, len(questions)))
         try:
-            counts = [count_text("\n".join(t.content for s in q.sessions for t in s.turns)) for q in chosen]
+            counts = [count_text(text) for text in texts]
         except TokenizerUnavailableError as error:
             summary["tokens_per_question"] = {"error": str(error)}
         else:
             summary["tokens_per_question"] = {"counter": "o200k_base", "text": "turn contents",
-                                              "sample": len(chosen), **_spread([float(c) for c in counts])}
+                                              "sample": len(texts), **_spread([float(c) for c in counts])}
     return summary
 
 
@@ -135,21 +147,28 @@ def _print_summary(summary: dict[str, Any], pinned: str | None) -> None:
 
 def _run_synth(args: argparse.Namespace) -> int:
     from om_eval.data.loader import sha256_file
-    from om_eval.data.synth import generate, write_dataset
+    from om_eval.data.synth import iter_generate, write_dataset
 
     if args.questions_per_type < 0 or (args.abstention is not None and args.abstention < 0):
         print("--questions-per-type and --abstention must be >= 0", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    records = generate(size=args.size, questions_per_type=args.questions_per_type, abstention=args.abstention,
-                       seed=args.seed, oracle=args.oracle)
+    ids: list[str] = []
+
+    def counted() -> Any:
+        for item in iter_generate(size=args.size, questions_per_type=args.questions_per_type,
+                                  abstention=args.abstention, seed=args.seed, oracle=args.oracle):
+            ids.append(item.record["question_id"])
+            yield item.record
+
+    path = write_dataset(counted(), args.out)
     elapsed = time.perf_counter() - started
-    path = write_dataset(records, args.out)
-    abstention = sum("_abs" in r["question_id"] for r in records)
-    rate = f", {len(records) / elapsed:,.0f} questions/s" if elapsed > 0 else ""
-    print(f"Wrote {len(records)} questions ({len(records) - abstention} answerable, {abstention} abstention; "
+    abstention = sum("_abs" in qid for qid in ids)
+    rate = f", {len(ids) / elapsed:,.0f} questions/s" if elapsed > 0 else ""
+    print(f"Wrote {len(ids)} questions ({len(ids) - abstention} answerable, {abstention} abstention; "
           f"size {args.size}, seed {args.seed}{', oracle' if args.oracle else ''}) to {path}")
-    print(f"{path.stat().st_size:,} bytes, sha256 {sha256_file(path)}; generated in {elapsed:.2f} s{rate}")
+    print(f"{path.stat().st_size:,} bytes, sha256 {sha256_file(path)}; generated and written in {elapsed:.2f} s"
+          f"{rate}")
     return 0
 
 

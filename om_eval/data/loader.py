@@ -3,7 +3,10 @@
 Why this order: a file is located first (an explicit path, then ``$LONGMEMEVAL_DIR`` or ``data_dir``, then the
 Hugging Face hub at the pinned revision), hashed in 1 MiB chunks *before* it is parsed (a wrong 2.7 GB file is
 refused without building its objects), then every record is validated and the first problem is reported with the
-file, the question id and the field. The pinned hashes belong to the three official file names only: any other
+file, the question id and the field. Files are read with a streaming parser (ijson), one record at a time:
+a file above :data:`STREAM_MIN_BYTES` (S, M) is validated in one pass that keeps only a light index
+(:class:`QuestionEntry`), and its questions are read again one by one when visited, so that memory is bounded by a
+few questions, never by the file. The pinned hashes belong to the three official file names only: any other
 file is hashed so that runs can record it, but never checked. ``verify=False`` skips the hash and per-type count
 checks, never the record validation.
 """
@@ -15,10 +18,12 @@ import json
 import os
 import random
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import ijson
 
 from om_eval.data.records import (
     DATE_PATTERN,
@@ -26,6 +31,7 @@ from om_eval.data.records import (
     Dataset,
     HaystackSession,
     Question,
+    QuestionEntry,
     Turn,
     parse_lme_date,
 )
@@ -36,15 +42,17 @@ __all__ = [
     "LME_FILES",
     "LME_REPO",
     "LME_REVISION",
+    "STREAM_MIN_BYTES",
+    "TYPE_ALIASES",
     "DatasetIntegrityError",
     "DatasetNotFoundError",
     "DatasetValidationError",
     "LmeFile",
     "ResolvedFile",
-    "TYPE_ALIASES",
     "check_counts",
     "dataset_from_records",
     "hub_url",
+    "iter_records",
     "load_dataset",
     "question_from_record",
     "read_records",
@@ -103,6 +111,8 @@ TYPE_ALIASES = {
 }
 _ROLES = ("user", "assistant")
 _CHUNK = 1 << 20
+#: Files at least this big are streamed (S is 277 MB, M 2.7 GB); smaller ones (oracle, fixtures) are held.
+STREAM_MIN_BYTES = 64 << 20
 
 
 def hub_url(filename: str, revision: str = LME_REVISION) -> str:
@@ -257,33 +267,92 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
 
 
 def read_records(path: str | os.PathLike[str], *, source: str | None = None) -> list[Any]:
-    """Parse a JSON array of records (the official format) or, as a fallback, JSON lines."""
+    """Every record of a file at once (see :func:`iter_records`; prefer that for S and M)."""
+    return list(iter_records(path, source=source))
+
+
+def iter_records(path: str | os.PathLike[str], *, source: str | None = None) -> Iterator[Any]:
+    """Yield the records of a JSON array (the official format) one at a time or, as a fallback, of JSON lines.
+
+    Only one record is in memory at a time. A damaged or truncated array raises a
+    :class:`DatasetValidationError` naming the file and how many records were read before the damage.
+    """
     source = source or Path(path).name
-    with open(path, encoding="utf-8") as handle:
-        text = handle.read()
+    with open(path, "rb") as handle:
+        head = handle.read(4096).lstrip()
+        while not head and handle.read(1):  # only whitespace so far: look further
+            head = handle.read(4096).lstrip()
+        handle.seek(0)
+        if not head:
+            return
+        if head[:1] == b"[":
+            yield from _iter_array(handle, source)
+        else:
+            yield from _iter_lines(handle, source)
+
+
+def _iter_array(handle: Any, source: str) -> Iterator[Any]:
+    count = 0
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as error:
-        if text.lstrip().startswith("["):
-            raise DatasetValidationError(source, f"is not valid JSON ({error})") from error
-    else:
-        if isinstance(data, list):
-            return data
-        if isinstance(data, Mapping) and "question_id" in data:
-            return [data]  # JSON lines holding a single record
-        kind = f"an object with keys {sorted(data)[:5]}" if isinstance(data, Mapping) else type(data).__name__
-        raise DatasetValidationError(source, f"must hold a JSON array of records (or JSON lines), got {kind}")
-    records = []
-    for number, line in enumerate(text.splitlines(), 1):
+        for record in ijson.items(handle, "item", use_float=True):
+            yield record
+            count += 1
+    except (ijson.JSONError, UnicodeDecodeError) as error:
+        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise DatasetValidationError(
+            source, f"is not valid JSON ({detail}) after {count} complete record(s): the file looks truncated or "
+            "damaged; compare its size and sha256 with the source and download it again",
+        ) from None
+
+
+def _iter_lines(handle: Any, source: str) -> Iterator[Any]:
+    """JSON lines; a file that is one JSON value (a lone record, possibly indented) is read whole."""
+    first: Any = None
+    seen = 0
+    for number, line in enumerate(handle, 1):
         if not line.strip():
             continue
         try:
-            records.append(json.loads(line))
+            value = json.loads(line)
         except json.JSONDecodeError as error:
+            if seen == 0:
+                yield from _single_value(handle, source, number, error)
+                return
             raise DatasetValidationError(
                 source, f"line {number} is not valid JSON (expected a JSON array of records or JSON lines: {error})"
             ) from error
-    return records
+        seen += 1
+        if seen == 1:
+            first = value  # held back: a lone non-record value is refused as a whole-file error
+            continue
+        if seen == 2:
+            yield first
+        yield value
+    if seen == 1:
+        _check_lone_value(first, source)
+        yield first
+
+
+def _single_value(handle: Any, source: str, number: int, line_error: json.JSONDecodeError) -> Iterator[Any]:
+    handle.seek(0)
+    try:
+        value = json.loads(handle.read())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DatasetValidationError(
+            source, f"line {number} is not valid JSON (expected a JSON array of records or JSON lines: {line_error})"
+        ) from line_error
+    if isinstance(value, list):
+        yield from value
+        return
+    _check_lone_value(value, source)
+    yield value
+
+
+def _check_lone_value(value: Any, source: str) -> None:
+    if isinstance(value, Mapping) and "question_id" in value:
+        return
+    kind = f"an object with keys {sorted(value)[:5]}" if isinstance(value, Mapping) else type(value).__name__
+    raise DatasetValidationError(source, f"must hold a JSON array of records (or JSON lines), got {kind}")
 
 
 # --------------------------------------------------------------------------------------------- validation
@@ -345,8 +414,8 @@ _REQUIRED = ("question_type", "question", "answer", "question_date", "haystack_s
              "haystack_sessions", "answer_session_ids")
 
 
-def question_from_record(record: Any, *, source: str = "<records>", index: int = 0) -> Question:
-    """Validate one raw record (reference §6.1) and normalise it; the raw record is kept on ``Question.raw``.
+def question_from_record(record: Any, *, source: str = "<records>", index: int = 0, keep_raw: bool = False) -> Question:
+    """Validate one raw record (reference §6.1) and normalise it; ``keep_raw`` keeps it on ``Question.raw``.
 
     Raises:
         DatasetValidationError: naming ``source``, the question id (or record index) and the field.
@@ -422,11 +491,11 @@ def question_from_record(record: Any, *, source: str = "<records>", index: int =
         question_date_text=record["question_date"],
         sessions=tuple(normalised),
         answer_session_ids=tuple(answer_ids),
-        raw=record,
+        raw=record if keep_raw else {},
     )
 
 
-def check_counts(questions: Sequence[Question], *, source: str) -> None:
+def check_counts(questions: Sequence[Question] | Sequence[QuestionEntry], *, source: str) -> None:
     """Check a full official file: 500 questions with the per-type and abstention counts of reference §1.4."""
     total = sum(n for n, _ in EXPECTED_COUNTS.values())
     if len(questions) != total:
@@ -443,28 +512,78 @@ def check_counts(questions: Sequence[Question], *, source: str) -> None:
             )
 
 
-def dataset_from_records(
-    records: Iterable[Any], *, name: str, path: str = "", sha256: str = "", source: str | None = None,
-) -> Dataset:
-    """Validate and normalise raw records (e.g. from :mod:`om_eval.data.synth`) into a :class:`Dataset`."""
-    source = source or name
-    questions = []
+def _index(records: Iterable[Any], source: str, keep_raw: bool, hold: bool
+           ) -> tuple[list[QuestionEntry], list[Question]]:
+    """Validate every record; return the index and, when ``hold``, the questions."""
+    entries: list[QuestionEntry] = []
+    questions: list[Question] = []
     seen: dict[str, int] = {}
     for index, record in enumerate(records):
-        question = question_from_record(record, source=source, index=index)
+        question = question_from_record(record, source=source, index=index, keep_raw=keep_raw)
         if question.question_id in seen:
             raise DatasetValidationError(
                 source, f"is repeated (first at record {seen[question.question_id]}, again at record {index})",
                 question_id=question.question_id, field="question_id",
             )
         seen[question.question_id] = index
-        questions.append(question)
-    if not questions:
+        entries.append(QuestionEntry(question.question_id, question.question_type, index))
+        if hold:
+            questions.append(question)
+    if not entries:
         raise DatasetValidationError(
             source, "holds no questions (an empty array or no JSON lines). Point to a LongMemEval file with at "
             "least one record, e.g. the oracle split, or check that the file was written completely",
         )
-    return Dataset(name=name, path=path, sha256=sha256, questions=tuple(questions))
+    return entries, questions
+
+
+def dataset_from_records(
+    records: Iterable[Any], *, name: str, path: str = "", sha256: str = "", source: str | None = None,
+    keep_raw: bool = False,
+) -> Dataset:
+    """Validate and normalise raw records (e.g. from :mod:`om_eval.data.synth`) into a held :class:`Dataset`.
+
+    ``keep_raw`` keeps each record on ``Question.raw`` (off by default: it is the haystack a second time).
+    """
+    source = source or name
+    entries, questions = _index(records, source, keep_raw, hold=True)
+    return Dataset(name=name, path=path, sha256=sha256, questions=tuple(questions), entries=entries)
+
+
+@dataclass(frozen=True)
+class _FileStream:
+    """Reads a validated file's questions again, one record at a time (a streamed :class:`Dataset`'s source)."""
+
+    path: Path
+    source: str
+    keep_raw: bool
+    stamp: tuple[int, int]
+    """(size, mtime_ns) when the file was indexed: a changed file is refused, not silently mixed."""
+
+    def __call__(self, entries: Sequence[QuestionEntry]) -> Iterator[Question]:
+        stat = self.path.stat()
+        if (stat.st_size, stat.st_mtime_ns) != self.stamp:
+            raise DatasetValidationError(self.source, f"changed on disk since it was loaded ({self.path}); load it "
+                                         "again so that its sha256 and index match what is run")
+        wanted = {e.position: e.question_id for e in entries}
+        last = max(wanted, default=-1)
+        records = iter_records(self.path, source=self.source)
+        try:
+            for index, record in enumerate(records):
+                if index > last:
+                    return
+                expected = wanted.get(index)
+                if expected is None:
+                    continue
+                question = question_from_record(record, source=self.source, index=index, keep_raw=self.keep_raw)
+                if question.question_id != expected:
+                    raise DatasetValidationError(
+                        self.source, f"is now at record {index}, where {expected!r} was when the file was loaded",
+                        question_id=question.question_id,
+                    )
+                yield question
+        finally:
+            records.close()
 
 
 def load_dataset(
@@ -474,6 +593,8 @@ def load_dataset(
     data_dir: str | os.PathLike[str] | None = None,
     revision: str = LME_REVISION,
     verify: bool = True,
+    stream: bool | None = None,
+    keep_raw: bool = False,
 ) -> Dataset:
     """Load, verify, validate and normalise a LongMemEval file.
 
@@ -488,6 +609,10 @@ def load_dataset(
         revision: hub revision; the pinned hashes apply only to :data:`LME_REVISION`.
         verify: check the pinned sha256 and the per-type counts of official files (records are always
             validated). Files with other names are hashed and recorded, never checked.
+        stream: ``True`` keeps only an index and reads the questions again one at a time when visited
+            (:meth:`Dataset.iter_questions`); ``False`` holds them all; ``None`` streams files of at least
+            :data:`STREAM_MIN_BYTES`. Every record is validated at load time either way.
+        keep_raw: keep each raw record on ``Question.raw`` (off by default).
 
     Raises:
         DatasetNotFoundError: no source has the file (the message names it and both remedies).
@@ -504,12 +629,16 @@ def load_dataset(
             f"This is not the pinned {LME_REPO}@{LME_REVISION[:12]} file (third-party re-uploads differ); "
             "pass verify=False to load it anyway."
         )
-    records = read_records(resolved.path, source=filename)
-    dataset = dataset_from_records(records, name=resolved.name, path=str(resolved.path), sha256=digest,
-                                   source=filename)
+    stat = resolved.path.stat()
+    if stream is None:
+        stream = stat.st_size >= STREAM_MIN_BYTES
+    entries, questions = _index(iter_records(resolved.path, source=filename), filename, keep_raw, hold=not stream)
     if expected is not None:
-        check_counts(dataset.questions, source=filename)
-    return dataset
+        check_counts(entries, source=filename)
+    if stream:
+        reader = _FileStream(resolved.path, filename, keep_raw, (stat.st_size, stat.st_mtime_ns))
+        return Dataset(resolved.name, str(resolved.path), digest, entries=entries, stream=reader)
+    return Dataset(resolved.name, str(resolved.path), digest, tuple(questions), entries=entries)
 
 
 # ------------------------------------------------------------------------------------------------ subsets
@@ -569,7 +698,7 @@ def select(
     first, sample, per_type = _count(first, "first"), _count(sample, "sample"), _count(per_type, "per_type")
     if sum(v is not None for v in (first, sample, per_type)) > 1:
         raise ValueError("choose at most one of first, sample and per_type")
-    questions = list(dataset.questions)
+    questions = list(dataset.entries)
     parts = []
     if ids is not None:
         wanted = list(dict.fromkeys([ids] if isinstance(ids, str) else ids))
@@ -608,5 +737,4 @@ def select(
     description = ";".join(parts)
     if dataset.subset:
         description = f"{dataset.subset} | {description}"
-    return Dataset(name=dataset.name, path=dataset.path, sha256=dataset.sha256, questions=tuple(questions),
-                   subset=description)
+    return dataset.restrict(questions, description)

@@ -7,7 +7,7 @@ one history (upstream issue #54). ``answer`` stays as given (text or a JSON int)
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -97,19 +97,88 @@ class Question:
 
 
 @dataclass(frozen=True)
-class Dataset:
-    """A loaded LongMemEval file (or a subset of one)."""
+class QuestionEntry:
+    """What a dataset knows of a question without holding it: enough to choose subsets and skip done work."""
 
-    name: str
-    """``oracle``, ``s``, ``m`` or a file stem."""
-    path: str
-    sha256: str
-    questions: tuple[Question, ...]
-    subset: str | None = None
-    """How the questions were chosen from the file (``None`` = all of them)."""
+    question_id: str
+    question_type: str
+    position: int
+    """Index of the record in its file (0-based)."""
+
+    @property
+    def is_abstention(self) -> bool:
+        return "_abs" in self.question_id
+
+
+class Dataset:
+    """A loaded LongMemEval file (or a subset of one): held in memory, or streamed from its file.
+
+    A held dataset keeps its :class:`Question` objects. A streamed one (S and M files; see
+    :func:`om_eval.data.loader.load_dataset`) keeps only ``entries`` and reads the file again, one record at a
+    time, whenever :meth:`iter_questions` is called: use that to visit S or M in bounded memory. ``questions`` and
+    :meth:`by_id` work on both but build every question of a streamed dataset at once.
+    """
+
+    __slots__ = ("_held", "_stream", "entries", "name", "path", "sha256", "subset")
+
+    def __init__(
+        self, name: str, path: str, sha256: str, questions: Iterable[Question] | None = None,
+        subset: str | None = None, *, entries: Iterable[QuestionEntry] | None = None,
+        stream: Callable[[Sequence[QuestionEntry]], Iterator[Question]] | None = None,
+    ) -> None:
+        if (questions is None) == (stream is None):
+            raise ValueError("a Dataset holds questions or streams them: give exactly one of questions and stream")
+        self.name = name
+        """``oracle``, ``s``, ``m`` or a file stem."""
+        self.path = path
+        self.sha256 = sha256
+        self.subset = subset
+        """How the questions were chosen from the file (``None`` = all of them)."""
+        self._stream = stream
+        if questions is not None:
+            self._held: tuple[Question, ...] | None = tuple(questions)
+            self.entries: tuple[QuestionEntry, ...] = tuple(
+                QuestionEntry(q.question_id, q.question_type, i) for i, q in enumerate(self._held)
+            ) if entries is None else tuple(entries)
+            if len(self.entries) != len(self._held):
+                raise ValueError(f"{len(self.entries)} entries for {len(self._held)} questions")
+        else:
+            self._held = None
+            self.entries = tuple(entries or ())
+
+    @property
+    def streamed(self) -> bool:
+        """The questions are read from the file when visited, not held."""
+        return self._held is None
+
+    @property
+    def questions(self) -> tuple[Question, ...]:
+        """Every question, in file order (a streamed dataset builds them all: prefer :meth:`iter_questions`)."""
+        return self._held if self._held is not None else tuple(self.iter_questions())
+
+    def iter_questions(self, skip: Container[str] = ()) -> Iterator[Question]:
+        """The questions in file order, one at a time, leaving out the ids in ``skip``."""
+        if self._held is not None:
+            return (q for q in self._held if q.question_id not in skip)
+        assert self._stream is not None
+        wanted = [e for e in self.entries if e.question_id not in skip]
+        return self._stream(wanted) if wanted else iter(())
+
+    def restrict(self, entries: Iterable[QuestionEntry], subset: str | None) -> Dataset:
+        """The same file narrowed to ``entries`` (a subset of this dataset's, in its order)."""
+        keep = {e.position for e in entries}
+        chosen = [e for e in self.entries if e.position in keep]
+        if self._held is None:
+            return Dataset(self.name, self.path, self.sha256, subset=subset, entries=chosen, stream=self._stream)
+        held = [q for q, e in zip(self._held, self.entries, strict=True) if e.position in keep]
+        return Dataset(self.name, self.path, self.sha256, held, subset, entries=chosen)
 
     def __len__(self) -> int:
-        return len(self.questions)
+        return len(self.entries)
+
+    def __repr__(self) -> str:
+        kind = "streamed" if self.streamed else "held"
+        return f"Dataset(name={self.name!r}, path={self.path!r}, {len(self)} questions {kind}, subset={self.subset!r})"
 
     def by_id(self) -> dict[str, Question]:
-        return {q.question_id: q for q in self.questions}
+        return {q.question_id: q for q in self.iter_questions()}

@@ -20,7 +20,7 @@ import json
 import os
 import random
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -36,6 +36,7 @@ __all__ = [
     "SynthSize",
     "generate",
     "generate_with_facts",
+    "iter_generate",
     "mini_fixture_path",
     "write_dataset",
 ]
@@ -68,6 +69,8 @@ SIZES: dict[str, SynthSize] = {
     "mini": SynthSize("mini", sessions=(4, 4), tokens=0, pairs=(1, 1), span_days=30),
     "small": SynthSize("small", sessions=(10, 14), tokens=12_000, pairs=(2, 4), span_days=60),
     "s": SynthSize("s", sessions=(46, 50), tokens=115_000, pairs=(3, 7), span_days=150),
+    # LongMemEval_M: ~500 sessions and ~1.5M tokens per question (about 7.5 MB of JSON each).
+    "m": SynthSize("m", sessions=(490, 510), tokens=1_500_000, pairs=(3, 7), span_days=300),
 }
 
 
@@ -730,15 +733,15 @@ def _size(size: str | SynthSize) -> SynthSize:
         raise ValueError(f"size {size!r} is unknown: use one of {', '.join(SIZES)} or a SynthSize") from None
 
 
-def generate_with_facts(
+def iter_generate(
     *,
-    size: Literal["mini", "small", "s"] | SynthSize = "mini",
+    size: Literal["mini", "small", "s", "m"] | SynthSize = "mini",
     questions_per_type: int = 1,
     abstention: int | None = None,
     seed: int = 0,
     oracle: bool = False,
-) -> list[SynthQuestion]:
-    """Like :func:`generate`, with the planted fact strings of each record."""
+) -> Iterator[SynthQuestion]:
+    """Like :func:`generate_with_facts`, one record at a time (for M-sized sets: pass it to :func:`write_dataset`)."""
     spec = _size(size)
     if questions_per_type < 0:
         raise ValueError(f"questions_per_type={questions_per_type!r} is invalid: must be >= 0")
@@ -746,20 +749,38 @@ def generate_with_facts(
         abstention = max(1, round(0.06 * questions_per_type * len(QUESTION_TYPES))) if questions_per_type else 0
     if abstention < 0:
         raise ValueError(f"abstention={abstention!r} is invalid: must be >= 0")
-    result = [_build(kind, i, seed, spec, oracle) for kind in QUESTION_TYPES for i in range(questions_per_type)]
-    result += [_build("abstention", i, seed, spec, oracle) for i in range(abstention)]
+    return _iter_built(spec, questions_per_type, abstention, seed, oracle)
+
+
+def _iter_built(spec: SynthSize, per_type: int, abstention: int, seed: int, oracle: bool) -> Iterator[SynthQuestion]:
+    order = [(kind, i) for kind in QUESTION_TYPES for i in range(per_type)]
+    order += [("abstention", i) for i in range(abstention)]
     seen: set[str] = set()
-    for item in result:
+    for kind, i in order:
+        item = _build(kind, i, seed, spec, oracle)
         qid = item.record["question_id"]
         if qid in seen:  # 32-bit ids: a collision needs thousands of questions; make it loud, not silent
             raise RuntimeError(f"synthetic question id {qid!r} repeated; choose another seed")
         seen.add(qid)
-    return result
+        yield item
+
+
+def generate_with_facts(
+    *,
+    size: Literal["mini", "small", "s", "m"] | SynthSize = "mini",
+    questions_per_type: int = 1,
+    abstention: int | None = None,
+    seed: int = 0,
+    oracle: bool = False,
+) -> list[SynthQuestion]:
+    """Like :func:`generate`, with the planted fact strings of each record."""
+    return list(iter_generate(size=size, questions_per_type=questions_per_type, abstention=abstention, seed=seed,
+                              oracle=oracle))
 
 
 def generate(
     *,
-    size: Literal["mini", "small", "s"] | SynthSize = "mini",
+    size: Literal["mini", "small", "s", "m"] | SynthSize = "mini",
     questions_per_type: int = 1,
     abstention: int | None = None,
     seed: int = 0,
@@ -769,23 +790,37 @@ def generate(
 
     Args:
         size: ``mini`` (a few one-pair sessions per question), ``small`` (about 12 sessions, 12k tokens), ``s``
-            (about 48 sessions, 115k o200k tokens, like LongMemEval_S) or a custom :class:`SynthSize`.
+            (about 48 sessions, 115k o200k tokens, like LongMemEval_S), ``m`` (about 500 sessions, 1.5M tokens,
+            like LongMemEval_M: write those with ``write_dataset(iter_generate(...))``, not in memory) or a custom
+            :class:`SynthSize`.
         questions_per_type: answerable questions of each of the six types.
         abstention: ``_abs`` questions (base types cycle MS, SSU, KU, TR); default 6 % of the answerable ones,
             at least one.
         seed: the same seed and arguments give identical records.
         oracle: keep only the evidence sessions, in a shuffled (not date-sorted) order, like the oracle file.
     """
-    return [item.record for item in generate_with_facts(
+    return [item.record for item in iter_generate(
         size=size, questions_per_type=questions_per_type, abstention=abstention, seed=seed, oracle=oracle)]
 
 
-def write_dataset(records: Sequence[dict[str, Any]], path: str | os.PathLike[str]) -> Path:
-    """Write records as one JSON array, one record per line (valid JSON, readable diffs, deterministic bytes)."""
+def write_dataset(records: Iterable[dict[str, Any] | SynthQuestion], path: str | os.PathLike[str]) -> Path:
+    """Write records as one JSON array, one record per line (valid JSON, readable diffs, deterministic bytes).
+
+    Records are written one at a time as they come (an iterator is never held whole), to a temporary file that
+    replaces ``path`` only once complete, so a killed generation never leaves a truncated dataset behind.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    body = ",\n".join(json.dumps(record) for record in records)
-    target.write_text(f"[\n{body}\n]\n" if records else "[]\n", encoding="utf-8")
+    partial = target.with_name(target.name + ".partial")
+    count = 0
+    with open(partial, "w", encoding="utf-8") as handle:
+        for record in records:
+            if isinstance(record, SynthQuestion):
+                record = record.record
+            handle.write(("[\n" if count == 0 else ",\n") + json.dumps(record))
+            count += 1
+        handle.write("\n]\n" if count else "[]\n")
+    os.replace(partial, target)
     return target
 
 

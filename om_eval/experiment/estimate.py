@@ -36,7 +36,7 @@ def _history_tokens(dataset: Dataset, *, evidence_only: bool = False) -> list[in
     return [
         math.ceil(sum(len(t.content) for s in q.sessions if s.is_evidence or not evidence_only for t in s.turns)
                   / CHARS_PER_TOKEN)
-        for q in dataset.questions
+        for q in dataset.iter_questions()  # one at a time: S and M files are streamed
     ]
 
 

@@ -329,28 +329,46 @@ class RunJob:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None
             store.register_run(self.run_info(dataset, judge), keep_label=not explicit_label)
             done = store.done_question_ids(self.run_id)
-            todo = [q for q in dataset.questions if q.question_id not in done]
+            todo = sum(e.question_id not in done for e in dataset.entries)
             self.progress.total = len(dataset)
-            self.progress.skipped_done = len(dataset) - len(todo)
+            self.progress.skipped_done = len(dataset) - todo
             client = LLMClient(cache=ResponseCache(self.spec.run.cache_dir))
             snapshots = SnapshotLookup(self.results, store)
-            semaphore = asyncio.Semaphore(self.spec.run.concurrency)
             budget = self.spec.run.budget_usd
             self.progress.spent_before = store.spent_usd(self.run_id)  # the budget covers every invocation
             if on_update is not None:
                 on_update(self.progress)
+            # Questions are read from the dataset one at a time as workers free up (S and M are streamed from
+            # their file), so at most `concurrency` of them are in memory, never the whole file.
+            questions = dataset.iter_questions(skip=done)
+            started = 0
 
-            async def guarded(question: Question) -> None:
-                async with semaphore:
+            async def worker() -> None:
+                nonlocal started
+                while started < todo:
                     if budget is not None and self.progress.spent_before + self.progress.totals.cost_usd >= budget:
                         self.progress.budget_reached = True
-                        self.progress.not_run += 1
                         return
+                    question = next(questions, None)  # no await between the checks and here: one taker at a time
+                    if question is None:
+                        return
+                    started += 1
                     await self._one(question, store, snapshots, client, judge)
-                if on_update is not None:
-                    on_update(self.progress)
+                    del question  # not held while waiting for the next one
+                    if on_update is not None:
+                        on_update(self.progress)
 
-            await asyncio.gather(*(guarded(q) for q in todo))
+            workers = [asyncio.ensure_future(worker()) for _ in range(min(max(1, self.spec.run.concurrency), todo))]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for task in workers:
+                    task.cancel()
+                close = getattr(questions, "close", None)
+                if close is not None:
+                    close()
+            if self.progress.budget_reached:
+                self.progress.not_run = todo - started
             self._export(store, dataset)
         return self.progress
 

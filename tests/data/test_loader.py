@@ -71,10 +71,11 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # ------------------------------------------------------------------------------------------- normalisation
 
 
-def test_a_valid_record_is_normalised_and_the_raw_record_kept(tmp_path: Path) -> None:
+def test_a_valid_record_is_normalised_and_the_raw_record_kept_when_asked(tmp_path: Path) -> None:
     records = [_record(), _record("gpt4_0a1b2c3d_abs", answer=3, question_type="multi-session")]
     path = _write(tmp_path, records, "mine.json")
-    dataset = load_dataset(path)
+    assert load_dataset(path).questions[0].raw == {}  # raw records are kept only where asked
+    dataset = load_dataset(path, keep_raw=True)
     assert dataset.name == "mine" and dataset.path == str(path) and dataset.subset is None
     assert dataset.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()  # hashed and recorded, not checked
     first, second = dataset.questions
@@ -398,7 +399,10 @@ def test_seeded_samples_are_deterministic_and_independent_of_file_order(dataset:
     assert len(a) == 6 and a.subset == "sample=6;seed=1"
     assert [q.question_id for q in select(dataset, sample=6, seed=1).questions] == [q.question_id for q in a.questions]
     assert {q.question_id for q in select(dataset, sample=6, seed=2).questions} != {q.question_id for q in a.questions}
-    shuffled = dataset_from_records([q.raw for q in reversed(dataset.questions)], name="synthetic")
+    raw = dataset_from_records(generate(size="mini", questions_per_type=4, abstention=4, seed=3), name="x",
+                               keep_raw=True)
+    assert [q.question_id for q in raw.questions] == [q.question_id for q in dataset.questions]
+    shuffled = dataset_from_records([q.raw for q in reversed(raw.questions)], name="synthetic")
     assert {q.question_id for q in select(shuffled, sample=6, seed=1).questions} == {
         q.question_id for q in a.questions}
 
@@ -417,5 +421,5 @@ def test_stratified_per_type_sample(dataset: Any) -> None:
 
 def test_the_synthetic_mini_record_shape_round_trips(tmp_path: Path) -> None:
     records = generate(size="mini")
-    dataset = load_dataset(_write(tmp_path, records, "round.json"))
+    dataset = load_dataset(_write(tmp_path, records, "round.json"), keep_raw=True)
     assert [copy.deepcopy(q.raw) for q in dataset.questions] == records
