@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import sys
+import tempfile
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -20,6 +23,21 @@ from typing import Any
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 #: Set when a job in this process ended with failed questions, so the command exits non-zero.
 _FAILED_JOBS: list[str] = []
+#: Where a sweep's jobs report failures when they run in other processes (joblib, Ray): set through Hydra's
+#: ``hydra.job.env_set`` so it reaches every worker, read back by :func:`main` once the launcher returns.
+_FAILURES_ENV = "OM_EVAL_FAILED_JOBS_DIR"
+
+
+def _note_failed_job(name: str) -> None:
+    """Record a failed job: in this process, and for the launching process when it runs elsewhere."""
+    _FAILED_JOBS.append(name)
+    folder = os.environ.get(_FAILURES_ENV)
+    if folder:
+        try:
+            Path(folder).mkdir(parents=True, exist_ok=True)
+            (Path(folder) / f"{os.getpid()}-{len(_FAILED_JOBS)}-{name}").write_text(name, encoding="utf-8")
+        except OSError as error:  # the job's own output already says it failed
+            print(f"om-eval run: could not record the failure of {name} for the sweep ({error})", file=sys.stderr)
 
 
 def _memory_side(spec: Any) -> str:
@@ -75,7 +93,7 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
         raise SystemExit(130) from None
     summary = _print_summary(job, console)
     if progress.errors_seen:
-        _FAILED_JOBS.append(job.run_id)
+        _note_failed_job(job.run_id)
         console.print("[red]failed questions (retried when the same command runs again):[/red]")
         for message, count in sorted(progress.errors_seen.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count} x {message}", markup=False, highlight=False)
@@ -204,7 +222,7 @@ def _run_job(cfg: Any) -> dict[str, Any] | None:
         return run_from_config(cfg)
     except _fixable_errors() as error:
         print(f"om-eval run: {error}", file=sys.stderr)
-        _FAILED_JOBS.append(type(error).__name__)
+        _note_failed_job(type(error).__name__)
         return None
 
 
@@ -255,7 +273,11 @@ def main(argv: Sequence[str]) -> int:
     register_configs()
     _FAILED_JOBS.clear()
     saved = sys.argv
-    sys.argv = ["om-eval run", *_anchor_paths(argv)]
+    args = _anchor_paths(argv)
+    failures = _failure_folder(args)
+    if failures is not None:
+        args.append(f"++hydra.job.env_set.{_FAILURES_ENV}={failures}")
+    sys.argv = ["om-eval run", *args]
     # Ray folds log lines that differ only in their numbers into one, which would hide all but one of the jobs'
     # summaries (hydra/launcher=ray prints each job's output through this process).
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
@@ -266,4 +288,21 @@ def main(argv: Sequence[str]) -> int:
             hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(_run_job)()
     finally:
         sys.argv = saved
+        if failures is not None:
+            _FAILED_JOBS.extend(path.name for path in sorted(failures.glob("*")) if path.is_file())
+            shutil.rmtree(failures, ignore_errors=True)
     return 1 if _FAILED_JOBS else 0
+
+
+def _failure_folder(args: Sequence[str]) -> Path | None:
+    """For a sweep, a fresh folder its jobs can reach to report failures; ``None`` for a single run.
+
+    It lies under the sweep's results folder (a shared filesystem on a Ray cluster) when that is one plain path,
+    else in this machine's temp folder (enough for joblib and a one-machine Ray cluster).
+    """
+    if not {"-m", "--multirun"} & set(args):
+        return None
+    results = [a.partition("=")[2] for a in args if a.lstrip("+").startswith("run.results_dir=")]
+    plain = results and os.path.isabs(results[-1]) and not any(c in results[-1] for c in "${}(),[]'\"")
+    parent = Path(results[-1]) / "hydra" if plain else Path(tempfile.gettempdir())
+    return parent / f"failed-jobs-{uuid.uuid4().hex[:12]}"

@@ -30,3 +30,15 @@ def test_a_missing_judge_template_and_a_bad_option_are_messages(tmp_path: Path) 
     done = run_cli(tmp_path, "-m", "experiment=smoke", "om.observation.message_tokens=-5")
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert "om-eval run: om.observation.message_tokens=-5 is invalid" in done.stderr
+
+
+def test_a_failed_job_in_a_worker_process_fails_the_sweep(tmp_path: Path) -> None:
+    # Under joblib (and Ray) a job runs in another process: its failure must still reach the exit code.
+    failing = run_cli(tmp_path, "-m", "experiment=smoke", "om.observation.message_tokens=-5,100",
+                      "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert failing.returncode == 1, failing.stderr[-2000:]
+    assert "om-eval run: om.observation.message_tokens=-5 is invalid" in failing.stderr
+    passing = run_cli(tmp_path, "-m", "experiment=smoke", "om.observation.message_tokens=100,200",
+                      "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
+    assert passing.returncode == 0, passing.stderr[-2000:]
+    assert not list((tmp_path / "hydra").glob("failed-jobs-*"))  # the sweep's failure folder is cleaned up
