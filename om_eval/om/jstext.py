@@ -40,7 +40,8 @@ def utf16_len(text: str) -> int:
     """``.length`` of the JS string: code points above U+FFFF count 2."""
     if text.isascii():
         return len(text)
-    return len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    # The encoder counts in C; "surrogatepass" keeps a lone surrogate (one JS unit) countable.
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def utf16_prefix(text: str, units: int) -> str:
