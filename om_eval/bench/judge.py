@@ -38,7 +38,7 @@ from typing import Any, Literal
 
 from om_eval.data.records import QUESTION_TYPES, Question
 from om_eval.llm.client import LLMCallError, LLMClient, build_request
-from om_eval.om.config import ModelSettings
+from om_eval.om.config import ConfigError, ModelSettings
 
 __all__ = [
     "HOUSE_TEMPLATES",
@@ -495,9 +495,9 @@ class Judge:
 
     def __post_init__(self) -> None:
         if self.mode not in ("official", "house"):
-            raise ValueError(f"judge mode {self.mode!r} is unknown; use 'official' or 'house'")
+            raise ConfigError(f"judge.mode={self.mode!r} is invalid: use 'official' or 'house'")
         if self.parse not in ("official", "mastra"):
-            raise ValueError(f"judge parse rule {self.parse!r} is unknown; use 'official' or 'mastra'")
+            raise ConfigError(f"judge.parse={self.parse!r} is invalid: use 'official' or 'mastra'")
         if (self.mode == "official") != (self.templates is not None):
             raise ValueError("official mode needs loaded templates (Judge.official(...)); house mode takes none")
         self.model.validate("judge.model")

@@ -21,8 +21,10 @@ from typing import Any
 
 from om_eval.bench.answer import answer_question
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
+from om_eval.common.files import safe_file_name
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
+from om_eval.llm.secrets import redact_secrets
 from om_eval.om.config import ModelSettings, OMConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
@@ -37,7 +39,8 @@ MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
     """Identity of a memory build: same hash, same memory (given a deterministic, cached observer)."""
     # What the actor sees (the context layout) does not change what the memory holds.
-    om = {k: v for k, v in om_config.to_dict().items() if k != "context_layout"}
+    # Credentials do not change what a memory holds, and nothing derived from them is written down.
+    om = {k: v for k, v in redact_secrets(om_config.to_dict()).items() if k != "context_layout"}
     payload = {
         "om": om,
         # Buffering off is the protocol every earlier memory was built with: leave it out so their keys still hold.
@@ -63,8 +66,7 @@ class SnapshotStore:
         self.root = Path(root)
 
     def _path(self, key: str, question_id: str) -> Path:
-        safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in question_id)
-        return self.root / key / f"{safe}.json"
+        return self.root / key / f"{safe_file_name(question_id)}.json"
 
     def get(self, key: str, question_id: str) -> dict[str, Any] | None:
         path = self._path(key, question_id)

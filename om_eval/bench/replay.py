@@ -55,11 +55,11 @@ class ReplayConfig:
         )
         for name, value, allowed in checks:
             if value not in allowed:
-                raise ValueError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
+                raise ConfigError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
         if self.buffering is not False and self.buffering is not True:
-            raise ValueError(f"replay.buffering={self.buffering!r} is invalid: must be true or false")
+            raise ConfigError(f"replay.buffering={self.buffering!r} is invalid: must be true or false")
         if self.turn_spacing_seconds < 0:
-            raise ValueError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
+            raise ConfigError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
 
 
 def thread_id_for(session: HaystackSession) -> str:

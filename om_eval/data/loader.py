@@ -35,6 +35,7 @@ from om_eval.data.records import (
     Turn,
     parse_lme_date,
 )
+from om_eval.om.config import ConfigError
 
 __all__ = [
     "ENV_DIR",
@@ -291,10 +292,56 @@ def iter_records(path: str | os.PathLike[str], *, source: str | None = None) -> 
             yield from _iter_lines(handle, source)
 
 
+#: Deepest nesting a dataset file may have. A LongMemEval record needs 5 levels (file, record, sessions, session,
+#: turn); ijson's item builder keeps one path string per level, so memory grows with the square of the depth (an
+#: 80 KB file of brackets took 4 GB). Records are therefore built here from ijson's flat events, with this cap.
+MAX_JSON_DEPTH = 64
+
+
+def _array_items(handle: Any, source: str) -> Iterator[Any]:
+    """The elements of the top-level JSON array, one at a time, refusing nesting deeper than MAX_JSON_DEPTH."""
+    containers: list[Any] = []
+    keys: list[Any] = []  # the pending key of each open object (None for arrays)
+    for event, value in ijson.basic_parse(handle, use_float=True):
+        if event in ("start_map", "start_array"):
+            if len(containers) >= MAX_JSON_DEPTH:
+                raise DatasetValidationError(
+                    source, f"nests deeper than {MAX_JSON_DEPTH} levels (a LongMemEval record needs 5): it is not a "
+                    "LongMemEval file, or it is damaged",
+                )
+            child: Any = {} if event == "start_map" else []
+            if containers:
+                _put(containers[-1], keys[-1], child)
+            containers.append(child)
+            keys.append(None)
+        elif event == "map_key":
+            keys[-1] = value
+        elif event in ("end_map", "end_array"):
+            done = containers.pop()
+            keys.pop()
+            if len(containers) == 1:
+                containers[0].clear()  # the array holds nothing once its element is handed out
+                yield done
+        elif not containers:
+            return  # a lone scalar: no records
+        else:
+            _put(containers[-1], keys[-1], value)
+            if len(containers) == 1:
+                containers[0].clear()
+                yield value
+
+
+def _put(container: Any, key: Any, value: Any) -> None:
+    if type(container) is list:
+        container.append(value)
+    else:
+        container[key] = value
+
+
 def _iter_array(handle: Any, source: str) -> Iterator[Any]:
     count = 0
     try:
-        for record in ijson.items(handle, "item", use_float=True):
+        for record in _array_items(handle, source):
             yield record
             count += 1
     except (ijson.JSONError, UnicodeDecodeError) as error:
@@ -314,6 +361,10 @@ def _iter_lines(handle: Any, source: str) -> Iterator[Any]:
             continue
         try:
             value = json.loads(line)
+        except RecursionError:
+            raise DatasetValidationError(
+                source, f"line {number} nests too deeply to be a LongMemEval record: the file is damaged"
+            ) from None
         except json.JSONDecodeError as error:
             if seen == 0:
                 yield from _single_value(handle, source, number, error)
@@ -337,7 +388,7 @@ def _single_value(handle: Any, source: str, number: int, line_error: json.JSONDe
     handle.seek(0)
     try:
         value = json.loads(handle.read())
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         raise DatasetValidationError(
             source, f"line {number} is not valid JSON (expected a JSON array of records or JSON lines: {line_error})"
         ) from line_error
@@ -647,8 +698,10 @@ def load_dataset(
 def _count(value: int | None, name: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name}={value!r} is invalid: must be a non-negative integer")
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        # 0 would choose nothing and write an empty run that looks finished.
+        raise ConfigError(f"dataset.subset.{name}={value!r} is invalid: must be a whole number >= 1 "
+                         "(leave it unset to keep every question)")
     return value
 
 
@@ -658,7 +711,7 @@ def _types(types: str | Iterable[str]) -> list[str]:
     for name in names:
         full = TYPE_ALIASES.get(name.lower(), name)
         if full not in QUESTION_TYPES:
-            raise ValueError(f"question type {name!r} is unknown: use one of {', '.join(QUESTION_TYPES)} "
+            raise ConfigError(f"question type {name!r} is unknown: use one of {', '.join(QUESTION_TYPES)} "
                              f"or {', '.join(TYPE_ALIASES)}")
         chosen.add(full)
     return [t for t in QUESTION_TYPES if t in chosen]
@@ -697,7 +750,7 @@ def select(
     """
     first, sample, per_type = _count(first, "first"), _count(sample, "sample"), _count(per_type, "per_type")
     if sum(v is not None for v in (first, sample, per_type)) > 1:
-        raise ValueError("choose at most one of first, sample and per_type")
+        raise ConfigError("dataset.subset: choose at most one of first, sample and per_type")
     questions = list(dataset.entries)
     parts = []
     if ids is not None:
@@ -706,7 +759,7 @@ def select(
         unknown = [i for i in wanted if i not in present]
         if unknown:
             shown = ", ".join(repr(i) for i in unknown[:20]) + (" ..." if len(unknown) > 20 else "")
-            raise ValueError(f"{len(unknown)} question id(s) not in dataset {dataset.name!r}: {shown}")
+            raise ConfigError(f"{len(unknown)} question id(s) not in dataset {dataset.name!r}: {shown}")
         keep = set(wanted)
         questions = [q for q in questions if q.question_id in keep]
         parts.append(_describe_ids(wanted))
@@ -735,6 +788,9 @@ def select(
     if not parts:
         return dataset
     description = ";".join(parts)
+    if not questions:
+        raise ConfigError(f"dataset.subset ({description}) chose no question of dataset {dataset.name!r}: "
+                         "widen the subset")
     if dataset.subset:
         description = f"{dataset.subset} | {description}"
     return dataset.restrict(questions, description)

@@ -57,7 +57,22 @@ def _label(spec: Any) -> str:
         overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith(("run.", "experiment="))]
     except Exception:  # not running under Hydra (tests call run_from_config directly)
         overrides = []
-    return " ".join(overrides) or spec.experiment
+    return " ".join(redact_override(o) for o in overrides) or spec.experiment
+
+
+def redact_override(override: str) -> str:
+    """A command-line override with its value hidden when any part of its key path names a credential.
+
+    The label is shown in the console, the store, reports, exports and the HTML view, so
+    ``+models.actor.provider_options.api_key=sk-...`` must read ``...api_key=***`` everywhere.
+    """
+    from om_eval.llm.secrets import REDACTED, is_secret_key
+
+    key, sep, _ = override.partition("=")
+    if not sep:
+        return override
+    path = key.lstrip("+~").split("@")[-1]
+    return f"{key}={REDACTED}" if any(is_secret_key(part) for part in path.split(".")) else override
 
 
 def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:

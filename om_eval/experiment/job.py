@@ -32,6 +32,8 @@ from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
+from om_eval.common.files import safe_file_name
+from om_eval.om.config import ConfigError
 from om_eval.om.prompts import prompt_set_hash
 from om_eval.om.tokens import make_counter
 
@@ -154,8 +156,7 @@ async def build_lock(results: Path, memory_key: str, question_id: str, poll_s: f
     """
     folder = results / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in question_id)
-    fd = os.open(folder / f"{memory_key}-{safe}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(folder / f"{memory_key}-{safe_file_name(question_id)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
     try:
         while True:
             try:
@@ -194,7 +195,10 @@ class RunJob:
         self.console = console
         self.results = Path(spec.run.results_dir)
         self.run_id = spec.config_hash
-        self.counter = make_counter(spec.token_estimator)
+        try:
+            self.counter = make_counter(spec.token_estimator)
+        except ValueError as error:
+            raise ConfigError(f"om.token_estimator={spec.token_estimator!r} is invalid: {error}") from None
         self.memory_key = memory_hash(spec.om, spec.replay, self.counter.name)
         self.progress = RunProgress()
         self._ledger = Ledger()

@@ -13,6 +13,7 @@ resolved config drops what only shapes a memory (``om``, ``prompt``, the observe
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.replay import ReplayConfig
 from om_eval.llm.request import canonical_json
 from om_eval.llm.secrets import redact_secrets
-from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.config import ConfigError, ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.prompts import prompt_set_hash
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
@@ -39,9 +40,10 @@ class RunOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise ValueError(f"run.concurrency={self.concurrency!r} is invalid: must be a whole number >= 1")
-        if self.budget_usd is not None and self.budget_usd < 0:
-            raise ValueError(f"run.budget_usd={self.budget_usd!r} is invalid: must be >= 0 (or null for no budget)")
+            raise ConfigError(f"run.concurrency={self.concurrency!r} is invalid: must be a whole number >= 1")
+        if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
+                                                and math.isfinite(self.budget_usd) and self.budget_usd >= 0):
+            raise ConfigError(f"run.budget_usd={self.budget_usd!r} is invalid: must be >= 0 (or null for no budget)")
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         return _spec_from_config(cfg)
     except ConfigError as error:
         text = str(error)
-        if text.startswith(("observation.", "reflection.")):
+        if text.startswith(("observation.", "reflection.", "replay.")):
             text = "om." + text
         elif text.startswith("prompt_variant="):
             text = text.replace("prompt_variant=", "prompt.variant=", 1)

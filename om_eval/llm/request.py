@@ -64,10 +64,14 @@ class LLMRequest:
     params: Mapping[str, Any] = field(default_factory=dict)
     payload: str = field(init=False, repr=False, compare=False)
     """The canonical JSON of everything sent."""
+    key_payload: str = field(init=False, repr=False, compare=False)
+    """The same with credentials redacted: what the cache key hashes. A new API key is the same request (its
+    answers stay cached), and no key derived from a secret is ever written down."""
 
     def __post_init__(self) -> None:
         body = {"model": self.model, "messages": list(self.messages), **self.params}
         object.__setattr__(self, "payload", canonical_json(body))
+        object.__setattr__(self, "key_payload", canonical_json(redact_secrets(body)))
 
     def __repr__(self) -> str:
         params = redact_secrets(self.params)  # an api_key passed through provider options must not be shown
@@ -94,5 +98,5 @@ class LLMRequest:
 
 def cache_key(request: LLMRequest, scope: Any = None) -> str:
     """sha256 of the canonical request plus ``scope`` (anything JSON-ready that distinguishes callers)."""
-    text = f'{{"v":{KEY_VERSION},"request":{request.payload},"scope":{canonical_json(scope)}}}'
+    text = f'{{"v":{KEY_VERSION},"request":{request.key_payload},"scope":{canonical_json(redact_secrets(scope))}}}'
     return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -155,6 +155,13 @@ def _usage(replies: Iterable[ModelReply]) -> tuple[int, int, int]:
 _REFLECTED_PREFIX = "buffered_reflection_prefix_sha256"
 
 
+def _stored_config(config: OMConfig) -> dict[str, Any]:
+    """The config as records and snapshots keep it: provider options may carry credentials, never stored."""
+    from om_eval.llm.secrets import redact_secrets  # imported late: the llm layer sits above the engine
+
+    return redact_secrets(config.to_dict())
+
+
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -266,7 +273,7 @@ class ObservationalMemory:
             thread_id=None if self.resource_scope else key,
             created_at=now,
             updated_at=now,
-            config=self.config.to_dict(),
+            config=_stored_config(self.config),
         )
 
     def _ensure_record(self, thread_id: str | None) -> OMRecord:
@@ -1289,7 +1296,7 @@ class ObservationalMemory:
         return {
             "format": SNAPSHOT_FORMAT,
             "resource_id": self.resource_id,
-            "config": self.config.to_dict(),
+            "config": _stored_config(self.config),
             "token_counter": self.counter.name,
             "generations": {k: [r.to_dict() for r in gens] for k, gens in self._generations.items()},
             "threads": {k: s.to_dict() for k, s in self._threads.items()},
@@ -1313,18 +1320,21 @@ class ObservationalMemory:
         token_counter: TokenCounter | None = None,
         clock: Callable[[], datetime] | None = None,
         on_event: Callable[[OMEvent], None] | None = None,
+        config: OMConfig | None = None,
     ) -> ObservationalMemory:
         """Rebuild a memory saved by :meth:`snapshot`.
 
         With the same token estimator the state is restored exactly. With another one, message and observation
         tokens are recounted with it and reflection back-off is reset (its token marks were in the old units).
+        A snapshot stores its config with credentials redacted (``***``); pass the live ``config`` to keep
+        observing with provider options that carry credentials.
         """
         if data.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(
                 f"snapshot format {data.get('format')!r} is not supported: expected {SNAPSHOT_FORMAT!r}"
             )
         memory = cls(
-            OMConfig.from_dict(data["config"]), observer=observer, reflector=reflector,
+            config or OMConfig.from_dict(data["config"]), observer=observer, reflector=reflector,
             resource_id=data["resource_id"], token_counter=token_counter, clock=clock, on_event=on_event,
         )
         same_counter = memory.counter.name == data["token_counter"]
