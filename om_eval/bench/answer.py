@@ -25,7 +25,7 @@ from om_eval.om.config import ModelSettings
 from om_eval.om.context import ContextInputs, build_actor_context
 from om_eval.om.dates import format_boundary
 from om_eval.om.memory import ObservationalMemory
-from om_eval.om.model import ChatModel, complete_checked
+from om_eval.om.model import CUT_OFF, ChatModel, ModelReply, complete_checked, cut_off
 from om_eval.om.parsing import DEGENERATE_MIN_CHARS, detect_degenerate
 from om_eval.om.prompts import fill, text_hash
 
@@ -132,6 +132,18 @@ class AnswerResult:
     messages: tuple[dict[str, str], ...]
 
 
+async def ask_actor(
+    actor: ChatModel, messages: list[dict[str, str]], settings: ModelSettings, question_id: str
+) -> ModelReply:
+    """The actor's reply to ``messages``; :class:`AnswerError` when it is empty, degenerate or cut off."""
+    reply = await complete_checked(actor, messages, stage="actor", settings=settings, check=answer_problem,
+                                   complete_only=True)
+    problem = CUT_OFF if cut_off(reply) else answer_problem(reply.text)
+    if problem is not None:
+        raise AnswerError(question_id, settings.model, problem, reply.text)
+    return reply
+
+
 async def answer_question(
     actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Question
 ) -> AnswerResult:
@@ -141,13 +153,11 @@ async def answer_question(
     gpt-5-mini only accept their default, so it is not forced here).
 
     Raises:
-        AnswerError: the reply is empty or degenerate (:func:`answer_problem`); it is not cached.
+        AnswerError: the reply is empty, degenerate (:func:`answer_problem`) or cut off at the output token limit
+            (a truncated answer would be judged as if whole); it is not cached.
     """
     messages = actor_messages(memory, question)
-    reply = await complete_checked(actor, messages, stage="actor", settings=settings, check=answer_problem)
-    problem = answer_problem(reply.text)
-    if problem is not None:
-        raise AnswerError(question.question_id, settings.model, problem, reply.text)
+    reply = await ask_actor(actor, messages, settings, question.question_id)
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     return AnswerResult(
         reply.text.strip(), reply.prompt_tokens, reply.completion_tokens, reply.cached, text_hash(joined),

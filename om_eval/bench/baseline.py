@@ -33,11 +33,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from om_eval.bench.answer import AnswerError, answer_problem
+from om_eval.bench.answer import ask_actor
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, ModelSettings
-from om_eval.om.model import ChatModel, complete_checked
+from om_eval.om.model import ChatModel
 from om_eval.om.prompts import text_hash
 from om_eval.om.tokens import TokenCounter
 
@@ -243,7 +243,7 @@ async def read_and_judge(question: Question, config: BaselineConfig, *, client: 
     built: 0 observer and reflector calls, no observation tokens.
 
     Raises:
-        AnswerError: the reader's reply is empty or degenerate; it is not cached.
+        AnswerError: the reader's reply is empty, degenerate or cut off; it is not cached.
     """
     from om_eval.bench.judge import judge_answer
     from om_eval.bench.pipeline import QuestionRun, pack_messages
@@ -251,10 +251,7 @@ async def read_and_judge(question: Question, config: BaselineConfig, *, client: 
     prompt = reader_prompt(question, config, counter)
     settings = reader_settings(reader, config)
     messages = list(prompt.messages)
-    reply = await complete_checked(client, messages, stage="actor", settings=settings, check=answer_problem)
-    problem = answer_problem(reply.text)
-    if problem is not None:
-        raise AnswerError(question.question_id, settings.model, problem, reply.text)
+    reply = await ask_actor(client, messages, settings, question.question_id)
     hypothesis = reply.text.strip()
     verdict = await judge_answer(judge, client, question, hypothesis)
     evidence = [asdict(t) for t in trace_reader_evidence(question, prompt, config.format)]

@@ -418,8 +418,9 @@ OFFICIAL_JUDGE_SETTINGS = ModelSettings(
 """As ``configs/model/gpt-4o-judge.yaml``: the official judge, temperature 0, at most 10 tokens."""
 
 
-_VERDICT_WORD = re.compile(r"\b(?:yes|no)\b")
 _FIRST_WORD = re.compile(r"^[^a-z0-9]*([a-z0-9]+)")
+_LAST_WORD = re.compile(r"([a-z0-9]+)[^a-z0-9]*$")
+_VERDICTS = ("yes", "no")
 
 
 def parse_verdict(reply: str, rule: ParseRule = "official") -> bool | None:
@@ -427,17 +428,20 @@ def parse_verdict(reply: str, rule: ParseRule = "official") -> bool | None:
 
     Replies that do hold one get exactly :func:`parse_label`'s (upstream's) answer, quirks included. No verdict:
 
-    * ``official`` reads ``yes`` anywhere in the reply, so the reply needs ``yes`` or ``no`` as a word somewhere:
+    * ``official`` reads ``yes`` anywhere in the reply, so the reply must open or close with ``yes`` or ``no``:
       empty, cut-off or off-format replies ("Correct.", "Yesterday...") have none, and upstream would have
-      scored them "wrong".
+      scored them "wrong". A "no" inside a sentence ("there is no date in the response") is not a verdict
+      either: counting it would score a reply that never answered as a wrong answer.
     * ``mastra`` reads only the opening of the reply, so its first word must be ``yes`` or ``no``.
     """
     text = reply.strip().lower()
+    first = _FIRST_WORD.match(text)
+    opens = first is not None and first.group(1) in _VERDICTS
     if rule == "official":
-        present = _VERDICT_WORD.search(text) is not None
+        last = _LAST_WORD.search(text)
+        present = opens or (last is not None and last.group(1) in _VERDICTS)
     elif rule == "mastra":
-        first = _FIRST_WORD.match(text)
-        present = first is not None and first.group(1) in ("yes", "no")
+        present = opens
     else:
         raise ValueError(f"unknown parse rule {rule!r}; use 'official' or 'mastra'")
     return parse_label(reply, rule) if present else None
@@ -449,7 +453,7 @@ def _no_verdict(reply: str, rule: ParseRule) -> str | None:
         return None
     if not reply.strip():
         return "empty reply"
-    return "neither 'yes' nor 'no' as a word" if rule == "official" else "does not open with 'yes' or 'no'"
+    return "does not open or close with 'yes' or 'no'" if rule == "official" else "does not open with 'yes' or 'no'"
 
 
 def parse_label(reply: str, rule: ParseRule = "official") -> bool:

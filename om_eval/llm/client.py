@@ -38,7 +38,7 @@ from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
 from om_eval.llm.pricing import call_cost
 from om_eval.llm.request import LLMRequest, cache_key
 from om_eval.om.config import ModelSettings
-from om_eval.om.model import ChatMessage, ModelReply, ReplyCheck
+from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, cut_off
 
 log = logging.getLogger(__name__)
 
@@ -203,10 +203,11 @@ class LLMClient:
         check: ReplyCheck | None = None,
         attempt: int = 0,
         scope: Any = None,
+        complete_only: bool = False,
     ) -> ModelReply:
         """:meth:`complete`, caching only replies ``check`` accepts; ``attempt`` > 0 is a retry's own entry."""
         return await self.call(build_request(messages, settings), stage=stage, scope=scope, check=check,
-                               attempt=attempt)
+                               attempt=attempt, complete_only=complete_only)
 
     # -- the general entry point ----------------------------------------------------------------------------
 
@@ -219,6 +220,7 @@ class LLMClient:
         cache: bool | None = None,
         check: ReplyCheck | None = None,
         attempt: int = 0,
+        complete_only: bool = False,
     ) -> ModelReply:
         """Send ``request``. ``cache`` forces caching on or off; by default only deterministic calls are.
 
@@ -226,6 +228,8 @@ class LLMClient:
             check: what is wrong with a reply's text (``None``: usable). Refused replies are returned but never
                 cached, and a cached reply it refuses is dropped and asked for again.
             attempt: the caller's retry number; from 1 on it is part of the cache scope.
+            complete_only: a reply cut off at the output token limit is refused like one ``check`` refuses (a
+                judge's 10-token reply may be cut and still hold its verdict; an answer may not).
         """
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 0:
             raise ValueError(f"attempt must be an integer >= 0, got {attempt!r}")
@@ -269,6 +273,8 @@ class LLMClient:
                     ))
                     raise LLMCallError(stage, request.model, error, retries) from error
         problem = check(reply.text) if check is not None else None
+        if problem is None and complete_only and cut_off(reply):
+            problem = CUT_OFF
         # The paid call is recorded before its reply is cached: a ledger that journals (the run store's) then holds
         # it even if the process is killed during the cache write. The other order left a window in which the
         # reply was on disk, served free to the resumed run, and its cost recorded nowhere.
@@ -333,9 +339,10 @@ class LLMClient:
             timeout=timeout + 5,
         )
         text = response.choices[0].message.content or ""
+        finish_reason = getattr(response.choices[0], "finish_reason", None)
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None)
         completion_tokens = getattr(usage, "completion_tokens", None)
         answered_by = getattr(response, "model", None) or request.model
         cost = call_cost(request.model, prompt_tokens, completion_tokens)
-        return ModelReply(text, answered_by, prompt_tokens, completion_tokens), cost
+        return ModelReply(text, answered_by, prompt_tokens, completion_tokens, finish_reason=finish_reason), cost

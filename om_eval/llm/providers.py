@@ -59,7 +59,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
             return litellm.ModelResponse(
                 model=f"scripted/{name}",
                 created=int(time.time()),
-                choices=[{"index": 0, "finish_reason": "stop",
+                choices=[{"index": 0, "finish_reason": reply.finish_reason or "stop",
                           "message": {"role": "assistant", "content": reply.text}}],
                 usage={
                     "prompt_tokens": reply.prompt_tokens,

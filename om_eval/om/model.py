@@ -33,6 +33,8 @@ class ModelReply:
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     cached: bool = False
+    finish_reason: str | None = None
+    """Why generation stopped, as the provider said (``stop``, ``length``...); ``None`` when unknown or cached."""
 
 
 @runtime_checkable
@@ -60,6 +62,7 @@ class CheckedChatModel(Protocol):
         settings: ModelSettings,
         check: ReplyCheck | None = None,
         attempt: int = 0,
+        complete_only: bool = False,
     ) -> ModelReply: ...
 
 
@@ -71,17 +74,30 @@ async def complete_checked(
     settings: ModelSettings,
     check: ReplyCheck | None = None,
     attempt: int = 0,
+    complete_only: bool = False,
 ) -> ModelReply:
-    """Call ``model``; a :class:`CheckedChatModel` also gets ``check`` and ``attempt``, any other a plain call.
+    """Call ``model``; a :class:`CheckedChatModel` also gets ``check``, ``attempt`` and ``complete_only``.
 
     The reply is returned whatever ``check`` says: the caller decides whether to retry or fail. ``attempt``
-    (0 for the first try) must be the only thing that differs between a call and its retries.
+    (0 for the first try) must be the only thing that differs between a call and its retries. ``complete_only``
+    says a reply cut off at the output token limit is unusable (never cached); the caller still checks
+    :func:`cut_off` itself.
     """
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
     if isinstance(model, CheckedChatModel):
-        return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt)
+        return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt,
+                                            complete_only=complete_only)
     return await model.complete(messages, stage=stage, settings=settings)
+
+
+CUT_OFF = "a reply cut off at its output token limit (finish_reason=length)"
+"""Why a truncated reply is unusable where the whole reply matters (an answer)."""
+
+
+def cut_off(reply: ModelReply) -> bool:
+    """Whether the provider stopped ``reply`` at the output token limit."""
+    return reply.finish_reason == "length"
 
 
 class ModelCallError(RuntimeError):

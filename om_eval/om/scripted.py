@@ -53,7 +53,7 @@ ERROR_FAULTS = {
     "bad_request": 400,
     "auth_error": 401,
 }
-FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", *ERROR_FAULTS)
+FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", "cut_off", *ERROR_FAULTS)
 #: Lines of the previous observations a ``repeat`` fault copies.
 REPEAT_LINES = 8
 #: Calls kept in full (messages and reply) by default; older ones are only counted.
@@ -246,9 +246,13 @@ class ScriptedModel:
             self._remember(ScriptedCall(stage, plain, fault, ""))
             raise ScriptedModelError(f"scripted {stage} fault: simulated {fault}", ERROR_FAULTS[fault])
         text = self._answer(plain, stage, fault)
+        finish_reason = "stop"
+        if fault == "cut_off":  # a provider that hit max_tokens: the reply's first half, flagged as such
+            text, finish_reason = text[: max(1, len(text) // 2)], "length"
         self._remember(ScriptedCall(stage, plain, fault, text))
         prompt = sum(_approx_tokens(m["content"]) for m in plain)
-        return ModelReply(text, model or self.name, prompt_tokens=prompt, completion_tokens=_approx_tokens(text))
+        return ModelReply(text, model or self.name, prompt_tokens=prompt, completion_tokens=_approx_tokens(text),
+                          finish_reason=finish_reason)
 
     def _remember(self, call: ScriptedCall) -> None:
         if self.history != 0:
@@ -268,7 +272,8 @@ class ScriptedModel:
         if fault == "empty":
             return ""
         if fault == "prose":
-            return "I looked at the conversation and there is nothing in the requested format to report."
+            # The "no" inside is deliberate: a judge parse that took it for a verdict would score this as wrong.
+            return "I looked at the conversation and there is no reply in the requested format to give here."
         if stage == "observer":
             return self._observe(messages, fault)
         if stage == "reflector":

@@ -537,6 +537,8 @@ def test_judge_many_keeps_order_bounds_concurrency_and_feeds_the_metrics(tmp_pat
         ("Correct.", None, None),
         ("Yesterday the user said so", None, None),  # 'yes' as a substring only: upstream would say "yes"
         ("The response is right", None, None),
+        ("There is no date in the response", None, None),  # an incidental "no" is not a verdict
+        ("The response names no city, so: no", False, None),
     ],
 )
 def test_parse_verdict_tells_no_verdict_from_a_no(reply: str, official: bool | None, mastra: bool | None) -> None:

@@ -163,3 +163,20 @@ def test_attempt_zero_keeps_the_old_key_and_attempts_must_be_counts(tmp_path: Pa
     assert second.cache_key != first.cache_key and not second.cached
     with pytest.raises(ValueError, match="attempt"):
         run(llm.complete_checked(messages, stage="actor", settings=settings, attempt=-1))
+
+
+def test_a_cut_off_reply_is_cached_only_where_a_cut_reply_is_usable(tmp_path: Path) -> None:
+    """An answer cut at max_tokens is refused and never stored; a judge's cut 10-token reply is kept as usual."""
+    messages = [{"role": "user", "content": "Which city did I move to?"}]
+    answers = client(tmp_path / "answers")
+    settings = settings_for("cut-answer", ScriptedModel(faults={"actor": ["cut_off"]}))
+    cut = run(answers.complete_checked(messages, stage="actor", settings=settings, complete_only=True))
+    assert cut.finish_reason == "length"
+    assert "finish_reason=length" in (answers.ledger.records[-1].error or "")
+    again = run(answers.complete_checked(messages, stage="actor", settings=settings, complete_only=True))
+    assert not again.cached and again.finish_reason == "stop", "the cut reply must not be served from the cache"
+
+    verdicts = client(tmp_path / "verdicts")
+    settings = settings_for("cut-verdict", ScriptedModel(faults={"actor": ["cut_off"]}))
+    run(verdicts.complete_checked(messages, stage="actor", settings=settings))
+    assert run(verdicts.complete_checked(messages, stage="actor", settings=settings)).cached

@@ -35,7 +35,7 @@ PERMANENT = [
     ("observer", "prose", 2), ("observer", "missing_tags", 2), ("observer", "degenerate", 2),
     ("observer", "rate_limit", 6),
     ("actor", "bad_request", 1), ("actor", "auth_error", 1), ("actor", "empty", 1), ("actor", "degenerate", 1),
-    ("actor", "server_error", 6),
+    ("actor", "server_error", 6), ("actor", "cut_off", 1),
     ("judge", "bad_request", 1), ("judge", "auth_error", 1), ("judge", "empty", 1), ("judge", "prose", 1),
     ("judge", "degenerate", 1), ("judge", "timeout", 6),
 ]
