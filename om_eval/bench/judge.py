@@ -201,14 +201,14 @@ def _read_pinned(
         raise OfficialTemplateError(
             f"the official judge templates are not cached at {cached} and downloads are off "
             f"({' / '.join(OFFLINE_ENV)} or offline=True). Fetch {RAW_URL} once with network, or pass "
-            "source=<a LongMemEval clone or its evaluate_qa.py>"
+            "judge.source=<a LongMemEval clone or its evaluate_qa.py>"
         )
     try:
         data = _fetch(RAW_URL, timeout)
     except (urllib.error.URLError, OSError) as error:
         raise OfficialTemplateError(
             f"could not download the official judge templates from {RAW_URL} ({error}); pass "
-            "source=<a LongMemEval clone or its evaluate_qa.py> instead"
+            "judge.source=<a LongMemEval clone or its evaluate_qa.py> instead"
         ) from error
     actual = _sha256(data)
     if expected is not None and actual != expected:

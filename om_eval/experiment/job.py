@@ -320,6 +320,31 @@ class RunJob:
     def _note(seen: dict[str, int], message: str) -> None:
         seen[message[:300]] = seen.get(message[:300], 0) + 1
 
+    def _check_credentials(self, store_path: Path, dataset: Dataset) -> None:
+        """Refuse to start a run whose hosted models lack credentials (before any store file exists).
+
+        A run with nothing left to do needs no model, so re-opening a finished run works without keys.
+        """
+        from om_eval.llm.credentials import missing_credentials
+
+        missing = {role: (settings.model, names) for role, settings in self.spec.role_models().items()
+                   if (names := missing_credentials(settings.model, settings.provider_options))}
+        if not missing:
+            return
+        if store_path.exists():
+            from om_eval.store.writer import RunStore
+
+            with RunStore(store_path) as store:
+                done = store.done_question_ids(self.run_id)
+            if all(entry.question_id in done for entry in dataset.entries):
+                return
+        role, (model, names) = sorted(missing.items())[0]
+        others = f" ({len(missing) - 1} more role(s) too)" if len(missing) > 1 else ""
+        raise ConfigError(
+            f"{role}={model} has no credentials: set {' or '.join(names)}, or pass "
+            f"+{role}.provider_options.api_key=...{others}; nothing was run"
+        )
+
     def load_dataset(self) -> Dataset:
         return load_run_dataset(self.spec.dataset)
 
@@ -329,6 +354,7 @@ class RunJob:
         dataset = dataset or self.load_dataset()
         judge = make_judge(self.spec)  # a judge that cannot be built must fail before any store file exists
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
+        self._check_credentials(store_path, dataset)
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None
             store.register_run(self.run_info(dataset, judge), keep_label=not explicit_label)

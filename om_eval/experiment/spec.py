@@ -91,10 +91,15 @@ class RunSpec:
     @property
     def hosted_models(self) -> list[str]:
         """Models that cost money (everything but ``scripted/`` and ``local/``)."""
-        models = {self.actor.model, self.judge_model.model}
-        if not self.baseline.enabled:
-            models |= {self.om.observation.model.model, self.om.reflection.model.model}
+        models = {settings.model for settings in self.role_models().values()}
         return sorted(m for m in models if not m.startswith(("scripted/", "local/")))
+
+    def role_models(self) -> dict[str, ModelSettings]:
+        """The settings of every model this run calls, by command-line path (``models.actor``...)."""
+        roles = {"models.actor": self.actor, "models.judge": self.judge_model}
+        if not self.baseline.enabled:
+            roles |= {"models.observer": self.om.observation.model, "models.reflector": self.om.reflection.model}
+        return roles
 
 
 def _model(data: Mapping[str, Any], role: str) -> ModelSettings:

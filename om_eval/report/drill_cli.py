@@ -92,7 +92,9 @@ def run_view(args: argparse.Namespace) -> int:
 
 
 def run_rejudge(args: argparse.Namespace) -> int:
+    from om_eval.bench.judge import OfficialTemplateError
     from om_eval.experiment.rejudge import RejudgeError, rejudge_run
+    from om_eval.om.config import ConfigError
     from om_eval.report.agreement import agreement_lines
     from om_eval.store import StoreError
 
@@ -102,7 +104,7 @@ def run_rejudge(args: argparse.Namespace) -> int:
     try:
         result = rejudge_run(args.results, args.run, args.overrides, concurrency=args.concurrency,
                              cache_dir=args.cache_dir)
-    except (RejudgeError, StoreError) as error:
+    except (RejudgeError, StoreError, OfficialTemplateError, ConfigError) as error:
         print(f"om-eval rejudge: {error}", file=sys.stderr)
         return 2
     judge = f"{result.judge_identity['mode']}:{result.judge_identity['model']}"

@@ -36,3 +36,19 @@ def test_bad_option_fails_cleanly(tmp_path: Path, override: str, named: str) -> 
     error_lines = [line for line in result.output.splitlines() if line.startswith("om-eval run:")]
     assert len(error_lines) == 1 and named in error_lines[0], result.output
     assert not list(tmp_path.glob("store/*.duckdb")), "a refused run must leave no run file"
+
+
+def test_rejudge_with_the_official_judge_offline_is_one_line(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from om_eval.cli import main
+
+    assert invoke(tmp_path).code == 0
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        code = main(["rejudge", "--results", str(tmp_path), "smoke", "judge=official"])
+    assert code != 0
+    assert "Traceback" not in buffer.getvalue()
+    (line,) = [line for line in buffer.getvalue().splitlines() if line.strip()]
+    assert line.startswith("om-eval rejudge:") and "judge.source=" in line
