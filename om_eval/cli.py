@@ -80,9 +80,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from om_eval.llm.cache_cli import add_cache_parser
     from om_eval.report.cli import add_report_parsers
     from om_eval.report.drill_cli import add_drill_parsers
+    from om_eval.report.runs_cli import add_runs_parser
 
     add_report_parsers(commands)
     add_drill_parsers(commands)
+    add_runs_parser(commands)
     add_cache_parser(commands)
     add_data_parser(commands)
     args = parser.parse_args(argv)
@@ -102,6 +104,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return {"show": drill_cli.run_show, "view": drill_cli.run_view, "rejudge": drill_cli.run_rejudge}[
             args.command](args)
+    if args.command == "runs":
+        from om_eval.report.runs_cli import run_runs_command
+
+        return run_runs_command(args)
     if args.command == "data":
         from om_eval.data.cli import run_data_command
 
