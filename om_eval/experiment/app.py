@@ -20,6 +20,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from om_eval.common.text import printable
+
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 #: Set when a job in this process ended with failed questions, so the command exits non-zero.
 _FAILED_JOBS: list[str] = []
@@ -111,7 +113,7 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
         _note_failed_job(job.run_id)
         console.print("[red]failed questions (retried when the same command runs again):[/red]")
         for message, count in sorted(progress.errors_seen.items(), key=lambda kv: -kv[1]):
-            console.print(f"  {count} x {message}", markup=False, highlight=False)
+            console.print(f"  {count} x {printable(message)}", markup=False, highlight=False)
     if progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")
@@ -164,7 +166,7 @@ class ProgressLines:
         finished = progress.finished[self._seen:]
         self._seen += len(finished)
         for question_id, status in finished:
-            self.console.print(self.line(progress, f"{question_id} {status}"), markup=False, highlight=False,
+            self.console.print(self.line(progress, printable(f"{question_id} {status}")), markup=False, highlight=False,
                                soft_wrap=True)
 
     def line(self, progress: Any, status: str) -> str:

@@ -74,7 +74,9 @@ def run_show(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(detail, indent=1, default=str, ensure_ascii=False))
     else:
-        render_detail(detail, Console(), full=args.full)
+        from om_eval.common.text import printable_data
+
+        render_detail(printable_data(detail), Console(), full=args.full)
     return 0
 
 

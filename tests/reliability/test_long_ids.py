@@ -36,3 +36,42 @@ def test_long_and_odd_question_ids_run_and_resume(tmp_path: Path) -> None:
 
     again = invoke(results, f"dataset.path={data}")
     assert again.code == 0 and "0 answered" in again.flat, again.output
+
+
+def test_escape_sequences_in_a_dataset_never_reach_the_terminal(tmp_path: Path) -> None:
+    import contextlib
+    import io
+
+    from om_eval.cli import main
+
+    records = json.loads(mini_fixture_path().read_text())
+    records[0]["question_id"] = "esc\x1b[31mRED"
+    records[0]["question"] = "What \x1b]0;retitled\x07 is \x1b[2J this?"
+    data = tmp_path / "escapes.json"
+    data.write_text(json.dumps(records))
+    results = tmp_path / "results"
+    run = invoke(results, f"dataset.path={data}")
+    assert run.code == 0, run.output
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer):
+        run_id = query(results, "SELECT run_id FROM runs")[0]["run_id"]
+        assert main(["show", "--results", str(results), run_id, "esc"]) == 0
+    for output in (run.output, buffer.getvalue()):
+        assert "\x1b]" not in output and "\x1b[2J" not in output and "\x1b[31mRED" not in output
+    assert "esc\\x1b[31mRED" in buffer.getvalue()
+
+
+def test_progress_lines_escape_question_ids() -> None:
+    import io
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from om_eval.experiment.app import ProgressLines
+
+    console = Console(file=io.StringIO(), width=200)
+    totals = SimpleNamespace(cost_usd=0.0, unknown_cost_calls=0)
+    progress = SimpleNamespace(total=1, skipped_done=0, done=1, errors=0, not_run=0, totals=totals,
+                               finished=[("esc\x1b[31mRED", "ok")])
+    ProgressLines(console, clock=lambda: 0.0)(progress)
+    assert "\x1b" not in console.file.getvalue() and "esc\\x1b[31mRED ok" in console.file.getvalue()
