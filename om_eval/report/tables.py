@@ -191,6 +191,8 @@ class RunSummary:
     """Why its scores need a caveat (:func:`judge_caveat`), or ``None``."""
     reader: str | None = None
     """The baseline reader (``full_context``, ``oracle``) of a run that built no memory; ``None`` for OM."""
+    dataset: str = "?"
+    """The data it ran on: file name, subset and the first characters of the file's sha256."""
 
     @property
     def complete(self) -> bool:
@@ -339,7 +341,17 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         n_expected=int(run["n_questions"]) if not fmt.missing(run.get("n_questions")) else None,
         caveat=judge_caveat(run),
         reader=_reader_of(run),
+        dataset=dataset_name(run),
     )
+
+
+def dataset_name(run: Mapping[str, Any]) -> str:
+    """``name[subset] @sha`` of a ``runs`` row: what tells two files, or two subsets of one file, apart."""
+    name = str(run.get("dataset_name") or "?")
+    subset = run.get("dataset_subset")
+    sha = run.get("dataset_sha256")
+    return name + (f"[{subset}]" if not fmt.missing(subset) and subset else "") + (
+        f" @{str(sha)[:8]}" if not fmt.missing(sha) and sha else "")
 
 
 def _rank_key(row: RunSummary) -> tuple[bool, bool, float, str]:
@@ -409,6 +421,10 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         notes = (f"Judge models differ within this section ({', '.join(judges)}).",) if len(judges) > 1 else ()
         sections.append(Section(key, _section_title(official, mode), official, rows, notes))
     notes = (f"{stray} item(s) of runs not in this table were ignored.",) if stray else ()
+    datasets = sorted({row.dataset for section in sections for row in section.rows})
+    if len(datasets) > 1:
+        notes += (f"These runs used different data ({'; '.join(datasets)}): their scores are not comparable "
+                  "question for question (see the dataset row).",)
     return ReportTable(tuple(sections), n_boot, seed, confidence, notes)
 
 
@@ -454,6 +470,7 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
         ("variant", False, display_name),
         *((("memory", False, memory_name),) if table.has_baselines else ()),
         ("run", False, lambda r: r.short_id),
+        ("dataset", False, lambda r: r.dataset),
         ("judge", False, lambda r: f"{r.judge_mode or '?'} ({r.judge_model or '?'})"),
         ("official", False, lambda r: "yes" if r.official else "no"),
         ("judged/n", True, _judged),
@@ -490,6 +507,7 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         headers.append("\n".join([*lines, f"{CAVEAT_MARK} {row.caveat}"] if row.caveat else lines))
     body: list[tuple[list[str], bool]] = [
         (["run", *(r.short_id for r in rows)], False),
+        (["dataset", *(r.dataset for r in rows)], False),
         (["judge", *(r.judge_model or "?" for r in rows)], False),
         *(((["memory", *(memory_name(r) for r in rows)], False),) if table.has_baselines else ()),
         (["judged/n", *(_judged(r) for r in rows)], True),

@@ -293,3 +293,13 @@ def test_an_unfinished_run_is_marked_as_such() -> None:
     assert not row.complete and row.n_expected == 30
     assert "of 30 (unfinished)" in to_markdown(table)
     assert "of 30 (unfinished)" in to_markdown(table, wide=True)
+
+
+def test_runs_on_different_data_are_named_and_flagged():
+    runs, items = hosted_sweep()
+    assert not any("different data" in note for note in summary_table(runs, items, n_boot=10).notes)
+    runs[0].update(dataset_name="longmemeval_s_cleaned", dataset_sha256="d6f21ea9abcdef", dataset_subset="first=5")
+    table = summary_table(runs, items, n_boot=10)
+    (note,) = [note for note in table.notes if "different data" in note]
+    assert "longmemeval_s_cleaned[first=5] @d6f21ea9" in note
+    assert "longmemeval_s_cleaned[first=5] @d6f21ea9" in render(to_rich(table))
