@@ -77,6 +77,10 @@ class ClientSettings:
     """Per-model limits on calls in flight, keyed by litellm model id."""
     cache_nondeterministic: bool = False
     """Also cache requests with temperature > 0 and no seed (off: such calls are repeated on purpose)."""
+    always_cache_stages: tuple[str, ...] = ("observer", "reflector")
+    """Stages cached whatever their temperature. A memory build's calls are its progress: Mastra's Observer
+    samples at 0.3, and without this a build killed halfway would pay for every call again when resumed. The
+    stored sample is the one the build drew; clear the cache (or use another ``run.cache_dir``) for new ones."""
 
 
 def litellm_model_id(model: str) -> str:
@@ -235,7 +239,8 @@ class LLMClient:
             raise ValueError(f"attempt must be an integer >= 0, got {attempt!r}")
         started = time.time()
         use_cache = self.cache is not None and (
-            cache if cache is not None else (request.deterministic or self.settings.cache_nondeterministic)
+            cache if cache is not None else (request.deterministic or self.settings.cache_nondeterministic
+                                             or stage in self.settings.always_cache_stages)
         )
         key_scope: dict[str, Any] = {"client": self.scope, "call": scope}
         if attempt:

@@ -118,6 +118,18 @@ def test_sampled_calls_are_not_cached_unless_opted_in(tmp_path: Path) -> None:
     assert run(opted.complete(QUESTION, stage="actor", settings=warm)).cached
 
 
+def test_memory_build_calls_are_cached_at_any_temperature(tmp_path: Path) -> None:
+    """A resumed build must not pay again for the Observer's sampled (0.3) calls it already made."""
+    warm = ModelSettings(model="scripted/om-eval", temperature=0.3, max_output_tokens=None)
+    llm, _ = client(tmp_path)
+    for stage in ("observer", "reflector"):
+        run(llm.complete(QUESTION, stage=stage, settings=warm))
+        assert run(llm.complete(QUESTION, stage=stage, settings=warm)).cached, stage
+    never, _ = client(tmp_path / "off", always_cache_stages=())
+    run(never.complete(QUESTION, stage="observer", settings=warm))
+    assert not run(never.complete(QUESTION, stage="observer", settings=warm)).cached
+
+
 def test_client_scope_separates_cache_entries(tmp_path: Path) -> None:
     cache = ResponseCache(tmp_path / "cache")
     settings = scripted("scoped")

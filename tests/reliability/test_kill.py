@@ -181,3 +181,30 @@ def test_the_scripted_latency_slows_calls_made_through_litellm() -> None:
         return time.monotonic() - started
 
     assert asyncio.run(two_calls()) >= 0.4
+
+
+def test_a_sampled_observer_call_is_paid_once_across_a_kill(tmp_path: Path) -> None:
+    # Regression: the Observer samples at 0.3 (Mastra's setting), sampled calls were never cached, so every kill
+    # in the middle of a memory build made the resumed run pay for that build's Observer calls again.
+    warm = "models.observer.temperature=0.3"
+    child = spawn(tmp_path, "experiment=smoke", "run.concurrency=1", warm, latency=LATENCY,
+                  log=tmp_path.parent / "warm-observer.log")
+
+    def observing() -> bool:
+        lines = journal(tmp_path)
+        return child.poll() is not None or (bool(lines) and all(line["stage"] == "observer" for line in lines))
+
+    try:
+        assert wait_for(lambda: cache_entries(tmp_path) or child.poll() is not None, timeout=CHILD_TIMEOUT_S)
+        time.sleep(0.5)
+        assert wait_for(observing, timeout=CHILD_TIMEOUT_S, interval=0.005)
+    finally:
+        kill(child)
+    assert child.returncode == -signal.SIGKILL
+    resumed = invoke(tmp_path, warm)
+    assert resumed.code == 0, resumed.output[-2000:]
+    assert_consistent(tmp_path)
+    with read(tmp_path) as db:
+        (paid,) = db.query("SELECT count(*) AS calls, count(DISTINCT cache_key) AS requests FROM llm_calls "
+                           "WHERE stage = 'observer' AND NOT cached")
+    assert paid["calls"] == paid["requests"] > 0, f"observer requests paid more than once: {paid}"
