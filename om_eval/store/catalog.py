@@ -2,8 +2,9 @@
 
 An in-memory DuckDB attaches each ``store/*.duckdb`` read-only and unions each table over the files by column
 name (a file written before a column existed reads NULL there). A file a job is writing cannot be attached
-(DuckDB lets no other process open it) and is skipped with a warning, so a report can run during a sweep and
-simply leaves out the runs still in progress.
+(DuckDB lets no other process open it); the catalog then reads a copy of it taken now (the file and its WAL,
+which holds every committed question), so a report during a sweep shows the runs in progress up to their last
+finished question. ``live_files`` names them; a copy that cannot be read either is skipped with a warning.
 
 An open catalog keeps its files open, and DuckDB will not let a writer open a file that a reader holds: close
 the catalog (or use it as a context manager) when the report is done, or a run resumed meanwhile waits.
@@ -11,6 +12,8 @@ the catalog (or use it as a context manager) when the report is done, or a run r
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +49,8 @@ class Catalog:
         self.attached: list[Path] = []
         self.skipped_files: list[Path] = []
         self.skip_reasons: dict[Path, str] = {}
+        self.live_files: list[Path] = []
+        self._copies: Path | None = None
         self._con = duckdb.connect(":memory:")
         self._con.execute(f"CREATE SCHEMA {_EMPTY}")
         self._con.execute(f"USE memory.{_EMPTY}")
@@ -58,16 +63,41 @@ class Catalog:
             try:
                 self._con.execute(f"ATTACH {_literal(str(path))} AS {alias} (READ_ONLY)")
             except duckdb.Error as error:
-                self.skipped_files.append(path)
-                self.skip_reasons[path] = str(error).splitlines()[0]
-                continue
+                if not self._attach_copy(path, alias, error):
+                    continue
             aliases.append(alias)
             self.attached.append(path)
         self._create_views(aliases)
+        if self.live_files and warn:
+            names = ", ".join(path.name for path in self.live_files)
+            warnings.warn(f"{len(self.live_files)} run file(s) are being written by a job; shown up to their last "
+                          f"finished question: {names}", RuntimeWarning, stacklevel=2)
         if self.skipped_files and warn:
             names = ", ".join(path.name for path in self.skipped_files)
             warnings.warn(f"catalog skipped {len(self.skipped_files)} run file(s) it could not open, most likely "
                           f"because a job is writing them: {names}", RuntimeWarning, stacklevel=2)
+
+    def _attach_copy(self, path: Path, alias: str, error: duckdb.Error) -> bool:
+        """Attach a copy of a file a job holds open; record why when even that fails."""
+        reason = str(error).splitlines()[0]
+        if "lock" in reason.lower():
+            if self._copies is None:
+                self._copies = Path(tempfile.mkdtemp(prefix="om-eval-catalog-"))
+            copy = self._copies / path.name
+            try:
+                shutil.copyfile(path, copy)
+                wal = path.with_name(path.name + ".wal")
+                if wal.exists():
+                    shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
+                self._con.execute(f"ATTACH {_literal(str(copy))} AS {alias} (READ_ONLY)")
+            except (OSError, duckdb.Error) as copy_error:
+                reason = f"{reason}; its copy could not be read either ({str(copy_error).splitlines()[0]})"
+            else:
+                self.live_files.append(path)
+                return True
+        self.skipped_files.append(path)
+        self.skip_reasons[path] = reason
+        return False
 
     def _create_views(self, aliases: list[str]) -> None:
         present = set(self._con.execute("SELECT database_name, table_name FROM duckdb_tables() "
@@ -110,8 +140,11 @@ class Catalog:
         return self._con
 
     def close(self) -> None:
-        """Detach every file (writers may open them again)."""
+        """Detach every file (writers may open them again) and delete the copies of live files."""
         self._con.close()
+        if self._copies is not None:
+            shutil.rmtree(self._copies, ignore_errors=True)
+            self._copies = None
 
     def __enter__(self) -> Catalog:
         return self

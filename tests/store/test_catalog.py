@@ -69,20 +69,31 @@ def test_a_file_without_newer_columns_reads_null_there(tmp_path: Path) -> None:
         assert [(r["run_id"], r["actor_prompt_hash"]) for r in catalog.items()] == [("new", None), ("old", None)]
 
 
-def test_the_catalog_skips_a_file_being_written_with_a_warning(tmp_path: Path, live_writer) -> None:
+def test_the_catalog_reads_a_file_being_written_from_a_copy(tmp_path: Path, live_writer) -> None:
     write(tmp_path, "finished", 2)
-    with pytest.warns(RuntimeWarning, match=r"live\.duckdb"):
+    with pytest.warns(RuntimeWarning, match=r"being written.*live\.duckdb"):
         catalog = Catalog(tmp_path)
     with catalog:
-        assert catalog.skipped_files == [store_path(tmp_path, "live")]
-        assert "lock" in catalog.skip_reasons[store_path(tmp_path, "live")].lower()
-        assert [r["run_id"] for r in catalog.runs()] == ["finished"]
+        assert catalog.live_files == [store_path(tmp_path, "live")] and catalog.skipped_files == []
+        assert sorted(r["run_id"] for r in catalog.runs()) == ["finished", "live"]
+        assert len(catalog.items(["live"])) == 3  # every question the writer committed
+        copies = catalog._copies
+    assert copies is not None and not copies.exists(), "closing the catalog deletes its copies"
     _, release = live_writer
     release.set()
     live_writer[0].join(30)
     with Catalog(tmp_path) as catalog:
-        assert sorted(r["run_id"] for r in catalog.runs()) == ["finished", "live"]
-        assert len(catalog.items(["live"])) == 3
+        assert catalog.live_files == [] and sorted(r["run_id"] for r in catalog.runs()) == ["finished", "live"]
+
+
+def test_a_file_that_cannot_be_read_even_as_a_copy_is_skipped_with_the_reason(tmp_path: Path) -> None:
+    write(tmp_path, "finished", 1)
+    store_path(tmp_path, "damaged").write_bytes(b"not a database")
+    with pytest.warns(RuntimeWarning, match=r"damaged\.duckdb"):
+        catalog = Catalog(tmp_path)
+    with catalog:
+        assert catalog.skipped_files == [store_path(tmp_path, "damaged")]
+        assert [r["run_id"] for r in catalog.runs()] == ["finished"]
 
 
 def test_snapshot_lookup_reads_other_runs_and_skips_files_being_written(tmp_path: Path, live_writer) -> None:
