@@ -86,8 +86,10 @@ async def complete_checked(
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
     if isinstance(model, CheckedChatModel):
+        # complete_only only when asked: checked models written before it existed keep working.
+        extra = {"complete_only": True} if complete_only else {}
         return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt,
-                                            complete_only=complete_only)
+                                            **extra)
     return await model.complete(messages, stage=stage, settings=settings)
 
 
