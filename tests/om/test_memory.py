@@ -425,6 +425,9 @@ def test_list_and_tuple_parts_are_the_same_message() -> None:
     when = datetime(2025, 3, 1)
     memory.add_message(Message("m1", "t", "user", ({"type": "text", "text": "hi"},), when))
     memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "hi"}], when))  # type: ignore[arg-type]
+    assert [m.id for m in memory.unobserved_messages("t")] == ["m1"], "the second add must be a no-op"
+    with pytest.raises(ValueError, match="different content"):
+        memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "bye"}], when))  # type: ignore[arg-type]
 
 
 def test_restore_with_another_estimator_recounts_everything() -> None:
