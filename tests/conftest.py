@@ -6,3 +6,27 @@ import os
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+
+import pytest  # noqa: E402
+
+#: Modules whose tests start processes, sweeps, kills or external tools: the slow lane. ``pytest -m "not slow"``
+#: is the fast lane (about a minute); the README's test command runs both.
+SLOW_MODULES = (
+    "tests/reliability/",
+    "tests/experiment/test_run.py",
+    "tests/experiment/test_run_errors.py",
+    "tests/experiment/test_ray_launcher.py",
+    "tests/experiment/test_baselines.py",
+    "tests/store/test_processes.py",
+    "tests/om/test_mastra_differential.py",
+    "tests/report/test_runs_cli.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = config.rootpath
+    for item in items:
+        path = item.path.relative_to(root).as_posix()
+        if path.startswith(SLOW_MODULES):
+            item.add_marker(pytest.mark.slow)
