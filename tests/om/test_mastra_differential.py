@@ -22,18 +22,13 @@ in UTC. Marker ``mastra``; skipped, saying why, without node/npm or when the ins
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import random
 import re
-import shutil
-import subprocess
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,14 +41,13 @@ from om_eval.om.observer import format_messages
 from om_eval.om.parsing import is_degenerate, parse_observer_output, sanitize_lines
 from om_eval.om.records import Message
 from om_eval.om.truncation import prepare_previous_observations, truncate_to_token_budget
+from tests.npm_oracle import NodeFolder, node_folder
 
 pytestmark = pytest.mark.mastra
 
 #: Exact pins: the package under test and the peers it imports at load time (@mastra/core 1.17.0 was
 #: published together with @mastra/memory 1.10.0).
 PACKAGES = {"@mastra/memory": "1.10.0", "@mastra/core": "1.17.0", "zod": "3.25.76"}
-INSTALL_TIMEOUT_S = 150
-ORACLE_TIMEOUT_S = 120
 SEED = 20260330
 
 # --------------------------------------------------------------------------- the oracle
@@ -132,90 +126,18 @@ process.stdout.write(JSON.stringify(results));
 """
 
 
-@dataclass(frozen=True)
-class Oracle:
-    """A folder holding the installed package and our Node script."""
+class Oracle(NodeFolder):
+    """The installed package and our Node script."""
 
-    node: str
-    folder: Path
-    install_seconds: float
-
-    def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:
+    def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]
         """Evaluate ``(reference function, args)`` cases in one Node process; one result dict per case."""
-        script = self.folder / "om_eval_oracle.mjs"
-        script.write_text(_NODE_SCRIPT, encoding="utf-8")
-        completed = subprocess.run(
-            [self.node, str(script)],
-            input=json.dumps(cases).encode("ascii"),
-            capture_output=True,
-            cwd=self.folder,
-            env={**os.environ, "TZ": tz},
-            timeout=ORACLE_TIMEOUT_S,
-            check=False,
-        )
-        if completed.returncode != 0:
-            raise AssertionError(f"the Node oracle failed: {completed.stderr.decode(errors='replace')[-2000:]}")
-        return json.loads(completed.stdout.decode("utf-8"))
-
-
-def _oracle_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    base = os.environ.get("OM_EVAL_CACHE_DIR")
-    if base:
-        return Path(base) / "mastra-oracle"
-    return tmp_path_factory.getbasetemp() / "mastra-oracle"
-
-
-def _installed(folder: Path) -> bool:
-    manifest = folder / "node_modules" / "@mastra" / "memory" / "package.json"
-    stamp = folder / "om-eval-pins.json"
-    if not (manifest.is_file() and stamp.is_file()):
-        return False
-    return json.loads(stamp.read_text()) == PACKAGES and json.loads(manifest.read_text())["version"] == "1.10.0"
-
-
-def _install(folder: Path, npm: str) -> None:
-    """Install the pinned packages into ``folder`` (built aside, then moved in); skip the tests on failure."""
-    staging = folder.with_name(f"{folder.name}.partial-{os.getpid()}")
-    shutil.rmtree(staging, ignore_errors=True)
-    staging.mkdir(parents=True)
-    manifest = {"name": "om-eval-mastra-oracle", "private": True, "type": "module", "dependencies": PACKAGES}
-    (staging / "package.json").write_text(json.dumps(manifest, indent=2))
-    command = [
-        npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--no-update-notifier",
-        "--loglevel=error", "--fetch-retries=1", "--fetch-timeout=60000",
-    ]
-    try:
-        completed = subprocess.run(
-            command, cwd=staging, capture_output=True, timeout=INSTALL_TIMEOUT_S, check=False, text=True
-        )
-    except subprocess.TimeoutExpired:
-        shutil.rmtree(staging, ignore_errors=True)
-        pytest.skip(f"npm install of @mastra/memory@1.10.0 took over {INSTALL_TIMEOUT_S} s (registry unreachable?)")
-    if completed.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        lines = [line for line in (completed.stderr or completed.stdout).splitlines() if line.strip() != "npm error"]
-        pytest.skip(f"npm install of @mastra/memory@1.10.0 failed (no registry access?): {' | '.join(lines[:2])}")
-    (staging / "om-eval-pins.json").write_text(json.dumps(PACKAGES))
-    shutil.rmtree(folder, ignore_errors=True)
-    try:
-        staging.rename(folder)
-    except OSError:  # another session finished the same install first
-        shutil.rmtree(staging, ignore_errors=True)
-        if not _installed(folder):
-            raise
+        return super().run(_NODE_SCRIPT, cases, tz=tz)
 
 
 @pytest.fixture(scope="session")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Oracle:
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("node and npm are needed to run @mastra/memory 1.10.0 as the reference")
-    folder = _oracle_folder(tmp_path_factory)
-    started = time.monotonic()
-    if not _installed(folder):
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        _install(folder, npm)
-    return Oracle(node, folder, time.monotonic() - started)
+    found = node_folder(tmp_path_factory, "mastra-oracle", PACKAGES)
+    return Oracle(found.node, found.folder, found.install_seconds)
 
 
 # --------------------------------------------------------------------------- generated inputs
