@@ -21,6 +21,7 @@ SLOW_MODULES = (
     "tests/store/test_processes.py",
     "tests/om/test_mastra_differential.py",
     "tests/report/test_runs_cli.py",
+    "tests/experiment/test_pending_accounting_sweep.py",
 )
 
 
@@ -30,3 +31,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.path.relative_to(root).as_posix()
         if path.startswith(SLOW_MODULES):
             item.add_marker(pytest.mark.slow)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.golden import REWRITTEN
+
+    if REWRITTEN:
+        terminalreporter.write_line(
+            f"OM_EVAL_UPDATE_GOLDEN=1: {len(REWRITTEN)} golden file(s) rewritten, none compared; unset it to test",
+            red=True, bold=True)

@@ -22,7 +22,11 @@ from typing import Any
 
 from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
-from om_eval.om.context import ContextInputs, build_actor_context
+from om_eval.om.context import (
+    ContextInputs,
+    actor_memory_messages,
+    format_other_conversations,
+)
 from om_eval.om.dates import format_boundary
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import CUT_OFF, ChatModel, ModelReply, complete_checked, cut_off
@@ -50,8 +54,23 @@ def eval_thread_id(question: Question) -> str:
 
 def memory_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
     """OM's context for the question date, in the memory's scope and layout."""
+    return actor_memory_messages(actor_view(memory, question), memory.config.context_layout)
+
+
+def raw_tail_tokens(memory: ObservationalMemory, question: Question) -> int:
+    """Tokens of the raw (unobserved) messages the actor is shown: the other-conversations text, 0 while the
+    memory holds no observations (then nothing is shown)."""
+    inputs = actor_view(memory, question)
+    if not inputs.observations:
+        return 0
+    text = format_other_conversations(inputs.other_conversations)
+    return memory.counter.count_text(text) if text else 0
+
+
+def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs:
+    """What the actor's memory messages are built from, asked on a fresh thread at the question date."""
     if memory.resource_scope:
-        return memory.build_context(question.question_date, eval_thread_id(question)).messages
+        return memory.context_inputs(question.question_date, eval_thread_id(question))
     # Thread scope keeps one memory per session; the actor sees them all, oldest first, as one memory.
     records = sorted(
         (memory.record(t) for t in memory.thread_ids if memory.record(t).active_observations.strip()),
@@ -63,8 +82,7 @@ def memory_messages(memory: ObservationalMemory, question: Question) -> list[dic
         for i, r in enumerate(records)
     )
     other = {memory.shown_thread_id(t): memory.unobserved_messages(t) for t in memory.thread_ids}
-    inputs = ContextInputs(text, question.question_date, {k: v for k, v in other.items() if v})
-    return build_actor_context(inputs, memory.config.context_layout)
+    return ContextInputs(text, question.question_date, {k: v for k, v in other.items() if v})
 
 
 def actor_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:

@@ -36,11 +36,15 @@ from om_eval.om.tokens import TokenCounter, default_counter
 MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 
 
+#: OM options that shape only the actor's view of a memory, not the memory: left out of its identity.
+ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_limit")
+
+
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
     """Identity of a memory build: same hash, same memory (given a deterministic, cached observer)."""
-    # What the actor sees (the context layout) does not change what the memory holds.
-    # Credentials do not change what a memory holds, and nothing derived from them is written down.
-    om = {k: v for k, v in redact_secrets(om_config.to_dict()).items() if k != "context_layout"}
+    # What the actor sees (layout, other threads) does not change what the memory holds; neither do credentials,
+    # and nothing derived from them is written down.
+    om = {k: v for k, v in redact_secrets(om_config.to_dict()).items() if k not in ACTOR_VIEW_OPTIONS}
     payload = {
         "om": om,
         # Buffering off is the protocol every earlier memory was built with: leave it out so their keys still hold.

@@ -6,7 +6,8 @@ fed one at a time with a threshold-checked observe after each pair (so pending t
 reflection inside observe, and no final flush. Each choice is an option, so other protocols can be compared.
 
 Nothing from the benchmark's answer key reaches the memory: ``has_answer`` flags are dropped, thread ids are
-derived from (question, index) and hashed, and the question date is never ingested.
+derived from (question, index) (and hashed with ``om.obscure_thread_ids``, as Mastra's harness does), and the
+question date is never ingested.
 """
 
 from __future__ import annotations
@@ -16,6 +17,11 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Literal
 
+from om_eval.bench.accounting import (
+    PENDING_ACCOUNTINGS,
+    PendingAccounting,
+    PendingCounter,
+)
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, OMConfig
 from om_eval.om.memory import ObservationalMemory
@@ -46,30 +52,43 @@ class ReplayConfig:
     config's buffering options (1.10 defaults when unset). Off (the default) is the published, synchronous protocol.
     1.10 has no async buffering in resource scope; with ``scope="resource"`` this turns on om-eval's extension
     (``OMConfig.resource_buffering``)."""
+    pending_accounting: PendingAccounting = "exact"
+    """What counts toward the observation threshold after each unit (:mod:`om_eval.bench.accounting`): ``exact``
+    (om-eval), ``mastra_dev`` (the code behind Mastra's published runs) or ``mastra_step`` (1.1-1.31). Buffering
+    needs ``exact``: the engine's own per-step pipeline decides there."""
 
     def __post_init__(self) -> None:
         checks = (
             ("session_order", self.session_order, ("date", "file")),
             ("unit", self.unit, ("pair", "message", "session")),
             ("scope", self.scope, ("resource", "thread")),
+            ("pending_accounting", self.pending_accounting, PENDING_ACCOUNTINGS),
         )
         for name, value, allowed in checks:
             if value not in allowed:
                 raise ConfigError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
         if self.buffering is not False and self.buffering is not True:
             raise ConfigError(f"replay.buffering={self.buffering!r} is invalid: must be true or false")
+        if self.buffering and self.pending_accounting != "exact":
+            raise ConfigError(f"replay.pending_accounting={self.pending_accounting} needs replay.buffering=false: "
+                              "with buffering the engine's per-step pipeline decides when to observe")
         if self.turn_spacing_seconds < 0:
             raise ConfigError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
 
 
-def thread_id_for(session: HaystackSession) -> str:
-    """A thread id that is unique per (question, index) and says nothing about the session's role."""
-    return f"{session.question_id}:{session.index:04d}"
+def thread_id_for(session: HaystackSession, *, shown_raw: bool = False) -> str:
+    """A thread id that is unique per (question, index) and says nothing about the session's role.
+
+    With ``shown_raw`` (``om.obscure_thread_ids=false``, so models see the id itself) it names only the session's
+    position: the question id could tell a model the answer key (an ``_abs`` suffix marks an unanswerable
+    question). Obscured ids keep the question id, so their hashes, and every cached call, stay as they were.
+    """
+    return f"session-{session.index:04d}" if shown_raw else f"{session.question_id}:{session.index:04d}"
 
 
-def session_messages(session: HaystackSession, config: ReplayConfig) -> list[Message]:
+def session_messages(session: HaystackSession, config: ReplayConfig, thread_id: str | None = None) -> list[Message]:
     """The session's turns as OM messages (``has_answer`` dropped; unknown roles become ``user``)."""
-    thread_id = thread_id_for(session)
+    thread_id = thread_id or thread_id_for(session)
     messages = []
     for index, turn in enumerate(session.turns):
         if config.skip_empty_turns and not turn.content.strip():
@@ -115,6 +134,12 @@ class ReplayStats:
     """Chunks stored by async buffering passes (buffering on only)."""
     activations: int = 0
     """Observations added by activating buffered chunks; counted in ``observations`` too."""
+    observation_cycles: int = 0
+    """Times observation ran (one cycle may make several Observer calls, one per batch); ``observations``
+    counts the batches applied."""
+    observed_message_tokens: int = 0
+    """Message tokens the Observer was given, summed over its calls (divided by ``observer_calls``: tokens per
+    observer call)."""
     reflection_errors: list[str] = field(default_factory=list)
 
     @property
@@ -151,7 +176,7 @@ async def replay_question(
     # Resource scope buffers only through om-eval's extension, switched on by replay.buffering alone.
     resource_buffering = replay.buffering and replay.scope == "resource"
     try:
-        config = replace(om_config, scope=replay.scope, obscure_thread_ids=True, observation=observation,
+        config = replace(om_config, scope=replay.scope, observation=observation,
                          resource_buffering=resource_buffering)
     except ConfigError as error:  # e.g. share_token_budget with buffering: say which replay options led there
         raise ConfigError(
@@ -165,27 +190,38 @@ async def replay_question(
     )
     stats = ReplayStats()
     sessions = _ordered(question, replay)
+    accounting = PendingCounter(replay.pending_accounting)
     last_thread = None
+    shown_raw = not config.obscure_thread_ids
     for done, session in enumerate(sessions, start=1):
-        messages = session_messages(session, replay)
+        last_thread = thread_id_for(session, shown_raw=shown_raw)
+        messages = session_messages(session, replay, last_thread)
         stats.sessions += 1
         stats.messages += len(messages)
-        last_thread = thread_id_for(session)
         for unit in ingest_units(messages, replay.unit):
             memory.add_messages(unit)
             stats.history_tokens += sum(memory.message_tokens(m.id) for m in unit)
             stats.observe_checks += 1
-            outcome = await memory.observe(last_thread)
-            if outcome is not None and outcome.reflection_error:
-                stats.reflection_errors.append(outcome.reflection_error)
+            if replay.pending_accounting == "exact":
+                outcome = await memory.observe(last_thread)
+            else:
+                decision = accounting.after_unit(memory, last_thread)
+                outcome = await memory.observe(last_thread, force=True, select_all=decision.select_all) if (
+                    decision.due) else None
+            if outcome is not None:
+                stats.observation_cycles += 1
+                if outcome.reflection_error:
+                    stats.reflection_errors.append(outcome.reflection_error)
         if on_progress is not None:
             on_progress(done, len(sessions))
     if replay.final_flush:
-        threads = [None] if replay.scope == "resource" else [thread_id_for(s) for s in sessions]
+        threads = [None] if replay.scope == "resource" else [thread_id_for(s, shown_raw=shown_raw) for s in sessions]
         for thread in threads:
             outcome = await memory.observe(thread, force=True)
-            if outcome is not None and outcome.reflection_error:  # as above: a failed reflection must be seen
-                stats.reflection_errors.append(outcome.reflection_error)
+            if outcome is not None:
+                stats.observation_cycles += 1
+                if outcome.reflection_error:  # as above: a failed reflection must be seen
+                    stats.reflection_errors.append(outcome.reflection_error)
     _finish_stats(memory, stats, replay.scope)
     return memory, stats
 
@@ -198,6 +234,7 @@ def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -
     stats.activations = sum(e.kind == "observation_activated" for e in memory.events)
     stats.observer_calls = sum(e.calls for e in memory.events if e.kind.startswith("observation"))
     stats.reflector_calls = sum(e.calls for e in memory.events if e.kind.startswith("reflection"))
+    stats.observed_message_tokens = sum(e.message_tokens for e in memory.events if e.kind == "observation")
     if scope == "resource":
         stats.pending_tokens = memory.pending_tokens()
         stats.observation_tokens = memory.record().observation_token_count

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from om_eval.bench.replay import ReplayConfig, session_messages
+from om_eval.bench.replay import ReplayConfig, session_messages, thread_id_for
 from om_eval.data.records import Question
 from om_eval.om.memory import ObservationalMemory
 
@@ -74,7 +74,8 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
     earlier = [g.active_observations for history in histories for g in history[:-1]]
     traces = []
     for session in question.sessions:
-        messages = {m.id.rsplit(":", 1)[-1]: m for m in session_messages(session, replay)}
+        thread = thread_id_for(session, shown_raw=not memory.config.obscure_thread_ids)
+        messages = {m.id.rsplit(":", 1)[-1]: m for m in session_messages(session, replay, thread)}
         for turn_index, turn in enumerate(session.turns):
             if not turn.has_answer:
                 continue

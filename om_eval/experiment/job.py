@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.judge import Judge
 from om_eval.bench.metrics import longmemeval_metrics, write_eval_results_jsonl, write_hypotheses_jsonl
@@ -279,7 +280,10 @@ class RunJob:
                 item.update(observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
                             observations=stats.observations, reflections=stats.reflections,
                             history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
-                            pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio)
+                            pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio,
+                            observed_message_tokens=stats.observed_message_tokens or None,
+                            observation_cycles=stats.observation_cycles if stats.observed_message_tokens else None,
+                            raw_tail_tokens=raw_tail_tokens(build.memory, question))
                 if build.stats.reflection_errors:
                     # The memory is not the one the configuration asks for: an error, retried on resume from a
                     # fresh build (the degraded snapshot is not kept; good replies come back from the cache).

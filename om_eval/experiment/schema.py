@@ -64,6 +64,8 @@ class ReplaySchema:
     # 1.10's async buffering and activation; in scope=resource it turns on om-eval's resource_buffering extension
     # (1.10 has none there). Off = the published protocol.
     buffering: bool = False
+    # What counts toward the observation threshold: exact (om-eval), mastra_dev (published runs), mastra_step (1.x).
+    pending_accounting: str = "exact"
 
 
 @dataclass
@@ -76,6 +78,9 @@ class OMSchema:
     context_layout: str = "chunked"
     boundary_delimiters: bool = True
     token_estimator: str = "tiktoken"
+    # What the actor sees of other threads (resource scope): 1.x lists them newest first, 100 at most.
+    other_threads_order: str = "newest_first"
+    other_threads_limit: Optional[int] = 100
 
 
 @dataclass

@@ -126,7 +126,7 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         elif text.startswith("prompt_variant="):
             text = text.replace("prompt_variant=", "prompt.variant=", 1)
         elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
-                              "boundary_delimiters=")):
+                              "boundary_delimiters=", "other_threads_order=", "other_threads_limit=")):
             text = "om." + text.replace("scope=", "replay.scope=", 1)
         raise ConfigError(text) from None
 
@@ -169,6 +169,8 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         obscure_thread_ids=om["obscure_thread_ids"],
         context_layout=om["context_layout"],
         boundary_delimiters=om["boundary_delimiters"],
+        other_threads_order=om.get("other_threads_order", "newest_first"),
+        other_threads_limit=om.get("other_threads_limit", 100),
         # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
         # explicit buffer options are validated against it.
         resource_buffering=bool(om["replay"].get("buffering")) and om["replay"]["scope"] == "resource",

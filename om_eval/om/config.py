@@ -23,12 +23,16 @@ PromptVariant = Literal["current", "current_v1_3", "legacy", "condensed"]
 ContextLayout = Literal["chunked", "single"]
 RequestLayout = Literal["split", "single"]
 BatchMode = Literal["parallel", "sequential"]
+OtherThreadsOrder = Literal["newest_first", "oldest_first"]
 
 SCOPES = ("thread", "resource")
 PROMPT_VARIANTS = ("current", "current_v1_3", "legacy", "condensed")
 CONTEXT_LAYOUTS = ("chunked", "single")
 REQUEST_LAYOUTS = ("split", "single")
 BATCH_MODES = ("parallel", "sequential")
+OTHER_THREADS_ORDERS = ("newest_first", "oldest_first")
+#: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
+DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
 
 DEFAULT_MODEL = "google/gemini-2.5-flash"
@@ -168,6 +172,13 @@ class OMConfig:
     boundary_delimiters: bool = True
     """om-eval: separate appended observations with dated message-boundary lines (1.10); off joins with a
     blank line (benchmark era)."""
+    other_threads_order: OtherThreadsOrder = "newest_first"
+    """Resource scope: the order of other threads' unobserved messages in the actor's context. ``newest_first``
+    is 1.x's (it lists a resource's threads by creation time, newest first); ``oldest_first`` is the order
+    om-eval used before (not Mastra's)."""
+    other_threads_limit: int | None = DEFAULT_OTHER_THREADS_LIMIT
+    """Resource scope: how many of the resource's newest threads (the one asked on included) the actor's context
+    looks at for unobserved messages; 1.x reads one page of 100 threads. ``None`` looks at all (not Mastra's)."""
     resource_buffering: bool = False
     """om-eval extension: allow async buffering, activation and buffered reflection in resource scope (1.10
     refuses async options there and leaves buffering off). Needs ``scope="resource"``; with it the usual
@@ -244,6 +255,9 @@ class OMConfig:
         _check_choice("scope", self.scope, SCOPES)
         _check_choice("prompt_variant", self.prompt_variant, PROMPT_VARIANTS)
         _check_choice("context_layout", self.context_layout, CONTEXT_LAYOUTS)
+        _check_choice("other_threads_order", self.other_threads_order, OTHER_THREADS_ORDERS)
+        if self.other_threads_limit is not None:
+            _check_positive_int("other_threads_limit", self.other_threads_limit)
         for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
             if not isinstance(getattr(self, name), bool):
                 _fail(name, getattr(self, name), "must be true or false")

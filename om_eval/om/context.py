@@ -11,7 +11,8 @@ Layouts:
   its tail), then the continuity hints;
 * ``single`` (benchmark era, 1.1): everything in one system message with a closing ``</observations>``.
 
-Both end with the continuation reminder as a user message whenever observations exist.
+Both end with the continuation reminder as a user message. Without observations there are no memory messages at
+all, as in 1.x.
 """
 
 from __future__ import annotations
@@ -119,8 +120,15 @@ def continuation_reminder() -> dict[str, str]:
     return {"role": "user", "content": f"<system-reminder>\n{text}\n</system-reminder>"}
 
 
+def actor_memory_messages(inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
+    """What the actor is given from memory: :func:`build_actor_context`, or nothing at all while there are no
+    observations (1.1 and 1.10 alike inject no preamble, no other-conversations block and no reminder until the
+    first observation exists; they test for an empty text, so whitespace alone still counts as memory)."""
+    return build_actor_context(inputs, layout) if inputs.observations else []
+
+
 def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
-    """The memory messages placed before the conversation's unobserved tail."""
+    """The memory messages placed before the conversation's unobserved tail (1.x's formatting of them)."""
     texts = load_prompts("context")
     # Optimise and annotate the whole text before splitting, so gap markers between chunks survive.
     shown = split_observation_chunks(annotate_observations(optimize_for_context(inputs.observations), inputs.now))

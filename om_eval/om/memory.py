@@ -34,7 +34,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from om_eval.om.config import OMConfig
-from om_eval.om.context import ContextInputs, build_actor_context
+from om_eval.om.context import ContextInputs, actor_memory_messages
 from om_eval.om.dates import format_boundary
 from om_eval.om.model import ChatModel, ModelReply
 from om_eval.om.observer import (
@@ -48,8 +48,22 @@ from om_eval.om.observer import (
     render_observer_system_prompt,
 )
 from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
-from om_eval.om.records import BufferedChunk, Message, OMRecord, ThreadChunk, ThreadState
+from om_eval.om.records import (
+    BufferedChunk,
+    Message,
+    OMRecord,
+    ThreadChunk,
+    ThreadState,
+)
 from om_eval.om.reflector import ReflectionResult, reflect_observations
+from om_eval.om.threads import (
+    ThreadLoad,
+    obscure_thread_id,
+    pack_batches,
+    replace_or_append_thread_section,
+    select_threads,
+    strip_thread_tags,
+)
 from om_eval.om.thresholds import (
     buffer_has_enough,
     dynamic_message_threshold,
@@ -61,15 +75,12 @@ from om_eval.om.thresholds import (
     reflection_slice,
     should_trigger_async_buffer,
 )
-from om_eval.om.threads import (
-    ThreadLoad,
-    obscure_thread_id,
-    pack_batches,
-    replace_or_append_thread_section,
-    select_threads,
-    strip_thread_tags,
+from om_eval.om.tokens import (
+    TOKENS_PER_CONVERSATION,
+    TokenCounter,
+    count_message,
+    default_counter,
 )
-from om_eval.om.tokens import TOKENS_PER_CONVERSATION, TokenCounter, count_message, default_counter
 from om_eval.om.truncation import prepare_previous_observations
 
 SNAPSHOT_FORMAT = "om-eval/memory@1"
@@ -157,7 +168,9 @@ _REFLECTED_PREFIX = "buffered_reflection_prefix_sha256"
 
 def _stored_config(config: OMConfig) -> dict[str, Any]:
     """The config as records and snapshots keep it: provider options may carry credentials, never stored."""
-    from om_eval.llm.secrets import redact_secrets  # imported late: the llm layer sits above the engine
+    from om_eval.llm.secrets import (
+        redact_secrets,  # imported late: the llm layer sits above the engine
+    )
 
     return redact_secrets(config.to_dict())
 
@@ -373,10 +386,15 @@ class ObservationalMemory:
 
     # -- observation ----------------------------------------------------------------------------------------
 
-    async def observe(self, thread_id: str | None = None, *, force: bool = False) -> ObservationOutcome | None:
+    async def observe(
+        self, thread_id: str | None = None, *, force: bool = False, select_all: bool | None = None
+    ) -> ObservationOutcome | None:
         """Observe if pending tokens reached the threshold (or always with ``force``, e.g. a final flush).
 
         Returns ``None`` when nothing was due. Reflection runs inside, when observations pass their threshold.
+        Resource scope observes the largest threads until they make up the threshold, or every thread with
+        unobserved messages when ``select_all`` (default: ``force``; a caller that decides for itself when
+        observation is due passes ``force=True, select_all=False`` to keep 1.x's selection).
 
         With async buffering on (thread scope, the 1.10 default; resource scope with ``resource_buffering``) this
         is one step of 1.10's per-step pipeline (§1.8): a buffering pass when pending tokens crossed a new
@@ -394,7 +412,7 @@ class ObservationalMemory:
             if not force and not observation_due(pending, self.observation_threshold(thread_id)):
                 return None
             if self.resource_scope:
-                outcome = await self._observe_resource_sync(force)
+                outcome = await self._observe_resource_sync(force if select_all is None else select_all)
             else:
                 outcome = await self._observe_thread(self._key(thread_id))
             return await self._with_reflection(outcome, thread_id)
@@ -1266,28 +1284,52 @@ class ObservationalMemory:
     def build_context(self, now: datetime, thread_id: str | None = None) -> ActorContext:
         """The actor's view at ``now``: memory messages plus ``thread_id``'s unobserved tail.
 
-        In resource scope every *other* thread's unobserved messages appear raw in the other-conversations
-        block; pass a fresh ``thread_id`` (or None) to see all threads that way.
+        In resource scope the other threads' unobserved messages appear raw in the other-conversations block, as
+        1.x lists them (:meth:`listed_threads`); pass a fresh ``thread_id`` (or None) to see all threads that way.
+        With no observations yet there are no memory messages at all (1.x injects nothing then).
         """
-        record = self.record(thread_id)
-        other: dict[str, list[Message]] = {}
-        if self.resource_scope:
-            for other_id, queue in self._queues.items():
-                if other_id != thread_id and queue.messages:
-                    other[self.shown_thread_id(other_id)] = list(queue.messages)
-        state = self._threads.get(thread_id) if thread_id is not None else None
-        inputs = ContextInputs(
-            observations=record.active_observations,
-            now=now,
-            other_conversations=other,
-            current_task=state.current_task if state else None,
-            suggested_response=state.suggested_response if state else None,
-        )
-        memory_messages = build_actor_context(inputs, self.config.context_layout)
+        memory_messages = actor_memory_messages(self.context_inputs(now, thread_id), self.config.context_layout)
         tail = [{"role": m.role, "content": m.text()} for m in self.unobserved_messages(thread_id)] if (
             thread_id is not None
         ) else []
         return ActorContext(memory_messages, tail)
+
+    def context_inputs(self, now: datetime, thread_id: str | None = None) -> ContextInputs:
+        """What :meth:`build_context` renders: observations, other threads' raw messages, continuity hints."""
+        state = self._threads.get(thread_id) if thread_id is not None else None
+        return ContextInputs(
+            observations=self.record(thread_id).active_observations,
+            now=now,
+            other_conversations=self.other_conversations(thread_id),
+            current_task=state.current_task if state else None,
+            suggested_response=state.suggested_response if state else None,
+        )
+
+    def other_conversations(self, thread_id: str | None = None) -> dict[str, list[Message]]:
+        """Resource scope: the unobserved messages of the threads listed besides ``thread_id``, by shown id, in
+        the order the actor's context shows them (empty in thread scope)."""
+        other: dict[str, list[Message]] = {}
+        if self.resource_scope:
+            for other_id in self.listed_threads(thread_id):
+                queue = self._queues.get(other_id)
+                if other_id != thread_id and queue is not None and queue.messages:
+                    other[self.shown_thread_id(other_id)] = list(queue.messages)
+        return other
+
+    def listed_threads(self, thread_id: str | None = None) -> list[str]:
+        """The threads whose unobserved messages the actor's context may show, in the order it shows them.
+
+        1.x lists a resource's threads newest first (by creation: here, by first message) and reads one page of
+        ``other_threads_limit``; a thread asked on for the first time was just created, so it is the newest and
+        takes one place. ``other_threads_order="oldest_first"`` shows the same threads oldest first.
+        """
+        created = list(self._threads)
+        if thread_id is not None and thread_id not in self._threads:
+            created.append(thread_id)
+        newest = created[::-1]
+        limit = self.config.other_threads_limit
+        chosen = newest[:limit] if limit is not None else newest
+        return chosen[::-1] if self.config.other_threads_order == "oldest_first" else chosen
 
     # -- snapshots ------------------------------------------------------------------------------------------
 

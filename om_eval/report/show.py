@@ -53,6 +53,11 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
                   f"{item['observations']} observation and {item['reflections']} reflection calls · history "
                   f"{item['history_tokens']} tokens → observations {item['observation_tokens']} · unobserved tail "
                   f"{item['pending_tokens']}")
+    calls, observed = item.get("observer_calls"), item.get("observed_message_tokens")
+    per_call = f"{observed / calls:,.0f}" if calls and observed else "?"
+    raw_tail = item.get("raw_tail_tokens")
+    console.print(f"observer: {calls if calls is not None else '?'} calls, {per_call} message tokens per call · raw "
+                  f"messages shown to the actor: {'?' if raw_tail is None else f'{raw_tail:,}'} tokens")
 
     console.print(Rule("Where the evidence went"))
     evidence = detail["evidence"]

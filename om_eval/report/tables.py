@@ -193,6 +193,12 @@ class RunSummary:
     """The baseline reader (``full_context``, ``oracle``) of a run that built no memory; ``None`` for OM."""
     dataset: str = "?"
     """The data it ran on: file name, subset and the first characters of the file's sha256."""
+    mean_observations: float | None = None
+    """Observation cycles per question (times observation ran; ``None`` for runs stored before it was kept)."""
+    mean_observer_call_tokens: float | None = None
+    """Message tokens per Observer call, over the run (``None`` for runs stored before it was recorded)."""
+    mean_raw_tail_tokens: float | None = None
+    """Tokens of raw, unobserved messages the actor was shown, per question."""
 
     @property
     def complete(self) -> bool:
@@ -342,7 +348,18 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         caveat=judge_caveat(run),
         reader=_reader_of(run),
         dataset=dataset_name(run),
+        mean_observations=_mean(i.get("observation_cycles") for i in items),
+        mean_observer_call_tokens=_per_call(items),
+        mean_raw_tail_tokens=_mean(i.get("raw_tail_tokens") for i in items),
     )
+
+
+def _per_call(items: Sequence[Mapping[str, Any]]) -> float | None:
+    """Observed message tokens over Observer calls, summed over the questions that recorded both."""
+    pairs = [(i["observed_message_tokens"], i["observer_calls"]) for i in items
+             if not fmt.missing(i.get("observed_message_tokens")) and i.get("observer_calls")]
+    calls = sum(c for _, c in pairs)
+    return sum(t for t, _ in pairs) / calls if calls else None
 
 
 def dataset_name(run: Mapping[str, Any]) -> str:
@@ -485,12 +502,21 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
             ("strict task-avg", True, lambda r: _cell(r, r.strict.task_averaged, with_n=False, sep=sep)),
         ]
     columns += [
+        *_MEMORY_ROWS,
         ("cost $", True, lambda r: fmt.dollars(r.cost_usd)),
         ("unpriced calls", True, lambda r: str(r.unknown_cost_calls)),
         ("obs tokens", True, lambda r: fmt.tokens(r.mean_observation_tokens)),
         ("compression", True, lambda r: fmt.ratio(r.mean_compression_ratio)),
     ]
     return columns
+
+
+#: What the memory did, per run: the rows that tell pending-token readings and thresholds apart.
+_MEMORY_ROWS: tuple[tuple[str, bool, Any], ...] = (
+    ("obs/question", True, lambda r: fmt.ratio(r.mean_observations)),
+    ("tokens/observer call", True, lambda r: fmt.tokens(r.mean_observer_call_tokens)),
+    ("raw tail tokens", True, lambda r: fmt.tokens(r.mean_raw_tail_tokens)),
+)
 
 
 def _cells(columns: list[tuple[str, bool, Any]], rank: int | None, row: RunSummary) -> list[str]:
@@ -520,6 +546,9 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         body[-1] = (body[-1][0], True)
         body.append((["strict task-avg", *(_cell(r, r.strict.task_averaged, with_n=False, compact=True)
                                             for r in rows)], False))
+    if any(r.mean_observations is not None for r in rows):
+        body[-1] = (body[-1][0], True)
+        body += [([name, *(cell(r) for r in rows)], False) for name, _, cell in _MEMORY_ROWS]
     return headers, body
 
 
@@ -663,6 +692,10 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
         "cost_usd": fmt.csv_number(row.cost_usd), "unknown_cost_calls": str(row.unknown_cost_calls),
         "mean_observation_tokens": fmt.csv_number(row.mean_observation_tokens, 2),
         "mean_compression_ratio": fmt.csv_number(row.mean_compression_ratio, 4),
+        "dataset": row.dataset,
+        "mean_observations": fmt.csv_number(row.mean_observations, 4),
+        "mean_observer_call_tokens": fmt.csv_number(row.mean_observer_call_tokens, 2),
+        "mean_raw_tail_tokens": fmt.csv_number(row.mean_raw_tail_tokens, 2),
     })
     return record
 

@@ -70,6 +70,9 @@ TABLES: dict[str, str] = {
             observation_tokens INTEGER,        -- at answer time
             pending_tokens INTEGER,            -- unobserved tail at answer time
             compression_ratio DOUBLE,          -- history tokens / observation tokens
+            observation_cycles INTEGER,        -- times observation ran (each may batch several Observer calls)
+            observed_message_tokens INTEGER,   -- message tokens given to the Observer, over all its calls
+            raw_tail_tokens INTEGER,           -- tokens of raw unobserved messages the actor was shown
             actor_prompt_tokens INTEGER,
             actor_completion_tokens INTEGER,
             cost_usd DOUBLE,                   -- known spend of this question's calls

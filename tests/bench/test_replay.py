@@ -203,3 +203,16 @@ def test_replay_buffering_errors_say_which_options_clash() -> None:
     shared = replace(om_config(), share_token_budget=True)
     with pytest.raises(ConfigError, match="replay.scope=resource replay.buffering=true .*share_token_budget"):
         run(replay_question(question(), shared, observer=ScriptedModel(), replay=ReplayConfig(buffering=True)))
+
+
+@pytest.mark.parametrize("obscure", [True, False])
+def test_obscure_thread_ids_decides_what_the_observer_sees_and_nothing_leaks_either_way(obscure: bool) -> None:
+    # Regression: the replay forced obscuring on, so om.obscure_thread_ids=false changed the run id and nothing else.
+    model = ScriptedModel()
+    config = replace(om_config(message_tokens=100), obscure_thread_ids=obscure)
+    memory, _ = run(replay_question(question(qid="q7_abs"), config, observer=model))
+    observer_input = "\n".join(m["content"] for call in model.calls_for("observer") for m in call.messages)
+    assert ('<thread id="session-0001">' in observer_input) is not obscure
+    for leak in ("q7_abs", "_abs", "answer_abc", "sharegpt"):  # neither the question id nor session ids, either way
+        assert leak not in observer_input, leak
+    assert all((memory.shown_thread_id(t) == t) is not obscure for t in memory.thread_ids)

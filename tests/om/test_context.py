@@ -8,6 +8,7 @@ import pytest
 
 from om_eval.om.context import (
     ContextInputs,
+    actor_memory_messages,
     build_actor_context,
     format_other_conversations,
     optimize_for_context,
@@ -122,9 +123,13 @@ def test_single_layout_golden() -> None:
     assert_golden("context_single.txt", "\n\n=====\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages))
 
 
-def test_no_observations_means_no_marker_and_no_reminder() -> None:
-    messages = build_actor_context(ContextInputs("", NOW), "chunked")
-    assert len(messages) == 1 and "<observations>" not in messages[0]["content"]
+@pytest.mark.parametrize("layout", ["chunked", "single"])
+def test_no_observations_means_no_memory_messages_at_all(layout: str) -> None:
+    # 1.1 and 1.10 inject nothing (no preamble, no other conversations, no reminder) before the first observation.
+    other = {"a1b2c3d4": [Message("m1", "x", "user", "Still deciding on the vet.", NOW)]}
+    assert actor_memory_messages(ContextInputs("", NOW, other_conversations=other), layout) == []
+    kept = actor_memory_messages(ContextInputs(" ", NOW, other_conversations=other), layout)  # as 1.x tests it
+    assert kept == build_actor_context(ContextInputs(" ", NOW, other_conversations=other), layout)
 
 
 def test_other_conversations_skip_empty_threads_but_keep_blank_messages() -> None:
