@@ -66,6 +66,7 @@ PromptBuilder = Callable[..., str]
 """``(task, question, answer, response, abstention=False) -> str``, the upstream signature."""
 Mode = Literal["official", "house"]
 ParseRule = Literal["official", "mastra"]
+NoVerdict = Literal["error", "wrong"]
 
 # -------------------------------------------------------------------------------------- official templates
 
@@ -490,18 +491,23 @@ class Judge:
         model: the judge model's settings (default: the official ``gpt-4o-2024-08-06``, temperature 0, 10 tokens).
         parse: ``official`` (``'yes' in reply``) or ``mastra`` (exactly ``yes`` or ``yes.``...).
         templates: the loaded upstream templates; required in ``official`` mode, absent in ``house`` mode.
+        no_verdict: what a reply without a verdict is: ``error`` (om-eval: unjudged, retried on resume, never
+            counted wrong) or ``wrong`` (Mastra's harness: anything but a yes is a wrong answer).
     """
 
     mode: Mode = "house"
     model: ModelSettings = OFFICIAL_JUDGE_SETTINGS
     parse: ParseRule = "official"
     templates: OfficialTemplates | None = None
+    no_verdict: NoVerdict = "error"
 
     def __post_init__(self) -> None:
         if self.mode not in ("official", "house"):
             raise ConfigError(f"judge.mode={self.mode!r} is invalid: use 'official' or 'house'")
         if self.parse not in ("official", "mastra"):
             raise ConfigError(f"judge.parse={self.parse!r} is invalid: use 'official' or 'mastra'")
+        if self.no_verdict not in ("error", "wrong"):
+            raise ConfigError(f"judge.no_verdict={self.no_verdict!r} is invalid: use 'error' or 'wrong'")
         if (self.mode == "official") != (self.templates is not None):
             raise ValueError("official mode needs loaded templates (Judge.official(...)); house mode takes none")
         self.model.validate("judge.model")
@@ -513,16 +519,18 @@ class Judge:
         *,
         model: ModelSettings | str = OFFICIAL_JUDGE_SETTINGS,
         parse: ParseRule = "official",
+        no_verdict: NoVerdict = "error",
         **load_options: Any,
     ) -> Judge:
         """A judge with the upstream templates (loaded as :func:`load_official_templates` does)."""
         templates = source if isinstance(source, OfficialTemplates) else load_official_templates(source, **load_options)
-        return cls("official", judge_model_settings(model), parse, templates)
+        return cls("official", judge_model_settings(model), parse, templates, no_verdict)
 
     @classmethod
-    def house(cls, *, model: ModelSettings | str = OFFICIAL_JUDGE_SETTINGS, parse: ParseRule = "official") -> Judge:
+    def house(cls, *, model: ModelSettings | str = OFFICIAL_JUDGE_SETTINGS, parse: ParseRule = "official",
+              no_verdict: NoVerdict = "error") -> Judge:
         """A judge with our own templates (offline tests pass ``scripted/...`` or ``local/...``)."""
-        return cls("house", judge_model_settings(model), parse)
+        return cls("house", judge_model_settings(model), parse, None, no_verdict)
 
     @property
     def template_sha256(self) -> str:
@@ -531,14 +539,17 @@ class Judge:
     @property
     def identity(self) -> dict[str, str]:
         """Everything that makes two judges' grades differ; the cache scope of every judge call."""
-        return {"mode": self.mode, "template_sha256": self.template_sha256, "model": self.model.model,
-                "parse": self.parse}
+        identity = {"mode": self.mode, "template_sha256": self.template_sha256, "model": self.model.model,
+                    "parse": self.parse}
+        if self.no_verdict != "error":  # only when set: judges made before it keep their identity and cache
+            identity["no_verdict"] = self.no_verdict
+        return identity
 
     @property
     def is_official(self) -> bool:
         """Pinned upstream templates, official parse and the official model at temperature 0, 10 tokens."""
         return (self.templates is not None and self.templates.pinned and self.parse == "official"
-                and self.model == OFFICIAL_JUDGE_SETTINGS)
+                and self.model == OFFICIAL_JUDGE_SETTINGS and self.no_verdict == "error")
 
     def prompt(self, task: str, question: str, answer: Any, response: str, abstention: bool = False) -> str:
         builder = self.templates.builder if self.templates is not None else house_prompt
@@ -573,7 +584,8 @@ async def judge_answer(judge: Judge, client: LLMClient, question: Question, hypo
     """Grade ``hypothesis`` for ``question``.
 
     A call that fails for good, or a reply with no verdict (:func:`parse_verdict`), gives ``status="error"`` and
-    ``label=None``; such a reply is not cached.
+    ``label=None``; such a reply is not cached. With ``judge.no_verdict == "wrong"`` a reply without a verdict is
+    a wrong answer instead (Mastra's harness), and like any graded reply it is cached.
     """
     prompt = judge.prompt_for(question, hypothesis)
     prompt_hash = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
@@ -582,11 +594,15 @@ async def judge_answer(judge: Judge, client: LLMClient, question: Question, hypo
     def no_verdict(text: str) -> str | None:
         return _no_verdict(text, judge.parse)
 
+    counted_wrong = judge.no_verdict == "wrong"
     try:
-        reply = await client.call(request, stage="judge", scope=judge.identity, check=no_verdict)
+        reply = await client.call(request, stage="judge", scope=judge.identity,
+                                  check=None if counted_wrong else no_verdict)
     except LLMCallError as error:
         return JudgeResult(None, "error", "", str(error), prompt_hash, question.question_id)
     label = parse_verdict(reply.text, judge.parse)
+    if label is None and counted_wrong:
+        return JudgeResult(False, "ok", reply.text, None, prompt_hash, question.question_id, reply.cached)
     if label is None:
         problem = (f"the judge ({judge.model.model}) gave no verdict ({no_verdict(reply.text)}) for question "
                    f"{question.question_id}: {reply.text[:200]!r}; not scored, and not cached")

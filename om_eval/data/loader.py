@@ -64,18 +64,22 @@ __all__ = [
 
 LME_REPO = "xiaowu0162/longmemeval-cleaned"
 LME_REVISION = "98d7416c24c778c2fee6e6f3006e7a073259d48f"
+#: The original 2024 release (what the paper and Mastra's harness used); its files have no ``.json`` suffix.
+LME_ORIGINAL_REPO = "xiaowu0162/longmemeval"
 #: Environment variable naming a folder that holds the official files under their hub names.
 ENV_DIR = "LONGMEMEVAL_DIR"
 
 
 @dataclass(frozen=True)
 class LmeFile:
-    """One official file of the pinned cleaned release."""
+    """One official file: of the pinned cleaned release, or of the original one."""
 
     split: str
     filename: str
     size: int
     sha256: str
+    repo: str = LME_REPO
+    revision: str = LME_REVISION
 
 
 LME_FILES: dict[str, LmeFile] = {
@@ -87,6 +91,10 @@ LME_FILES: dict[str, LmeFile] = {
                 "d6f21ea9d60a0d56f34a05b609c79c88a451d2ae03597821ea3d5a9678c3a442"),
         LmeFile("m", "longmemeval_m_cleaned.json", 2_737_100_077,
                 "9d79e5524794a2e6900a3aa9cb7d9152c5a3e8319c9a87c25494ba1eacee495f"),
+        # The uncleaned S that Mastra's harness downloaded. Its sha256 is the one a third-party harness reported
+        # (longmemeval-reference §1.1); the hub repo has no pinned revision here, so the hash is what holds.
+        LmeFile("s_original", "longmemeval_s", 278_000_000,
+                "08d8dad4be43ee2049a22ff5674eb86725d0ce5ff434cde2627e5e8e7e117894", LME_ORIGINAL_REPO, "main"),
     )
 }
 _BY_FILENAME = {f.filename: f for f in LME_FILES.values()}
@@ -116,9 +124,9 @@ _CHUNK = 1 << 20
 STREAM_MIN_BYTES = 64 << 20
 
 
-def hub_url(filename: str, revision: str = LME_REVISION) -> str:
-    """The direct download address of one file of the cleaned release."""
-    return f"https://huggingface.co/datasets/{LME_REPO}/resolve/{revision}/{filename}"
+def hub_url(filename: str, revision: str = LME_REVISION, repo: str = LME_REPO) -> str:
+    """The direct download address of one file (of the cleaned release unless ``repo`` says otherwise)."""
+    return f"https://huggingface.co/datasets/{repo}/resolve/{revision}/{filename}"
 
 
 class DatasetNotFoundError(FileNotFoundError):
@@ -229,8 +237,9 @@ def resolve_dataset_file(
         tried.append("Hugging Face hub: huggingface_hub is not installed (pip install huggingface_hub)")
     else:
         try:
+            pinned = revision if lme.repo == LME_REPO else lme.revision
             local = hf_hub_download(
-                repo_id=LME_REPO, filename=lme.filename, repo_type="dataset", revision=revision,
+                repo_id=lme.repo, filename=lme.filename, repo_type="dataset", revision=pinned,
                 local_files_only=offline,
             )
         except Exception as error:  # the hub raises many kinds (offline, HTTP, network, cache)
@@ -242,7 +251,7 @@ def resolve_dataset_file(
         else:
             return ResolvedFile(Path(local), split, lme if revision == LME_REVISION else None, "hub")
 
-    url = hub_url(lme.filename, revision)
+    url = hub_url(lme.filename, revision if lme.repo == LME_REPO else lme.revision, lme.repo)
     lines = [f"LongMemEval file {lme.filename!r} (split {split!r}) is missing. Looked for it:"]
     lines += [f"  - {entry}" for entry in tried]
     lines += [
@@ -250,7 +259,8 @@ def resolve_dataset_file(
         f"  1. download {url}",
         f"     into a folder and set {ENV_DIR}=<that folder> (or pass path=... or data_dir=...);",
         "  2. allow the hub download: unset HF_HUB_OFFLINE, make huggingface.co reachable and install",
-        f"     huggingface_hub; the file is fetched from {LME_REPO} at revision {revision[:12]}.",
+        f"     huggingface_hub; the file is fetched from {lme.repo} at revision "
+        f"{(revision if lme.repo == LME_REPO else lme.revision)[:12]}.",
     ]
     raise DatasetNotFoundError("\n".join(lines))
 

@@ -64,9 +64,10 @@ def eval_results_name(judge_model: str) -> str:
 
 def make_judge(spec: RunSpec) -> Judge:
     if spec.judge_mode == "official":
-        return Judge.official(spec.judge_source, model=spec.judge_model, parse=spec.judge_parse)
+        return Judge.official(spec.judge_source, model=spec.judge_model, parse=spec.judge_parse,
+                              no_verdict=spec.judge_no_verdict)
     if spec.judge_mode == "house":
-        return Judge.house(model=spec.judge_model, parse=spec.judge_parse)
+        return Judge.house(model=spec.judge_model, parse=spec.judge_parse, no_verdict=spec.judge_no_verdict)
     raise ValueError(f"judge.mode={spec.judge_mode!r} is invalid: allowed values are house, official")
 
 

@@ -125,6 +125,8 @@ class JudgeSchema:
     source: Optional[str] = None
     """A LongMemEval clone or evaluate_qa.py file; None downloads the pinned file once."""
     parse: str = "official"
+    no_verdict: str = "error"
+    """A reply without a verdict: ``error`` (unjudged, retried) or ``wrong`` (as Mastra's harness counts it)."""
 
 
 @dataclass

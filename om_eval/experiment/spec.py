@@ -59,6 +59,7 @@ class RunSpec:
     judge_mode: str
     judge_source: str | None
     judge_parse: str
+    judge_no_verdict: str
     dataset: Mapping[str, Any]
     run: RunOptions
     resolved: Mapping[str, Any]
@@ -186,6 +187,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         judge_mode=cfg["judge"]["mode"],
         judge_source=cfg["judge"].get("source"),
         judge_parse=cfg["judge"]["parse"],
+        judge_no_verdict=cfg["judge"].get("no_verdict", "error"),
         dataset=dict(cfg["dataset"]),
         run=run,
         # Secrets never reach the store, the console or the run id (a rotated key is the same run).

@@ -100,6 +100,11 @@ def run_report(args: argparse.Namespace) -> int:
         console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
     table = _with_suspects(args.results, summary_table(runs, items, n_boot=args.n_boot, seed=args.seed), items)
+    from dataclasses import replace
+
+    from om_eval.report.departures import departure_notes
+
+    table = replace(table, notes=(*table.notes, *departure_notes(runs)))
     wide = bool(getattr(args, "wide", False))
     console.print(to_rich(table, wide=wide))
     agreement = _judge_agreement(args.results, runs)

@@ -46,6 +46,7 @@ from om_eval.llm.client import ClientSettings, LLMClient
 from om_eval.llm.models import model_settings
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import LLMRequest
+from om_eval.om.config import ConfigError
 from om_eval.om.model import ModelReply
 from om_eval.om.scripted import ScriptedModel
 
@@ -615,3 +616,20 @@ def test_plain_format_fields_are_still_accepted(tmp_path: Path) -> None:
     path, _ = write_standin(tmp_path / "ok", standin_source(function))
     builder = load_official_prompt_builder(path, expected_sha256=None)
     assert builder("multi-session", "q", "a", "r") == "Q: q\nA: a\nR:   'r'"
+
+
+@pytest.mark.parametrize("reply", ["", "Correct.", "The answer names no date"])
+def test_with_no_verdict_wrong_a_reply_without_one_is_a_wrong_answer(reply: str) -> None:
+    # Mastra's harness: anything that is not a yes counts wrong, and the reply stands (it may be cached).
+    client = RecordingClient(reply)
+    q = question("q3", "multi-session", "Lisbon")
+    judge = Judge.house(parse="mastra", no_verdict="wrong")
+    result = asyncio.run(judge_answer(judge, client, q, "Lisbon"))  # type: ignore[arg-type]
+    assert (result.status, result.label, result.error) == ("ok", False, None)
+    assert client.check is None
+    assert judge.identity["no_verdict"] == "wrong" and "no_verdict" not in Judge.house().identity
+
+
+def test_no_verdict_accepts_only_its_two_values() -> None:
+    with pytest.raises(ConfigError, match="judge.no_verdict='maybe' is invalid"):
+        Judge.house(no_verdict="maybe")  # type: ignore[arg-type]

@@ -1,0 +1,58 @@
+"""How a run differs from the harness behind Mastra's published LongMemEval scores (om-reference §6).
+
+Why a report line: the published 84.23 was made with choices om-eval does not default to (the original data file,
+an undated judge, a stricter yes-rule, re-asks of flagged questions, a content rewriter) and om-eval adds rules of
+its own that Mastra's engine does not have. A number compared with Mastra's should say which of these were on.
+Only runs of a ``mastra*`` experiment get the line; the conditions are read from the stored, resolved config.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+#: What om-eval never reproduces, so every Mastra-like run carries it.
+ALWAYS = (
+    "om-eval's observer/reflector robustness rules (repeat check, smallest reflection kept, junk never applied)",
+    "no re-asks of questions Mastra flagged for retry",
+    "no rewriter of content the observer model refuses",
+)
+
+
+def mastra_departures(config: Mapping[str, Any]) -> list[str]:
+    """The departures from Mastra's harness of a run with resolved ``config`` (see the module docstring)."""
+    found = []
+    dataset = config.get("dataset") or {}
+    if dataset.get("name") != "s_original":
+        found.append(f"data {dataset.get('name') or '?'} (Mastra: the original longmemeval_s)")
+    judge = config.get("judge") or {}
+    model = (config.get("models") or {}).get("judge") or {}
+    if judge.get("mode") != "official":
+        found.append(f"{judge.get('mode') or '?'} judge templates (Mastra: the official ones)")
+    if model.get("model") != "openai/gpt-4o":
+        found.append(f"judge model {model.get('model') or '?'} (Mastra: undated openai/gpt-4o)")
+    if model.get("max_output_tokens") is not None:
+        found.append(f"judge output capped at {model['max_output_tokens']} tokens (Mastra: no cap)")
+    if judge.get("parse") != "mastra":
+        found.append("yes anywhere in the reply counts (Mastra: the reply is exactly yes or starts with 'yes.')")
+    if judge.get("no_verdict", "error") != "wrong":
+        found.append("a reply without a verdict is unjudged (Mastra: wrong)")
+    replay = (config.get("om") or {}).get("replay") or {}
+    if replay.get("pending_accounting", "exact") != "mastra_dev":
+        found.append(f"pending tokens counted as {replay.get('pending_accounting', 'exact')} (Mastra's data: "
+                     "mastra_dev)")
+    return [*found, *ALWAYS]
+
+
+def departure_notes(runs: list[Mapping[str, Any]]) -> list[str]:
+    """One note per run of a ``mastra*`` experiment, naming its departures."""
+    notes = []
+    for run in runs:
+        config = run.get("config_json")
+        config = json.loads(config) if isinstance(config, str) else (config or {})
+        if not str(config.get("experiment") or "").startswith("mastra"):
+            continue
+        label = run.get("label") or run["run_id"][:8]
+        notes.append(f"Departures from Mastra's harness ({label}): " + "; ".join(mastra_departures(config)) + ".")
+    return notes

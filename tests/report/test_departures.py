@@ -1,0 +1,38 @@
+"""The report names how a Mastra-like run departs from Mastra's own harness; the strict preset departs least."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from om_eval.experiment.spec import spec_from_config
+from om_eval.report.departures import ALWAYS, departure_notes, mastra_departures
+from tests.runs import compose_run
+
+
+def resolved(tmp_path: Path, experiment: str, *overrides: str) -> dict:
+    cfg = compose_run(tmp_path, *overrides, experiment=experiment)
+    return dict(spec_from_config(OmegaConf.to_container(cfg, resolve=True)).resolved)
+
+
+def test_the_published_setup_names_what_om_eval_changed(tmp_path: Path) -> None:
+    found = mastra_departures(resolved(tmp_path, "mastra_gpt4o"))
+    text = " | ".join(found)
+    for expected in ("data s (Mastra: the original longmemeval_s)", "judge model openai/gpt-4o-2024-08-06",
+                     "capped at 10 tokens", "yes anywhere", "without a verdict is unjudged"):
+        assert expected in text, expected
+    assert "pending tokens" not in text  # benchmark_era counts as the dev code did
+
+
+def test_the_strict_preset_keeps_only_what_om_eval_cannot_reproduce(tmp_path: Path) -> None:
+    assert mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict")) == list(ALWAYS)
+    loose = mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict", "om.replay.pending_accounting=exact"))
+    assert loose[0].startswith("pending tokens counted as exact")
+
+
+def test_only_mastra_experiments_get_a_note(tmp_path: Path) -> None:
+    runs = [{"run_id": "a" * 16, "label": "smoke", "config_json": resolved(tmp_path, "smoke")},
+            {"run_id": "b" * 16, "label": "strict", "config_json": resolved(tmp_path, "mastra_gpt4o_strict")}]
+    (note,) = departure_notes(runs)
+    assert note.startswith("Departures from Mastra's harness (strict): om-eval's observer/reflector")
