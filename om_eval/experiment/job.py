@@ -68,7 +68,7 @@ def make_judge(spec: RunSpec) -> Judge:
                               no_verdict=spec.judge_no_verdict)
     if spec.judge_mode == "house":
         return Judge.house(model=spec.judge_model, parse=spec.judge_parse, no_verdict=spec.judge_no_verdict)
-    raise ValueError(f"judge.mode={spec.judge_mode!r} is invalid: allowed values are house, official")
+    raise ConfigError(f"judge.mode={spec.judge_mode!r} is invalid: allowed values are house, official")
 
 
 @dataclass

@@ -22,6 +22,10 @@ BAD = [
     ("dataset.subset.types=[tr]", "dataset.subset"),  # the mini set's only tr question is answerable...
     ("om.token_estimator=words", "om.token_estimator"),
     ("judge.parse=lenient", "judge.parse"),
+    ("judge.mode=lenient", "judge.mode"),
+    ("judge.no_verdict=maybe", "judge.no_verdict"),
+    ("om.replay.pending_accounting=maybe", "om.replay.pending_accounting"),
+    ("om.other_threads_limit=0", "om.other_threads_limit"),
     ("om.replay.scope=session", "om.replay.scope"),
     ("om.replay.turn_spacing_seconds=-5", "om.replay.turn_spacing_seconds"),
 ]
