@@ -20,6 +20,8 @@ SLOW_MODULES = (
     "tests/experiment/test_baselines.py",
     "tests/store/test_processes.py",
     "tests/om/test_mastra_differential.py",
+    "tests/om/test_mastra_pair_replay.py",
+    "tests/om/test_tokenx_differential.py",
     "tests/report/test_runs_cli.py",
     "tests/experiment/test_pending_accounting_sweep.py",
 )
