@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Differential test of om-eval's OM text helpers against Mastra's @mastra/memory 1.10.0, run by Node.
+# Differential tests of om-eval's OM against Mastra's @mastra/memory 1.10.0, run by Node: the text helpers
+# (tests/om/test_mastra_differential.py) and the engine replayed pair by pair (tests/om/test_mastra_engine_differential.py).
 #
-#   scripts/mastra_differential.sh            # installs the package once per $OM_EVAL_CACHE_DIR (else per run)
-#   OM_EVAL_CACHE_DIR=~/.cache/om-eval scripts/mastra_differential.sh -x
+#   scripts/mastra_differential.sh            # installs the packages once per $OM_EVAL_CACHE_DIR (else per run)
+#   OM_EVAL_CACHE_DIR=~/.cache/om-eval scripts/mastra_differential.sh -k engine -x
 #
 # Needs node and npm with registry access (the tests skip and say why otherwise). Prints the cases compared per
-# reference function, how many were identical, and the time taken. Extra arguments go to pytest.
+# reference function and, per engine cell (scope x buffering), how often each mechanism ran and how many pairs
+# agree on each field, and the time taken. Extra arguments go to pytest.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -14,7 +16,7 @@ python="${PYTHON:-.venv/bin/python}"
 [ -x "$python" ] || python=python3
 
 start=$(date +%s)
-"$python" -m pytest -m mastra -rA -q tests/om/test_mastra_differential.py "$@"
+"$python" -m pytest -m mastra -rA -q tests/om/test_mastra_differential.py tests/om/test_mastra_engine_differential.py "$@"
 status=$?
 echo "mastra differential: $(( $(date +%s) - start )) s, pytest exit code ${status}"
 exit "$status"

@@ -21,6 +21,7 @@ SLOW_MODULES = (
     "tests/store/test_processes.py",
     "tests/om/test_mastra_differential.py",
     "tests/om/test_mastra_pair_replay.py",
+    "tests/om/test_mastra_engine_differential.py",
     "tests/om/test_tokenx_differential.py",
     "tests/report/test_runs_cli.py",
     "tests/experiment/test_pending_accounting_sweep.py",

@@ -1,0 +1,207 @@
+// om-eval: the engine side of the Mastra differential (tests/om/test_mastra_engine_differential.py).
+//
+// Replays generated conversations through the real @mastra/memory ObservationalMemory processor, one
+// user/assistant pair per agent turn of two steps: processInputStep at step 0 (history load, activation,
+// buffering trigger, reflection check), processInputStep at step 1 (per-step save and the synchronous threshold
+// check, which 1.x runs only at steps after the first), then processOutputResult (final save). Background
+// buffering is awaited after every step, so each buffer pass finishes before the next message arrives. The
+// Observer and Reflector are deterministic stand-ins that read the message tags planted in the conversation
+// (`«m12|May 1, 2023|09:00» words…`) and answer by the rule om-eval's Python side applies too
+// (tests/om/engine_mock.py). After the last pair, a final question is put to the memory in a new thread (resource
+// scope) or in the last thread (thread scope), and the messages the actor would receive are recorded.
+//
+// Input (stdin, JSON): {"config": {...OM options...}, "conversations": [{"resource": id, "sessions": [{"thread":
+// id, "createdAt": iso, "messages": [{id, role, text, createdAt}]}], "question": {thread, text, createdAt, now}}]}.
+// Output (stdout, JSON): per conversation, the events of each pair and the actor's messages.
+// Run from a folder where @mastra/memory, @mastra/core and zod are installed.
+import { MessageList } from "@mastra/core/agent";
+import { RequestContext } from "@mastra/core/request-context";
+import { InMemoryStore } from "@mastra/core/storage";
+import { ObservationalMemory } from "@mastra/memory/processors";
+
+let input = "";
+for await (const chunk of process.stdin) input += chunk;
+const { config, conversations } = JSON.parse(input);
+
+// ---------------------------------------------------------------------------- the stand-in models
+
+const TAG = /«(m\d+)\|([^|»]+)\|(\d\d:\d\d)»((?: [a-z]+){0,6})/g;
+const THREAD_OPEN = /<thread id="([^"]+)">/g;
+const FACT = /fact (m\d+)/g;
+const DATE_LINE = /^Date: .+$/m;
+
+function promptText(prompt) {
+  // Every non-system message of the call, in order (the system prompt holds format examples, not input).
+  return prompt
+    .filter((m) => m.role !== "system")
+    .map((m) => (typeof m.content === "string" ? m.content : m.content.map((p) => p.text ?? "").join("\n")))
+    .join("\n");
+}
+
+export function observerReply(text) {
+  const threadStarts = [...text.matchAll(THREAD_OPEN)].map((m) => [m.index, m[1]]);
+  const seen = new Set();
+  const byThread = new Map();
+  for (const m of text.matchAll(TAG)) {
+    if (seen.has(m[1])) continue;
+    seen.add(m[1]);
+    let thread = "";
+    for (const [at, id] of threadStarts) if (at < m.index) thread = id;
+    if (!byThread.has(thread)) byThread.set(thread, []);
+    byThread.get(thread).push({ tag: m[1], date: m[2], time: m[3], words: m[4].trim() });
+  }
+  const section = (facts) => {
+    const lines = [];
+    let date = null;
+    for (const f of facts) {
+      if (f.date !== date) { lines.push(`Date: ${f.date}`); date = f.date; }
+      lines.push(`* 🔴 (${f.time}) fact ${f.tag}: the speaker said ${f.words}`);
+    }
+    return lines.join("\n");
+  };
+  if (threadStarts.length === 0) return `<observations>\n${section(byThread.get("") ?? [])}\n</observations>`;
+  const parts = [...byThread.entries()].map(([id, facts]) => `<thread id="${id}">\n${section(facts)}\n</thread>`);
+  return `<observations>\n${parts.join("\n")}\n</observations>`;
+}
+
+export function reflectorReply(text) {
+  const tags = [...new Set([...text.matchAll(FACT)].map((m) => m[1]))];
+  const date = text.match(DATE_LINE)?.[0] ?? "Date: Jan 1, 2000";
+  const kept = tags.filter((_, i) => i % 4 === 0).map((t) => `* 🔴 (00:00) kept fact ${t} from the earlier notes`);
+  return `<observations>\n${date}\n${kept.join("\n")}\n</observations>`;
+}
+
+const calls = [];
+function standIn(modelId, kind, reply) {
+  const generate = async (options) => {
+    const text = promptText(options.prompt);
+    calls.push({ kind, tags: [...new Set([...text.matchAll(TAG)].map((m) => m[1]))] });
+    return {
+      content: [{ type: "text", text: reply(text) }], finishReason: "stop",
+      usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 }, warnings: [],
+      rawCall: { rawPrompt: null, rawSettings: {} },
+    };
+  };
+  return {
+    specificationVersion: "v2", provider: "om-eval", modelId, supportedUrls: {},
+    doGenerate: generate,
+    doStream: async (options) => {
+      const result = await generate(options);
+      const parts = [
+        { type: "stream-start", warnings: [] },
+        { type: "response-metadata", id: "r", modelId, timestamp: new Date(0) },
+        { type: "text-start", id: "t" },
+        { type: "text-delta", id: "t", delta: result.content[0].text },
+        { type: "text-end", id: "t" },
+        { type: "finish", finishReason: "stop", usage: result.usage },
+      ];
+      return { stream: new ReadableStream({ start(c) { for (const p of parts) c.enqueue(p); c.close(); } }), rawCall: result.rawCall };
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------- the replay
+
+function dbMessage(m, threadId, resourceId) {
+  return {
+    id: m.id, role: m.role, createdAt: new Date(m.createdAt), threadId, resourceId, type: "text",
+    content: { format: 2, parts: [{ type: "text", text: m.text }] },
+  };
+}
+
+function recordState(record) {
+  if (!record) return null;
+  return {
+    generation: record.generationCount ?? 0,
+    observations: record.activeObservations ?? "",
+    observationTokens: record.observationTokenCount ?? 0,
+    chunks: (record.bufferedObservationChunks ?? []).map((c) => ({
+      messageIds: c.messageIds, messageTokens: c.messageTokens, tokens: c.tokenCount,
+    })),
+    bufferedReflection: record.bufferedReflection ?? null,
+  };
+}
+
+function actorView(list) {
+  const system = list.getAllSystemMessages().map((m) => (typeof m.content === "string" ? m.content : JSON.stringify(m.content)));
+  const messages = list.get.all.db().map((m) => ({
+    id: m.id, role: m.role, text: m.content.parts.filter((p) => p.type === "text").map((p) => p.text).join(""),
+  }));
+  return { system, messages };
+}
+
+async function replay(conversation) {
+  const storage = new InMemoryStore();
+  const store = await storage.getStore("memory");
+  const observation = { messageTokens: config.messageTokens, maxTokensPerBatch: config.maxTokensPerBatch };
+  const reflection = { observationTokens: config.observationTokens };
+  if (config.buffering) {
+    if (config.bufferTokens != null) observation.bufferTokens = config.bufferTokens;
+    if (config.bufferActivation != null) observation.bufferActivation = config.bufferActivation;
+    if (config.blockAfter != null) observation.blockAfter = config.blockAfter;
+  } else {
+    observation.bufferTokens = false;
+  }
+  observation.model = standIn("om-eval-observer", "observer", observerReply);
+  reflection.model = standIn("om-eval-reflector", "reflector", reflectorReply);
+  const om = new ObservationalMemory({
+    storage: store, scope: config.scope, obscureThreadIds: config.obscureThreadIds, observation, reflection,
+  });
+  const resourceId = conversation.resource;
+  const pairs = [];
+  const context = (threadId, now) => {
+    const rc = new RequestContext();
+    rc.set("MastraMemory", { thread: { id: threadId }, resourceId });
+    rc.set("currentDate", new Date(now));
+    return rc;
+  };
+  const settle = async (threadId) => {
+    await ObservationalMemory.awaitBuffering(threadId, resourceId, store);
+  };
+  const turn = async (threadId, messages, now, steps) => {
+    const list = new MessageList({ threadId, resourceId });
+    list.add(messages.map((m) => dbMessage(m, threadId, resourceId)), "input");
+    const requestContext = context(threadId, now);
+    const state = {};
+    for (let step = 0; step < steps; step++) {
+      await om.processInputStep({ messageList: list, requestContext, stepNumber: step, state, messages: [] });
+      await settle(threadId);
+    }
+    return { list, requestContext, state };
+  };
+  for (const session of conversation.sessions) {
+    const at = new Date(session.createdAt);
+    await store.saveThread({ thread: { id: session.thread, resourceId, title: "", createdAt: at, updatedAt: at, metadata: {} } });
+    for (let start = 0; start < session.messages.length; start += 2) {
+      const unit = session.messages.slice(start, start + 2);
+      const before = calls.length;
+      const now = unit[unit.length - 1].createdAt;
+      const { list, requestContext, state } = await turn(session.thread, unit, now, 2);
+      await om.processOutputResult({ messageList: list, requestContext, state, messages: [] });
+      await settle(session.thread);
+      const record = await store.getObservationalMemory(config.scope === "resource" ? null : session.thread, resourceId);
+      pairs.push({ thread: session.thread, messageIds: unit.map((m) => m.id), calls: calls.slice(before), record: recordState(record) });
+    }
+  }
+  // The question: a new thread of the resource, or (thread scope, where a new thread has no memory) the last one.
+  const q = conversation.question;
+  const askIn = config.scope === "resource" ? q.thread : conversation.sessions.at(-1).thread;
+  if (config.scope === "resource") {
+    const at = new Date(q.createdAt);
+    await store.saveThread({ thread: { id: askIn, resourceId, title: "", createdAt: at, updatedAt: at, metadata: {} } });
+  }
+  const before = calls.length;
+  const { list } = await turn(askIn, [{ id: "question", role: "user", text: q.text, createdAt: q.createdAt }], q.now, 1);
+  return { pairs, actor: actorView(list), questionCalls: calls.slice(before) };
+}
+
+const results = [];
+for (const conversation of conversations) {
+  calls.length = 0;
+  try {
+    results.push(await replay(conversation));
+  } catch (error) {
+    results.push({ error: String(error?.stack ?? error) });
+  }
+}
+process.stdout.write(JSON.stringify(results));

@@ -1,0 +1,209 @@
+"""The om-eval side of the engine differential (``tests/om/test_mastra_engine_differential.py``).
+
+Three pieces, each mirrored by ``scripts/mastra_engine_replay.mjs`` on the Node side:
+
+* **Conversations**: seeded multi-session histories whose every message starts with a tag
+  ``«m12|May 1, 2023|09:00»`` followed by plain words, so a stand-in model can tell which messages a call was
+  given and when they were said, whatever wording the prompt around them has.
+* **Stand-in models**: an Observer that writes one dated observation line per tagged message (grouped by the
+  ``<thread id>`` block the tag sits in), and a Reflector that keeps every fourth fact it is shown. Both
+  implementations follow the same rule, so identical inputs give identical replies and identical token counts.
+* **The replay**: each user/assistant pair is added and checked as one agent turn (``observe`` after the pair),
+  and the record is read after every pair; finally the actor's messages before a question.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from om_eval.bench.accounting import PendingCounter
+from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.memory import ObservationalMemory
+from om_eval.om.model import ChatMessage, ModelReply
+from om_eval.om.records import Message
+from om_eval.om.tokens import make_counter
+
+TAG = re.compile(r"«(m\d+)\|([^|»]+)\|(\d\d:\d\d)»((?: [a-z]+){0,6})")
+THREAD_OPEN = re.compile(r'<thread id="([^"]+)">')
+FACT = re.compile(r"fact (m\d+)")
+DATE_LINE = re.compile(r"^Date: .+$", re.MULTILINE)
+WORDS = ("apple river stone cloud maple violin harbor pepper lantern meadow copper falcon orchid canyon velvet "
+         "ember quartz willow saffron tundra beacon walnut cobalt juniper").split()
+
+# --------------------------------------------------------------------------- conversations
+
+
+def _iso(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def conversation(seed: int, *, sessions: tuple[int, int] = (3, 7), pairs: tuple[int, int] = (1, 6),
+                 words: tuple[int, int] = (8, 70)) -> dict[str, Any]:
+    """A seeded conversation in the JSON shape both replays read (times are UTC wall-clock)."""
+    rng = random.Random(seed)
+    day = datetime(2023, 5, 1, 8, 0) + timedelta(days=rng.randint(0, 300))
+    out, number = [], 0
+    for s in range(rng.randint(*sessions)):
+        day = day + timedelta(days=rng.randint(0, 4), hours=rng.randint(0, 10), minutes=rng.randint(0, 59))
+        messages = []
+        for i in range(2 * rng.randint(*pairs)):
+            at = day + timedelta(seconds=5 * i)
+            number += 1
+            tag = f"«m{number}|{at.strftime('%b')} {at.day}, {at.year}|{at.strftime('%H:%M')}»"
+            text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(*words)))
+            messages.append({"id": f"m{number}", "role": ("user", "assistant")[i % 2], "text": f"{tag} {text}",
+                             "createdAt": _iso(at)})
+        out.append({"thread": f"c{seed}-s{s}", "createdAt": _iso(day), "messages": messages})
+    last = datetime.strptime(out[-1]["messages"][-1]["createdAt"], "%Y-%m-%dT%H:%M:%S.000Z")
+    asked = last + timedelta(days=rng.randint(1, 20), hours=3)
+    return {"resource": f"r{seed}", "sessions": out,
+            "question": {"thread": f"c{seed}-q", "text": "What did I tell you about the harbor?",
+                         "createdAt": _iso(asked), "now": _iso(asked)}}
+
+
+def _parse(stamp: str) -> datetime:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S.000Z")
+
+
+# --------------------------------------------------------------------------- stand-in models
+
+
+def _prompt_text(messages: Sequence[ChatMessage]) -> str:
+    return "\n".join(str(m["content"]) for m in messages if m["role"] != "system")
+
+
+def observer_reply(text: str) -> str:
+    """One observation line per tagged message, in the ``<thread>`` block the tag sits in (the JS rule)."""
+    starts = [(m.start(), m.group(1)) for m in THREAD_OPEN.finditer(text)]
+    seen: set[str] = set()
+    by_thread: dict[str, list[tuple[str, str, str, str]]] = {}
+    for m in TAG.finditer(text):
+        if m.group(1) in seen:
+            continue
+        seen.add(m.group(1))
+        thread = ""
+        for at, shown in starts:
+            if at < m.start():
+                thread = shown
+        by_thread.setdefault(thread, []).append((m.group(1), m.group(2), m.group(3), m.group(4).strip()))
+
+    def section(facts: list[tuple[str, str, str, str]]) -> str:
+        lines, date = [], None
+        for tag, day, time, words in facts:
+            if day != date:
+                lines.append(f"Date: {day}")
+                date = day
+            lines.append(f"* 🔴 ({time}) fact {tag}: the speaker said {words}")
+        return "\n".join(lines)
+
+    if not starts:
+        return f"<observations>\n{section(by_thread.get('', []))}\n</observations>"
+    parts = [f'<thread id="{shown}">\n{section(facts)}\n</thread>' for shown, facts in by_thread.items()]
+    return "<observations>\n" + "\n".join(parts) + "\n</observations>"
+
+
+def reflector_reply(text: str) -> str:
+    """Every fourth fact seen, under the first date line (the JS rule)."""
+    tags = list(dict.fromkeys(FACT.findall(text)))
+    date = DATE_LINE.search(text)
+    kept = [f"* 🔴 (00:00) kept fact {t} from the earlier notes" for i, t in enumerate(tags) if i % 4 == 0]
+    return "<observations>\n" + (date.group(0) if date else "Date: Jan 1, 2000") + "\n" + "\n".join(kept) + (
+        "\n</observations>")
+
+
+@dataclass
+class StandIn:
+    """A :class:`~om_eval.om.model.ChatModel` answering by ``observer_reply`` or ``reflector_reply``; every call
+    is appended to ``calls`` (shared by both models, so it is in call order)."""
+
+    kind: str
+    calls: list[dict[str, Any]]
+
+    async def complete(self, messages: Sequence[ChatMessage], *, stage: str, settings: ModelSettings) -> ModelReply:
+        text = _prompt_text(messages)
+        self.calls.append({"kind": self.kind, "tags": list(dict.fromkeys(m.group(1) for m in TAG.finditer(text)))})
+        reply = observer_reply(text) if self.kind == "observer" else reflector_reply(text)
+        return ModelReply(reply, settings.model, prompt_tokens=10, completion_tokens=20, finish_reason="stop")
+
+
+# --------------------------------------------------------------------------- the replay
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One cell of the differential: scope, buffering and the (small) thresholds."""
+
+    scope: str
+    buffering: bool
+    message_tokens: int
+    observation_tokens: int
+    max_tokens_per_batch: int = 10_000
+    obscure_thread_ids: bool = False
+    pending_accounting: str = "exact"
+    """How om-eval decides that observation is due after a pair (:mod:`om_eval.bench.accounting`)."""
+    sessions: tuple[int, int] = (3, 7)
+    pairs: tuple[int, int] = (1, 6)
+    """Ranges of sessions per conversation and pairs per session."""
+
+    def conversation(self, seed: int) -> dict[str, Any]:
+        return conversation(seed, sessions=self.sessions, pairs=self.pairs)
+
+    def node_config(self) -> dict[str, Any]:
+        return {"scope": self.scope, "buffering": self.buffering, "messageTokens": self.message_tokens,
+                "observationTokens": self.observation_tokens, "maxTokensPerBatch": self.max_tokens_per_batch,
+                "obscureThreadIds": self.obscure_thread_ids}
+
+    def om_config(self) -> OMConfig:
+        observation = ObservationConfig(
+            message_tokens=self.message_tokens, max_tokens_per_batch=self.max_tokens_per_batch,
+            buffer_tokens=None if self.buffering else False,
+        )
+        return OMConfig(
+            scope=self.scope, observation=observation,
+            reflection=ReflectionConfig(observation_tokens=self.observation_tokens),
+            obscure_thread_ids=self.obscure_thread_ids, resource_buffering=self.buffering and self.scope == "resource",
+        )
+
+
+def _record_state(memory: ObservationalMemory, thread_id: str) -> dict[str, Any]:
+    record = memory.record(thread_id)
+    return {
+        "generation": len(memory.generations(thread_id)) - 1,
+        "observations": record.active_observations,
+        "observationTokens": record.observation_token_count,
+        "chunks": [{"messageIds": list(c.message_ids), "messageTokens": c.message_tokens, "tokens": c.token_count}
+                   for c in record.buffered_observation_chunks],
+        "bufferedReflection": record.buffered_reflection or None,
+    }
+
+
+async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, Any]:
+    """Replay ``conversation`` through om-eval's engine: the structure the Node script prints."""
+    calls: list[dict[str, Any]] = []
+    memory = ObservationalMemory(setting.om_config(), observer=StandIn("observer", calls),
+                                 reflector=StandIn("reflector", calls), resource_id=conversation["resource"],
+                                 token_counter=make_counter("tokenx"))
+    accounting = PendingCounter(setting.pending_accounting)  # type: ignore[arg-type]
+    pairs = []
+    for session in conversation["sessions"]:
+        thread = session["thread"]
+        messages = session["messages"]
+        for start in range(0, len(messages), 2):
+            unit = messages[start:start + 2]
+            before = len(calls)
+            memory.add_messages(Message(m["id"], thread, m["role"], m["text"], _parse(m["createdAt"])) for m in unit)
+            if setting.pending_accounting == "exact":
+                await memory.observe(thread)
+            elif accounting.after_unit(memory, thread).due:
+                await memory.observe(thread, force=True, select_all=False)
+            pairs.append({"thread": thread, "messageIds": [m["id"] for m in unit], "calls": calls[before:],
+                          "record": _record_state(memory, thread)})
+    question = conversation["question"]
+    asked_in = question["thread"] if setting.scope == "resource" else conversation["sessions"][-1]["thread"]
+    context = memory.build_context(_parse(question["now"]), asked_in)
+    return {"pairs": pairs, "actor": {"messages": context.messages}}
