@@ -66,6 +66,10 @@ def run_once(sessions: list, buffering: bool = False, scope: str = "resource", c
                 t0 = time.perf_counter()
                 memory.add_messages(session.messages[index : index + 2])
                 ingest += time.perf_counter() - t0
+                # A pair is one agent turn: 1.x's first step, then its threshold check (start_turn is a no-op
+                # without buffering).
+                if await memory.start_turn(thread) is not None:
+                    observations += 1
                 if await memory.observe(thread) is not None:
                     observations += 1
         return observations

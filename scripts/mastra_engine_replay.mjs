@@ -160,7 +160,7 @@ async function replay(conversation) {
   };
   const turn = async (threadId, messages, now, steps) => {
     const list = new MessageList({ threadId, resourceId });
-    list.add(messages.map((m) => dbMessage(m, threadId, resourceId)), "input");
+    if (messages.length) list.add(messages.map((m) => dbMessage(m, threadId, resourceId)), "input");
     const requestContext = context(threadId, now);
     const state = {};
     for (let step = 0; step < steps; step++) {
@@ -191,7 +191,8 @@ async function replay(conversation) {
     await store.saveThread({ thread: { id: askIn, resourceId, title: "", createdAt: at, updatedAt: at, metadata: {} } });
   }
   const before = calls.length;
-  const { list } = await turn(askIn, [{ id: "question", role: "user", text: q.text, createdAt: q.createdAt }], q.now, 1);
+  // Step 0 of the question's turn with no new message, so the list holds what memory gives the actor.
+  const { list } = await turn(askIn, [], q.now, 1);
   return { pairs, actor: actorView(list), questionCalls: calls.slice(before) };
 }
 

@@ -40,6 +40,11 @@ MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_limit")
 
 
+#: Revision of the buffered replay's step model (``ObservationalMemory.start_turn`` then ``observe`` per unit);
+#: part of buffered memory keys only, so memories built by an earlier model are not reused.
+BUFFERING_STEPS = 2
+
+
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
     """Identity of a memory build: same hash, same memory (given a deterministic, cached observer)."""
     # What the actor sees (layout, other threads) does not change what the memory holds; neither do credentials,
@@ -52,6 +57,8 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
         "prompts": prompt_set_hash(MEMORY_PROMPTS),
         "tokens": counter_name,
     }
+    if replay.buffering:  # buffered builds changed when each pair became 1.x's two agent steps
+        payload["buffering_steps"] = BUFFERING_STEPS
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
 
 

@@ -202,6 +202,12 @@ async def replay_question(
             memory.add_messages(unit)
             stats.history_tokens += sum(memory.message_tokens(m.id) for m in unit)
             stats.observe_checks += 1
+            if replay.buffering:  # 1.x's step 0 of the unit's agent turn: activation, reflection, buffering
+                activated = await memory.start_turn(last_thread)
+                if activated is not None:
+                    stats.observation_cycles += 1
+                    if activated.reflection_error:
+                        stats.reflection_errors.append(activated.reflection_error)
             if replay.pending_accounting == "exact":
                 outcome = await memory.observe(last_thread)
             else:

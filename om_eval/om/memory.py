@@ -11,8 +11,11 @@ accepted, so a failed or degenerate call leaves the memory exactly as it was.
 
 Async buffering (om-reference §1.7-§1.11) is run deterministically. In 1.10 a buffering pass starts in the
 background when its trigger fires and activation waits for it (up to 30 s) before swapping chunks in. Here a pass
-runs to completion inside the :meth:`ObservationalMemory.observe` call whose check fired it, before the caller adds
-the next message. That is the schedule 1.10 follows whenever the Observer answers before the next message arrives
+runs to completion inside the :meth:`ObservationalMemory.start_turn` or :meth:`ObservationalMemory.observe` call
+whose check fired it, before the caller adds the next message. An agent turn of 1.x has a first step (activation
+at the threshold, the reflection check, a buffering pass: :meth:`~ObservationalMemory.start_turn`) and later steps
+(a buffering pass, activation or, past ``block_after``, synchronous observation: :meth:`~ObservationalMemory.observe`);
+a replay runs both for each unit, as ``tests/om/test_mastra_engine_differential.py`` drives the real package. That is the schedule 1.10 follows whenever the Observer answers before the next message arrives
 (always the case in a replay, where nothing else is waiting); only wall-clock overlap is lost, never an ordering
 decision: the trigger sees the same pending tokens, the pass sees the same candidate messages, and activation
 sees every chunk whose pass had started, exactly as after 1.10's wait. The same holds for buffered reflection.
@@ -397,11 +400,11 @@ class ObservationalMemory:
         observation is due passes ``force=True, select_all=False`` to keep 1.x's selection).
 
         With async buffering on (thread scope, the 1.10 default; resource scope with ``resource_buffering``) this
-        is one step of 1.10's per-step pipeline (§1.8): a buffering pass when pending tokens crossed a new
-        interval, then at the threshold the activation of buffered chunks, or synchronous observation once
-        ``block_after`` is reached; then the reflection check, which may buffer or activate a reflection. Returns
-        an outcome only when observations were added to memory (activated or observed), not for a pass that only
-        buffered.
+        is a step after the first of 1.10's per-step pipeline (§1.8; :meth:`start_turn` is the first): a buffering
+        pass when pending tokens crossed a new interval, then at the threshold the activation of buffered chunks,
+        or synchronous observation once ``block_after`` is reached, each followed by the reflection check, which
+        may buffer or activate a reflection. Returns an outcome only when observations were added to memory
+        (activated or observed), not for a pass that only buffered.
         """
         async with self._lock:
             if self.config.async_observation_enabled and not force:
@@ -627,40 +630,80 @@ class ObservationalMemory:
 
     # -- async buffering (§1.7, §1.8 steps 4-10, §1.10) -----------------------------------------------------
 
+    async def start_turn(self, thread_id: str | None = None) -> ObservationOutcome | None:
+        """What 1.x checks before the first model call of an agent turn (step 0 of its per-step pipeline, §1.8).
+
+        With async buffering on: activate buffered chunks once pending tokens reach the threshold, check
+        reflection, then start a buffering pass when a new interval was crossed. Synchronous observation never
+        runs here; :meth:`observe` is the check of the steps after the first. Without buffering this does nothing
+        (1.x's step 0 would only reflect observations already over their threshold, which synchronous observation
+        never leaves behind). Returns an outcome only when chunks were activated.
+        """
+        async with self._lock:
+            if not self.config.async_observation_enabled:
+                return None
+            key = self._key(thread_id)
+            if key not in self._generations:  # nothing was ever added: reading must not create a record
+                return None
+            record = self._ensure_record(key)
+            threshold = self.observation_threshold(key)
+            pending = self.pending_tokens(key)
+            # The context may have shrunk since the last pass (§1.8 step 4).
+            record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
+            outcome = None
+            if record.buffered_observation_chunks and observation_due(pending, threshold):
+                outcome = self._activate(key, pending, threshold)
+                if outcome is not None:
+                    outcome = await self._with_reflection(outcome, key)
+            # A failure is recorded as an event; with no activation there is no outcome to carry it.
+            with contextlib.suppress(Exception):
+                await self._maybe_reflect_async(key, after_observation=False)
+            await self._maybe_buffer(key, self.pending_tokens(key), threshold)
+            return outcome
+
     async def _step_async(self, key: str) -> ObservationOutcome | None:
-        """One pipeline step with buffering on; see :meth:`observe` and the module docstring."""
+        """A step after the first with buffering on; see :meth:`observe` and the module docstring."""
         if key not in self._generations:  # nothing was ever added: reading must not create a record
             return None
-        record = self._ensure_record(key)
         threshold = self.observation_threshold(key)
-        buffer_tokens = self.config.buffer_tokens or 0
         block_after = self.config.observation_block_after or threshold
         pending = self.pending_tokens(key)
-        # The context may have shrunk since the last pass (§1.8 step 4).
-        record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
-        if should_trigger_async_buffer(pending, record.last_buffered_at_tokens, buffer_tokens, threshold):
-            record.last_buffered_at_tokens = pending
-            if self.resource_scope:
-                await self._buffer_observations_resource()
-            else:
-                await self._buffer_observations(key)
-        outcome: ObservationOutcome | None = None
-        if observation_due(pending, threshold):
-            if self.resource_scope:
-                outcome = self._activate_observations_resource(pending, threshold, buffer_tokens, block_after)
-                if outcome is None and pending >= block_after:
-                    outcome = await self._observe_resource_sync(False)
-            else:
-                outcome = self._activate_observations(key, pending, threshold, buffer_tokens, block_after)
-                if outcome is None and pending >= block_after:
-                    outcome = await self._observe_thread(key)
-        if outcome is not None:
-            return await self._with_reflection(outcome, key)
-        # §1.8 step 5: checked at every step. A failure is recorded as an event; with no observation in this step
-        # there is no outcome to carry it.
-        with contextlib.suppress(Exception):
-            await self._maybe_reflect_async(key, after_observation=False)
-        return None
+        await self._maybe_buffer(key, pending, threshold)
+        if not observation_due(pending, threshold):
+            return None
+        outcome = self._activate(key, pending, threshold)
+        if outcome is None and pending >= block_after:
+            outcome = await (self._observe_resource_sync(False) if self.resource_scope else self._observe_thread(key))
+        return None if outcome is None else await self._with_reflection(outcome, key)
+
+    def _activate(self, key: str, pending: int, threshold: int) -> ObservationOutcome | None:
+        buffer_tokens = self.config.buffer_tokens or 0
+        block_after = self.config.observation_block_after or threshold
+        if self.resource_scope:
+            return self._activate_observations_resource(pending, threshold, buffer_tokens, block_after)
+        return self._activate_observations(key, pending, threshold, buffer_tokens, block_after)
+
+    async def _maybe_buffer(self, key: str, pending: int, threshold: int) -> None:
+        """Start a buffering pass when pending tokens crossed a new interval (§1.8 step 8).
+
+        As 1.10 does, the boundary remembered is the *unbuffered* part of the pending tokens (pending minus the
+        message tokens chunks already cover), while the trigger compares the whole pending count with it: after
+        the first chunk a pass is tried at almost every interval, and skipped when under half an interval is new.
+        """
+        record = self._ensure_record(key)
+        if not should_trigger_async_buffer(pending, record.last_buffered_at_tokens, self.config.buffer_tokens or 0,
+                                           threshold):
+            return
+        covered = sum(c.message_tokens for c in record.buffered_observation_chunks)
+        record.last_buffered_at_tokens = max(0, pending - covered)
+        if self.resource_scope:
+            await self._buffer_observations_resource()
+        else:
+            await self._buffer_observations(key)
+
+    def _list_tokens(self, messages: Sequence[Message]) -> int:
+        """Tokens of ``messages`` counted as one list (1.10 counts a chunk's messages so, overhead included)."""
+        return TOKENS_PER_CONVERSATION + sum(self._message_tokens[m.id] for m in messages) if messages else 0
 
     def _buffered_ids(self, record: OMRecord) -> set[str]:
         return {i for chunk in record.buffered_observation_chunks for i in chunk.message_ids}
@@ -675,7 +718,7 @@ class ObservationalMemory:
         record = self._ensure_record(key)
         covered = self._buffered_ids(record)
         candidates = [m for m in self._queues[key].messages if m.id not in covered]
-        candidate_tokens = sum(self._message_tokens[m.id] for m in candidates)
+        candidate_tokens = self._list_tokens(candidates)
         if not buffer_has_enough(candidate_tokens, self.config.buffer_tokens or 0):
             return None
         obs = self.config.observation

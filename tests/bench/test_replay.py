@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
+from unittest.mock import patch
 
 import pytest
 
@@ -141,6 +142,11 @@ def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
     assert first.key.startswith(base + "-")
     assert memory_hash(om_config(observation_tokens=4000), ReplayConfig(), "tiktoken/o200k_base") != base
     assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != base
+    # Buffered builds carry the revision of the step model, so a memory built by an earlier model is not reused.
+    buffered = replace(ReplayConfig(), buffering=True, scope="thread")
+    with patch("om_eval.bench.pipeline.BUFFERING_STEPS", 1):
+        earlier = memory_hash(om_config(), buffered, "tiktoken/o200k_base")
+    assert memory_hash(om_config(), buffered, "tiktoken/o200k_base") not in (earlier, base)
     single = replace(om_config(), context_layout="single")  # only changes what the actor sees
     assert memory_hash(single, ReplayConfig(), "tiktoken/o200k_base") == base
     # The same question id with another haystack (oracle vs S) never shares a memory.

@@ -197,6 +197,7 @@ async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, An
             unit = messages[start:start + 2]
             before = len(calls)
             memory.add_messages(Message(m["id"], thread, m["role"], m["text"], _parse(m["createdAt"])) for m in unit)
+            await memory.start_turn(thread)  # step 0, then the threshold check of step 1
             if setting.pending_accounting == "exact":
                 await memory.observe(thread)
             elif accounting.after_unit(memory, thread).due:
@@ -205,5 +206,6 @@ async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, An
                           "record": _record_state(memory, thread)})
     question = conversation["question"]
     asked_in = question["thread"] if setting.scope == "resource" else conversation["sessions"][-1]["thread"]
+    await memory.start_turn(asked_in)
     context = memory.build_context(_parse(question["now"]), asked_in)
     return {"pairs": pairs, "actor": {"messages": context.messages}}

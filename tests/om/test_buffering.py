@@ -92,7 +92,8 @@ def test_chunk_records_its_messages_tokens_and_cursor() -> None:
     assert record.buffered_observation_chunks and all(outcome is None for _, outcome in steps)
     chunk = record.buffered_observation_chunks[0]
     messages = [memory._messages[i] for i in chunk.message_ids]
-    assert chunk.message_tokens == sum(memory.message_tokens(i) for i in chunk.message_ids)
+    # Counted as one list, the per-conversation overhead included, as 1.10 counts a chunk's messages.
+    assert chunk.message_tokens == TOKENS_PER_CONVERSATION + sum(memory.message_tokens(i) for i in chunk.message_ids)
     assert chunk.token_count == memory.counter.count_text(chunk.observations)
     assert chunk.last_observed_at == max(m.created_at for m in messages) + timedelta(milliseconds=1)
     assert record.last_buffered_at_time == record.buffered_observation_chunks[-1].last_observed_at
@@ -129,7 +130,9 @@ def test_small_candidate_sets_are_not_buffered() -> None:
     assert memory.pending_tokens("t1") >= 800  # a second interval crossed
     run(memory.observe("t1"))
     assert kinds(memory) == ["observation_buffered"]
-    assert memory.record("t1").last_buffered_at_tokens == memory.pending_tokens("t1")  # the boundary still moved
+    # The boundary still moved, to the unbuffered part of the pending tokens (what 1.10 stores).
+    covered = sum(c.message_tokens for c in memory.record("t1").buffered_observation_chunks)
+    assert memory.record("t1").last_buffered_at_tokens == memory.pending_tokens("t1") - covered
 
 
 # -- activation -------------------------------------------------------------------------------------------------
@@ -172,7 +175,8 @@ def test_activation_moves_counters_and_cursor() -> None:
     assert event.observation_tokens_after == event.observation_tokens_before + sum(
         c.token_count for c in chunks[:count]
     )
-    assert event.message_tokens == sum(c.message_tokens for c in chunks[:count])
+    # The messages' own tokens: each chunk also counted its list overhead.
+    assert event.message_tokens == sum(c.message_tokens - TOKENS_PER_CONVERSATION for c in chunks[:count])
     assert [c.id for c in left] == [c.id for c in chunks[count:]]
     assert set(observed) == {i for c in chunks[:count] for i in c.message_ids}
     assert pending_after == json.loads(event.detail)["pending_before"] - event.message_tokens
@@ -357,3 +361,48 @@ def test_restore_with_another_estimator_recounts_buffered_state() -> None:
         assert chunk.token_count == other.count_text(chunk.observations)
         assert chunk.message_tokens == sum(restored.message_tokens(i) for i in chunk.message_ids)
     assert record.last_buffered_at_tokens == 0
+
+
+# -- the first step of an agent turn (start_turn) ----------------------------------------------------------------
+
+
+def test_the_first_step_never_observes_synchronously() -> None:
+    # Far past block_after with nothing buffered: 1.x's step 0 only buffers; the later step observes.
+    memory = ObservationalMemory(thread_config(), observer=ScriptedModel(), token_counter=CharRatioCounter())
+    memory.add_messages(message(i, words=3) for i in range(60))
+    assert memory.pending_tokens("t1") > 1.2 * 2000
+    assert run(memory.start_turn("t1")) is None
+    assert kinds(memory) == ["observation_buffered"]
+    assert memory.record("t1").active_observations == ""
+    outcome = run(memory.observe("t1"))
+    assert outcome is not None and memory.record("t1").active_observations
+
+
+def test_the_first_step_activates_before_it_buffers_the_new_messages() -> None:
+    memory = ObservationalMemory(thread_config(), observer=ScriptedModel(), token_counter=CharRatioCounter())
+    index = 0
+    while memory.pending_tokens("t1") + 150 < 2000:  # chunks build up below the threshold
+        memory.add_message(message(index, words=2))
+        run(memory.start_turn("t1"))
+        run(memory.observe("t1"))
+        index += 1
+    assert memory.record("t1").buffered_observation_chunks and not memory.record("t1").active_observations
+    while memory.pending_tokens("t1") < 2000:  # the new turn's message takes pending past the threshold
+        memory.add_message(message(index, words=2))
+        index += 1
+    before = len(memory.events)
+    newest = message(index - 1, words=2).id
+    outcome = run(memory.start_turn("t1"))
+    assert outcome is not None
+    new = [e.kind for e in memory.events[before:]]
+    assert new[0] == "observation_activated"
+    # The newest message was in no chunk when activation ran, so it is still unobserved.
+    assert newest in {m.id for m in memory.unobserved_messages("t1")}
+
+
+def test_the_first_step_is_a_no_op_without_buffering() -> None:
+    memory = ObservationalMemory(thread_config(buffer_tokens=False), observer=ScriptedModel(),
+                                 token_counter=CharRatioCounter())
+    memory.add_messages(message(i, words=3) for i in range(40))
+    assert run(memory.start_turn("t1")) is None
+    assert memory.events == [] and memory.record("t1").active_observations == ""

@@ -180,9 +180,9 @@ def test_the_stand_ins_follow_one_rule_in_both_languages(oracle: NodeFolder) -> 
 
 
 KNOWN_DIFFERENCES = {
-    "thread-buffered": "1.10 buffers and activates per agent step (activation at step 0 of the next turn, the "
-                       "boundary stored as unbuffered tokens, chunks counted with the list overhead); om-eval "
-                       "runs one combined step per pair",
+    "thread-buffered": "1.10 drops the pending chunks when a buffered reflection becomes a new generation, and "
+                       "its buffer cursor then skips their messages for good (they are never observed); om-eval "
+                       "re-buffers them (README, 'Checked against the reference')",
 }
 
 
