@@ -75,6 +75,7 @@ class OMSchema:
     replay: ReplaySchema = field(default_factory=ReplaySchema)
     share_token_budget: bool = False
     obscure_thread_ids: bool = True
+    thread_id_hash: str = "xxh32"  # what obscured ids are: 1.x's 32-bit xxHash, or blake2b (om-eval before)
     context_layout: str = "chunked"
     boundary_delimiters: bool = True
     token_estimator: str = "tiktoken"

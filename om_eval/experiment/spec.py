@@ -127,7 +127,8 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         elif text.startswith("prompt_variant="):
             text = text.replace("prompt_variant=", "prompt.variant=", 1)
         elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
-                              "boundary_delimiters=", "other_threads_order=", "other_threads_limit=")):
+                              "boundary_delimiters=", "other_threads_order=", "other_threads_limit=",
+                              "thread_id_hash=")):
             text = "om." + text.replace("scope=", "replay.scope=", 1)
         raise ConfigError(text) from None
 
@@ -168,6 +169,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         share_token_budget=om["share_token_budget"],
         prompt_variant=(cfg.get("prompt") or {"variant": "current"})["variant"],
         obscure_thread_ids=om["obscure_thread_ids"],
+        thread_id_hash=om.get("thread_id_hash", "xxh32"),
         context_layout=om["context_layout"],
         boundary_delimiters=om["boundary_delimiters"],
         other_threads_order=om.get("other_threads_order", "newest_first"),

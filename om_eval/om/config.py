@@ -31,6 +31,8 @@ CONTEXT_LAYOUTS = ("chunked", "single")
 REQUEST_LAYOUTS = ("split", "single")
 BATCH_MODES = ("parallel", "sequential")
 OTHER_THREADS_ORDERS = ("newest_first", "oldest_first")
+ThreadIdHash = Literal["xxh32", "blake2b"]
+THREAD_ID_HASHES = ("xxh32", "blake2b")
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -167,6 +169,10 @@ class OMConfig:
     or ``condensed``."""
     obscure_thread_ids: bool = False
     """Replace thread ids by a short hash wherever a model or the actor could see them."""
+    thread_id_hash: ThreadIdHash = "xxh32"
+    """With ``obscure_thread_ids``, the hash shown: ``xxh32`` (8 hex digits of a 32-bit xxHash, seed 0, what 1.x
+    shows) or ``blake2b`` (8 hex digits of BLAKE2b, om-eval's choice before, not Mastra's). Left out of
+    :meth:`to_dict` while ids are shown raw, so those configs keep their hash."""
     context_layout: ContextLayout = "chunked"
     """om-eval: what the actor sees: 1.10's chunked system messages or the benchmark-era single message."""
     boundary_delimiters: bool = True
@@ -256,6 +262,7 @@ class OMConfig:
         _check_choice("prompt_variant", self.prompt_variant, PROMPT_VARIANTS)
         _check_choice("context_layout", self.context_layout, CONTEXT_LAYOUTS)
         _check_choice("other_threads_order", self.other_threads_order, OTHER_THREADS_ORDERS)
+        _check_choice("thread_id_hash", self.thread_id_hash, THREAD_ID_HASHES)
         if self.other_threads_limit is not None:
             _check_positive_int("other_threads_limit", self.other_threads_limit)
         for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
@@ -355,11 +362,14 @@ class OMConfig:
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
-        ``resource_buffering`` appears only when True: it came after configs were hashed and stored.
+        ``resource_buffering`` appears only when True and ``thread_id_hash`` only with obscured ids: they came
+        after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
             del data["resource_buffering"]
+        if not self.obscure_thread_ids:
+            del data["thread_id_hash"]
         return data
 
     @classmethod

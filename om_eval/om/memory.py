@@ -269,7 +269,9 @@ class ObservationalMemory:
 
     def shown_thread_id(self, thread_id: str) -> str:
         """The id a model sees for ``thread_id`` (obscured when ``obscure_thread_ids`` is on)."""
-        return obscure_thread_id(thread_id) if self.config.obscure_thread_ids else thread_id
+        if not self.config.obscure_thread_ids:
+            return thread_id
+        return obscure_thread_id(thread_id, self.config.thread_id_hash)
 
     def record(self, thread_id: str | None = None) -> OMRecord:
         """The active record (latest generation) for ``thread_id`` (ignored in resource scope).

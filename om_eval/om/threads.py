@@ -12,13 +12,19 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import xxhash
+
 _THREAD_TAG_LINE = re.compile(r"^[ \t]*</?thread\b[^>]*>[ \t]*$", re.MULTILINE)
 _DATE_LINE = re.compile(r"^Date:.*$", re.MULTILINE)
 
 
-def obscure_thread_id(thread_id: str) -> str:
-    """A short stable stand-in for a thread id (8 hex digits of blake2b; Mastra uses a 32-bit xxhash)."""
-    return hashlib.blake2b(thread_id.encode("utf-8"), digest_size=4).hexdigest()
+def obscure_thread_id(thread_id: str, kind: str = "xxh32") -> str:
+    """A short stable stand-in for a thread id: 8 hex digits of a 32-bit xxHash (seed 0), as 1.x shows thread ids
+    (its ``h32ToString``), or of BLAKE2b (``kind="blake2b"``, om-eval's earlier choice)."""
+    data = thread_id.encode("utf-8")
+    if kind == "blake2b":
+        return hashlib.blake2b(data, digest_size=4).hexdigest()
+    return xxhash.xxh32_hexdigest(data)
 
 
 def strip_thread_tags(text: str) -> str:

@@ -40,7 +40,8 @@ SETTINGS = {
     "thread-sync": Setting("thread", False, message_tokens=400, observation_tokens=300, sessions=(1, 3),
                            pairs=(4, 16)),
     "resource-sync": Setting("resource", False, message_tokens=900, observation_tokens=700,
-                             max_tokens_per_batch=700, pending_accounting="mastra_step", sessions=(4, 9)),
+                             max_tokens_per_batch=700, pending_accounting="mastra_step", sessions=(4, 9),
+                             obscure_thread_ids=True),
     "thread-buffered": Setting("thread", True, message_tokens=400, observation_tokens=300, sessions=(1, 3),
                                pairs=(4, 16)),
 }

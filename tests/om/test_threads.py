@@ -1,0 +1,30 @@
+"""Obscured thread ids: what a model sees instead of a thread id."""
+
+from __future__ import annotations
+
+import pytest
+
+from om_eval.om.config import ConfigError, OMConfig
+from om_eval.om.threads import obscure_thread_id
+
+
+def test_xxh32_ids_are_what_mastra_shows() -> None:
+    # Values printed by xxhash-wasm's h32ToString, which @mastra/memory 1.x uses (zero-padded to 8 digits).
+    assert obscure_thread_id("c20261124-s0") == "8a903dd5"
+    assert obscure_thread_id("session-0007") == "a13efb6b"
+    assert obscure_thread_id("t3") == "0cc77027"
+    assert obscure_thread_id("t9") == "03bf22bd"
+
+
+def test_blake2b_ids_stay_available_and_differ() -> None:
+    assert obscure_thread_id("t3", "blake2b") != obscure_thread_id("t3")
+    assert len(obscure_thread_id("t3", "blake2b")) == 8
+
+
+def test_the_hash_is_stored_only_with_obscured_ids() -> None:
+    assert "thread_id_hash" not in OMConfig().to_dict()  # configs with raw ids keep their hash
+    assert OMConfig(obscure_thread_ids=True).to_dict()["thread_id_hash"] == "xxh32"
+    assert OMConfig.from_dict(OMConfig(obscure_thread_ids=True, thread_id_hash="blake2b").to_dict()) == OMConfig(
+        obscure_thread_ids=True, thread_id_hash="blake2b")
+    with pytest.raises(ConfigError, match="thread_id_hash"):
+        OMConfig(thread_id_hash="md5")  # type: ignore[arg-type]
