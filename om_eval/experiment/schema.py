@@ -41,6 +41,7 @@ class ObservationSchema:
     thread_title: bool = False
     batch_mode: str = "parallel"
     request_layout: str = "split"
+    buffer_candidates: str = "unbuffered"  # after_cursor: 1.10's buffer cursor (never observes dropped chunks)
 
 
 @dataclass

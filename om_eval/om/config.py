@@ -30,6 +30,8 @@ PROMPT_VARIANTS = ("current", "current_v1_3", "legacy", "condensed")
 CONTEXT_LAYOUTS = ("chunked", "single")
 REQUEST_LAYOUTS = ("split", "single")
 BATCH_MODES = ("parallel", "sequential")
+BufferCandidates = Literal["unbuffered", "after_cursor"]
+BUFFER_CANDIDATES = ("unbuffered", "after_cursor")
 OTHER_THREADS_ORDERS = ("newest_first", "oldest_first")
 ThreadIdHash = Literal["xxh32", "blake2b"]
 THREAD_ID_HASHES = ("xxh32", "blake2b")
@@ -132,6 +134,11 @@ class ObservationConfig:
     sequentially (each sees the previous batch's output; tested by Mastra's harness)."""
     request_layout: RequestLayout = "split"
     """om-eval: the Observer's user side as two messages (1.10: task, then history) or one (1.1)."""
+    buffer_candidates: BufferCandidates = "unbuffered"
+    """Which messages a buffering pass observes. ``unbuffered`` (om-eval): every unobserved message no chunk
+    covers. ``after_cursor`` (1.10): only those newer than the buffer cursor (the newest buffered message, kept
+    across reflection generations) and the last observation; a reflection generation drops pending chunks, so
+    1.10 never observes their messages. Stored only when ``after_cursor``."""
 
 
 @dataclass(frozen=True)
@@ -287,6 +294,7 @@ class OMConfig:
         _check_positive_int("observation.message_tokens", obs.message_tokens)
         _check_positive_int("observation.max_tokens_per_batch", obs.max_tokens_per_batch)
         _check_choice("observation.batch_mode", obs.batch_mode, BATCH_MODES)
+        _check_choice("observation.buffer_candidates", obs.buffer_candidates, BUFFER_CANDIDATES)
         _check_choice("observation.request_layout", obs.request_layout, REQUEST_LAYOUTS)
         if not isinstance(obs.thread_title, bool):
             _fail("observation.thread_title", obs.thread_title, "must be true or false")
@@ -362,14 +370,16 @@ class OMConfig:
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
-        ``resource_buffering`` appears only when True and ``thread_id_hash`` only with obscured ids: they came
-        after configs were hashed and stored.
+        ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
+        ``observation.buffer_candidates`` only when not the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
             del data["resource_buffering"]
         if not self.obscure_thread_ids:
             del data["thread_id_hash"]
+        if self.observation.buffer_candidates == "unbuffered":
+            del data["observation"]["buffer_candidates"]
         return data
 
     @classmethod

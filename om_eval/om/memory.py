@@ -100,7 +100,9 @@ class OMEvent:
     ``reflection_activated`` (and, in resource scope, ``reflection_buffer_discarded`` when the lines a buffered
     reflection condensed changed before it could be activated); ``observation_suspect`` when a kept Observer
     reply looked like a repeat of earlier observations (:mod:`om_eval.om.suspect`; ``detail`` says how much and
-    quotes a line). Buffering events carry their chunk figures as JSON in ``detail``."""
+    quotes a line); ``messages_dropped`` when, with ``observation.buffer_candidates="after_cursor"`` (1.10's rule),
+    the observation cursor passed messages no chunk covered. Buffering events carry their chunk figures as JSON in
+    ``detail``."""
     at: datetime
     record_id: str
     generation: int
@@ -248,6 +250,7 @@ class ObservationalMemory:
         self._latest_time: datetime | None = None
         self._lock = asyncio.Lock()
         self._prefix_check: tuple[tuple[str, str, int], bool] | None = None
+        self._buffer_cursor: dict[str, datetime] = {}
 
     # -- identity and lookups -------------------------------------------------------------------------------
 
@@ -703,6 +706,27 @@ class ObservationalMemory:
         else:
             await self._buffer_observations(key)
 
+    def _drop_passed_messages(self, record: OMRecord, key: str) -> None:
+        """``after_cursor`` (1.10): messages no chunk covers that the observation cursor has passed leave the
+        context unobserved, as 1.10 filters them by time; recorded as ``messages_dropped`` (1.10 says nothing)."""
+        if self.config.observation.buffer_candidates != "after_cursor" or record.last_observed_at is None:
+            return
+        covered = self._buffered_ids(record)
+        passed = [m for m in self._queues[key].messages
+                  if m.id not in covered and m.created_at <= record.last_observed_at]
+        if not passed:
+            return
+        queue = self._queues[key]
+        ids = {m.id for m in passed}
+        tokens = sum(self._message_tokens[i] for i in ids)
+        queue.messages = [m for m in queue.messages if m.id not in ids]
+        queue.tokens -= tokens
+        self._emit("messages_dropped", record, thread_ids=(key,), message_tokens=tokens,
+                   observation_tokens_before=record.observation_token_count,
+                   observation_tokens_after=record.observation_token_count,
+                   detail=json.dumps({"messages": sorted(ids), "reason": "passed by the observation cursor "
+                                      "without being observed (1.10, observation.buffer_candidates=after_cursor)"}))
+
     def _list_tokens(self, messages: Sequence[Message]) -> int:
         """Tokens of ``messages`` counted as one list (1.10 counts a chunk's messages so, overhead included)."""
         return TOKENS_PER_CONVERSATION + sum(self._message_tokens[m.id] for m in messages) if messages else 0
@@ -720,6 +744,12 @@ class ObservationalMemory:
         record = self._ensure_record(key)
         covered = self._buffered_ids(record)
         candidates = [m for m in self._queues[key].messages if m.id not in covered]
+        if self.config.observation.buffer_candidates == "after_cursor":
+            cursor = self._buffer_cursor.get(key) or record.last_buffered_at_time
+            if record.last_observed_at is not None and (cursor is None or record.last_observed_at > cursor):
+                cursor = record.last_observed_at
+            if cursor is not None:
+                candidates = [m for m in candidates if m.created_at > cursor]
         candidate_tokens = self._list_tokens(candidates)
         if not buffer_has_enough(candidate_tokens, self.config.buffer_tokens or 0):
             return None
@@ -771,6 +801,7 @@ class ObservationalMemory:
         )
         record.buffered_observation_chunks.append(chunk)
         record.last_buffered_at_time = last_at
+        self._buffer_cursor[key] = last_at  # 1.10 keeps it in process memory, across generations
         record.updated_at = now
         self._emit(
             "observation_buffered", record, thread_ids=(key,), message_tokens=candidate_tokens,
@@ -809,6 +840,7 @@ class ObservationalMemory:
         message_tokens = self._mark_observed(record, key, messages) if messages else 0
         if record.last_observed_at is None or latest > record.last_observed_at:
             record.last_observed_at = latest
+        self._drop_passed_messages(record, key)
         record.total_tokens_observed += message_tokens
         record.pending_message_tokens = self.pending_tokens(key)
         record.last_buffered_at_tokens = 0

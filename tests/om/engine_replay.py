@@ -146,6 +146,8 @@ class Setting:
     obscure_thread_ids: bool = False
     pending_accounting: str = "exact"
     """How om-eval decides that observation is due after a pair (:mod:`om_eval.bench.accounting`)."""
+    buffer_candidates: str = "unbuffered"
+    """Which messages om-eval's buffer passes take (``after_cursor`` is 1.10's rule)."""
     sessions: tuple[int, int] = (3, 7)
     pairs: tuple[int, int] = (1, 6)
     """Ranges of sessions per conversation and pairs per session."""
@@ -161,7 +163,7 @@ class Setting:
     def om_config(self) -> OMConfig:
         observation = ObservationConfig(
             message_tokens=self.message_tokens, max_tokens_per_batch=self.max_tokens_per_batch,
-            buffer_tokens=None if self.buffering else False,
+            buffer_tokens=None if self.buffering else False, buffer_candidates=self.buffer_candidates,
         )
         return OMConfig(
             scope=self.scope, observation=observation,

@@ -406,3 +406,54 @@ def test_the_first_step_is_a_no_op_without_buffering() -> None:
     memory.add_messages(message(i, words=3) for i in range(40))
     assert run(memory.start_turn("t1")) is None
     assert memory.events == [] and memory.record("t1").active_observations == ""
+
+
+# -- which messages a buffering pass takes (observation.buffer_candidates) -----------------------------------------
+
+
+def _with_dropped_chunk(candidates: str) -> ObservationalMemory:
+    """A memory whose pending chunk was dropped by a reflection generation, as 1.10's storage drops it."""
+    memory = ObservationalMemory(thread_config(buffer_candidates=candidates), observer=ScriptedModel(),
+                                 token_counter=CharRatioCounter())
+    index = 0
+    while not memory.record("t1").buffered_observation_chunks:
+        memory.add_message(message(index, words=3))
+        run(memory.start_turn("t1"))
+        run(memory.observe("t1"))
+        index += 1
+    record = memory.record("t1")
+    assert not record.active_observations  # nothing activated yet: the chunk is all there is
+    memory._generations["t1"].append(record.next_generation("Date: Mar 1, 2024\n* kept", 5, START))
+    return memory
+
+
+def test_unbuffered_candidates_rebuffer_what_a_generation_dropped() -> None:
+    memory = _with_dropped_chunk("unbuffered")
+    dropped = {m.id for m in memory.unobserved_messages("t1")}
+    index = len(dropped)
+    while not memory.record("t1").buffered_observation_chunks:
+        memory.add_message(message(index, words=3))
+        run(memory.start_turn("t1"))
+        run(memory.observe("t1"))
+        index += 1
+    chunk = memory.record("t1").buffered_observation_chunks[0]
+    assert dropped <= set(chunk.message_ids)  # the dropped chunk's messages are observed again
+
+
+def test_after_cursor_candidates_skip_them_and_activation_drops_them_visibly() -> None:
+    memory = _with_dropped_chunk("after_cursor")
+    dropped = {m.id for m in memory.unobserved_messages("t1")}
+    index = len(dropped)
+    while not any(e.kind == "observation_activated" for e in memory.events):
+        memory.add_message(message(index, words=3))
+        run(memory.start_turn("t1"))
+        run(memory.observe("t1"))
+        index += 1
+    chunks = [c for e in memory.events if e.kind == "observation_buffered" and '"stored": true' in e.detail
+              for c in [json.loads(e.detail)]]
+    assert chunks
+    assert not dropped & {i for c in memory.record("t1").buffered_observation_chunks for i in c.message_ids}
+    event = next(e for e in memory.events if e.kind == "messages_dropped")
+    assert set(json.loads(event.detail)["messages"]) == dropped  # 1.10 loses them silently; om-eval says so
+    assert not dropped & {m.id for m in memory.unobserved_messages("t1")}
+    assert "buffer_candidates" not in OMConfig().to_dict()["observation"]  # the default keeps config hashes
