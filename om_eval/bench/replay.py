@@ -24,7 +24,7 @@ from om_eval.bench.accounting import (
 )
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, OMConfig
-from om_eval.om.memory import ObservationalMemory
+from om_eval.om.memory import ObservationalMemory, ObservationOutcome
 from om_eval.om.model import ChatModel
 from om_eval.om.records import Message
 from om_eval.om.tokens import TokenCounter, default_counter
@@ -142,6 +142,12 @@ class ReplayStats:
     observer call)."""
     reflection_errors: list[str] = field(default_factory=list)
 
+    def count(self, outcome: ObservationOutcome) -> None:
+        """One observation cycle; a failed reflection inside it must be seen."""
+        self.observation_cycles += 1
+        if outcome.reflection_error:
+            self.reflection_errors.append(outcome.reflection_error)
+
     @property
     def compression_ratio(self) -> float | None:
         """Raw history tokens per observation token (None with no observations)."""
@@ -202,22 +208,8 @@ async def replay_question(
             memory.add_messages(unit)
             stats.history_tokens += sum(memory.message_tokens(m.id) for m in unit)
             stats.observe_checks += 1
-            if replay.buffering:  # 1.x's step 0 of the unit's agent turn: activation, reflection, buffering
-                activated = await memory.start_turn(last_thread)
-                if activated is not None:
-                    stats.observation_cycles += 1
-                    if activated.reflection_error:
-                        stats.reflection_errors.append(activated.reflection_error)
-            if replay.pending_accounting == "exact":
-                outcome = await memory.observe(last_thread)
-            else:
-                decision = accounting.after_unit(memory, last_thread)
-                outcome = await memory.observe(last_thread, force=True, select_all=decision.select_all) if (
-                    decision.due) else None
-            if outcome is not None:
-                stats.observation_cycles += 1
-                if outcome.reflection_error:
-                    stats.reflection_errors.append(outcome.reflection_error)
+            for outcome in await check_unit(memory, last_thread, buffering=replay.buffering, accounting=accounting):
+                stats.count(outcome)
         if on_progress is not None:
             on_progress(done, len(sessions))
     if replay.final_flush:
@@ -225,11 +217,25 @@ async def replay_question(
         for thread in threads:
             outcome = await memory.observe(thread, force=True)
             if outcome is not None:
-                stats.observation_cycles += 1
-                if outcome.reflection_error:  # as above: a failed reflection must be seen
-                    stats.reflection_errors.append(outcome.reflection_error)
+                stats.count(outcome)
     _finish_stats(memory, stats, replay.scope)
     return memory, stats
+
+
+async def check_unit(
+    memory: ObservationalMemory, thread_id: str, *, buffering: bool, accounting: PendingCounter
+) -> list[ObservationOutcome]:
+    """The checks after one replay unit, as one agent turn of 1.x: with buffering its first step
+    (:meth:`~ObservationalMemory.start_turn`), then the threshold check of a later step under ``accounting``'s
+    reading. Returns what added observations (activations and observations), in order."""
+    outcomes = [await memory.start_turn(thread_id)] if buffering else []
+    if accounting.reading == "exact":
+        outcomes.append(await memory.observe(thread_id))
+    else:
+        decision = accounting.after_unit(memory, thread_id)
+        if decision.due:
+            outcomes.append(await memory.observe(thread_id, force=True, select_all=decision.select_all))
+    return [o for o in outcomes if o is not None]
 
 
 def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -> None:

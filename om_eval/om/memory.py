@@ -14,11 +14,13 @@ background when its trigger fires and activation waits for it (up to 30 s) befor
 runs to completion inside the :meth:`ObservationalMemory.start_turn` or :meth:`ObservationalMemory.observe` call
 whose check fired it, before the caller adds the next message. An agent turn of 1.x has a first step (activation
 at the threshold, the reflection check, a buffering pass: :meth:`~ObservationalMemory.start_turn`) and later steps
-(a buffering pass, activation or, past ``block_after``, synchronous observation: :meth:`~ObservationalMemory.observe`);
-a replay runs both for each unit, as ``tests/om/test_mastra_engine_differential.py`` drives the real package. That is the schedule 1.10 follows whenever the Observer answers before the next message arrives
-(always the case in a replay, where nothing else is waiting); only wall-clock overlap is lost, never an ordering
-decision: the trigger sees the same pending tokens, the pass sees the same candidate messages, and activation
-sees every chunk whose pass had started, exactly as after 1.10's wait. The same holds for buffered reflection.
+(a buffering pass, activation or, past ``block_after``, synchronous observation:
+:meth:`~ObservationalMemory.observe`); a replay runs both for each unit, as
+``tests/om/test_mastra_engine_differential.py`` drives the real package. That is the schedule 1.10 follows whenever
+the Observer answers before the next message arrives (always the case in a replay, where nothing else is
+waiting); only wall-clock overlap is lost, never an ordering decision: the trigger sees the same pending tokens,
+the pass sees the same candidate messages, and activation sees every chunk whose pass had started, exactly as
+after 1.10's wait. The same holds for buffered reflection.
 
 Buffering in resource scope is an om-eval extension (``OMConfig.resource_buffering``; 1.10 refuses it): the
 resource's pending tokens drive the same math, a pass observes all threads with the multi-thread Observer call,
@@ -453,12 +455,17 @@ class ObservationalMemory:
             text = record.buffered_reflection + ("\n\n" + rest if rest else "")
         return prepare_previous_observations(text, budget, self.counter.count_text)
 
-    def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:
+    def _take_from_queue(self, thread_id: str, ids: set[str]) -> int:
+        """Remove ``ids`` from the thread's unobserved messages; returns their tokens."""
         queue = self._queues[thread_id]
-        observed_ids = {m.id for m in messages}
-        tokens = sum(self._message_tokens[i] for i in observed_ids)
-        queue.messages = [m for m in queue.messages if m.id not in observed_ids]
+        tokens = sum(self._message_tokens[i] for i in ids)
+        queue.messages = [m for m in queue.messages if m.id not in ids]
         queue.tokens -= tokens
+        return tokens
+
+    def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:
+        observed_ids = {m.id for m in messages}
+        tokens = self._take_from_queue(thread_id, observed_ids)
         record.observed_message_ids.extend(m.id for m in messages)
         self._observed_ids.update(observed_ids)
         state = self.thread_state(thread_id)
@@ -716,11 +723,8 @@ class ObservationalMemory:
                   if m.id not in covered and m.created_at <= record.last_observed_at]
         if not passed:
             return
-        queue = self._queues[key]
         ids = {m.id for m in passed}
-        tokens = sum(self._message_tokens[i] for i in ids)
-        queue.messages = [m for m in queue.messages if m.id not in ids]
-        queue.tokens -= tokens
+        tokens = self._take_from_queue(key, ids)
         self._emit("messages_dropped", record, thread_ids=(key,), message_tokens=tokens,
                    observation_tokens_before=record.observation_token_count,
                    observation_tokens_after=record.observation_token_count,

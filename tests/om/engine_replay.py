@@ -8,8 +8,9 @@ Three pieces, each mirrored by ``scripts/mastra_engine_replay.mjs`` on the Node 
 * **Stand-in models**: an Observer that writes one dated observation line per tagged message (grouped by the
   ``<thread id>`` block the tag sits in), and a Reflector that keeps every fourth fact it is shown. Both
   implementations follow the same rule, so identical inputs give identical replies and identical token counts.
-* **The replay**: each user/assistant pair is added and checked as one agent turn (``observe`` after the pair),
-  and the record is read after every pair; finally the actor's messages before a question.
+* **The replay**: each user/assistant pair is added and checked as one agent turn by the benchmark replay's own
+  :func:`~om_eval.bench.replay.check_unit`, and the record is read after every pair; finally the actor's messages
+  before a question.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from om_eval.bench.accounting import PendingCounter
+from om_eval.bench.replay import check_unit
 from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatMessage, ModelReply
@@ -199,11 +201,7 @@ async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, An
             unit = messages[start:start + 2]
             before = len(calls)
             memory.add_messages(Message(m["id"], thread, m["role"], m["text"], _parse(m["createdAt"])) for m in unit)
-            await memory.start_turn(thread)  # step 0, then the threshold check of step 1
-            if setting.pending_accounting == "exact":
-                await memory.observe(thread)
-            elif accounting.after_unit(memory, thread).due:
-                await memory.observe(thread, force=True, select_all=False)
+            await check_unit(memory, thread, buffering=setting.buffering, accounting=accounting)
             pairs.append({"thread": thread, "messageIds": [m["id"] for m in unit], "calls": calls[before:],
                           "record": _record_state(memory, thread)})
     question = conversation["question"]
