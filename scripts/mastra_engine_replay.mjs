@@ -14,10 +14,22 @@
 // id, "createdAt": iso, "messages": [{id, role, text, createdAt}]}], "question": {thread, text, createdAt, now}}]}.
 // Output (stdout, JSON): per conversation, the events of each pair and the actor's messages.
 // Run from a folder where @mastra/memory, @mastra/core and zod are installed.
+//
+// Two engine APIs are driven, told apart by what `@mastra/memory/processors` exports:
+// * 1.10 (`ObservationalMemory` is itself the processor): the engine loads history from storage and its
+//   background buffering is awaited with the static `ObservationalMemory.awaitBuffering`.
+// * 1.31 (`ObservationalMemoryProcessor` exported): the engine is wrapped by one processor per agent call, the
+//   input and output sides being separate instances that share the call's processor state (as an agent does it),
+//   history comes from a `Memory` (its `getContext`, whose engine is ours: `obscureThreadIds` is an engine option
+//   `Memory` does not pass on), buffering is awaited with `waitForBuffering` plus `settled()`, and the date the
+//   actor's observations are dated against (read from the request context by 1.10) is passed to the engine's
+//   context builder, which 1.31's processor calls without one (so it would take the wall clock).
 import { MessageList } from "@mastra/core/agent";
 import { RequestContext } from "@mastra/core/request-context";
 import { InMemoryStore } from "@mastra/core/storage";
-import { ObservationalMemory } from "@mastra/memory/processors";
+import * as omProcessors from "@mastra/memory/processors";
+
+const { ObservationalMemory, ObservationalMemoryProcessor } = omProcessors;
 
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
@@ -130,6 +142,22 @@ function actorView(list) {
   return { system, messages };
 }
 
+// 1.31: the engine, with a Memory whose getContext (history, observations, continuation) reads it.
+async function processorEngine(storage, store, options) {
+  const { Memory } = await import("@mastra/memory");
+  class ReplayMemory extends Memory {
+    get omEngine() {
+      return Promise.resolve(this.omEvalEngine);
+    }
+  }
+  const memory = new ReplayMemory({ storage, options: { observationalMemory: options } });
+  const engine = new ObservationalMemory({ ...options, storage: store, memory, obscureThreadIds: config.obscureThreadIds });
+  memory.omEvalEngine = engine;
+  const build = engine.buildContextSystemMessages.bind(engine);
+  engine.buildContextSystemMessages = (opts) => build({ ...opts, currentDate: opts.currentDate ?? engine.omEvalNow });
+  return engine;
+}
+
 async function replay(conversation) {
   const storage = new InMemoryStore();
   const store = await storage.getStore("memory");
@@ -144,10 +172,12 @@ async function replay(conversation) {
   }
   observation.model = standIn("om-eval-observer", "observer", observerReply);
   reflection.model = standIn("om-eval-reflector", "reflector", reflectorReply);
-  const om = new ObservationalMemory({
-    storage: store, scope: config.scope, obscureThreadIds: config.obscureThreadIds, observation, reflection,
-  });
   const resourceId = conversation.resource;
+  const engine = ObservationalMemoryProcessor
+    ? await processorEngine(storage, store, { scope: config.scope, observation, reflection })
+    : new ObservationalMemory({
+      storage: store, scope: config.scope, obscureThreadIds: config.obscureThreadIds, observation, reflection,
+    });
   const pairs = [];
   const context = (threadId, now) => {
     const rc = new RequestContext();
@@ -156,18 +186,34 @@ async function replay(conversation) {
     return rc;
   };
   const settle = async (threadId) => {
-    await ObservationalMemory.awaitBuffering(threadId, resourceId, store);
+    if (!ObservationalMemoryProcessor) {
+      await ObservationalMemory.awaitBuffering(threadId, resourceId, store);
+      return;
+    }
+    // A finished buffer pass can start a buffered reflection: wait until no background work is left.
+    const key = config.scope === "resource" ? `resource:${resourceId}` : `thread:${threadId}`;
+    const busy = () => engine.buffering.isAsyncBufferingInProgress(`obs:${key}`)
+      || engine.buffering.isAsyncBufferingInProgress(`refl:${key}`);
+    do {
+      await engine.waitForBuffering(threadId, resourceId);
+      await engine.settled();
+      await new Promise((resolve) => setImmediate(resolve));
+    } while (busy());
   };
   const turn = async (threadId, messages, now, steps) => {
     const list = new MessageList({ threadId, resourceId });
     if (messages.length) list.add(messages.map((m) => dbMessage(m, threadId, resourceId)), "input");
     const requestContext = context(threadId, now);
     const state = {};
+    // 1.31: one processor per agent call for the input steps, another for the output result (see the top).
+    const om = ObservationalMemoryProcessor ? new ObservationalMemoryProcessor(engine, engine.getMemory()) : engine;
+    const output = ObservationalMemoryProcessor ? new ObservationalMemoryProcessor(engine, engine.getMemory()) : engine;
+    if (ObservationalMemoryProcessor) engine.omEvalNow = new Date(now);
     for (let step = 0; step < steps; step++) {
       await om.processInputStep({ messageList: list, requestContext, stepNumber: step, state, messages: [] });
       await settle(threadId);
     }
-    return { list, requestContext, state };
+    return { list, requestContext, state, output };
   };
   for (const session of conversation.sessions) {
     const at = new Date(session.createdAt);
@@ -176,8 +222,8 @@ async function replay(conversation) {
       const unit = session.messages.slice(start, start + 2);
       const before = calls.length;
       const now = unit[unit.length - 1].createdAt;
-      const { list, requestContext, state } = await turn(session.thread, unit, now, 2);
-      await om.processOutputResult({ messageList: list, requestContext, state, messages: [] });
+      const { list, requestContext, state, output } = await turn(session.thread, unit, now, 2);
+      await output.processOutputResult({ messageList: list, requestContext, state, messages: [] });
       await settle(session.thread);
       const record = await store.getObservationalMemory(config.scope === "resource" ? null : session.thread, resourceId);
       pairs.push({ thread: session.thread, messageIds: unit.map((m) => m.id), calls: calls.slice(before), record: recordState(record) });

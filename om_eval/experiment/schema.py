@@ -83,6 +83,8 @@ class OMSchema:
     # What the actor sees of other threads (resource scope): 1.x lists them newest first, 100 at most.
     other_threads_order: str = "newest_first"
     other_threads_limit: Optional[int] = 100
+    # om_eval: om-eval's observer/reflector robustness rules; mastra: 1.10's (every non-degenerate reply applied)
+    reply_checks: str = "om_eval"
 
 
 @dataclass

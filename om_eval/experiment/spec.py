@@ -78,6 +78,7 @@ class RunSpec:
         from om_eval.bench.judge import HOUSE_TEMPLATES_SHA256, PINNED_SHA256
 
         payload = {k: v for k, v in self.resolved.items() if k not in ("run", "experiment")}
+        payload["om"] = _without_later_defaults(payload.get("om"))
         payload["dataset"] = {k: v for k, v in payload.get("dataset", {}).items() if k != "verify"}
         payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k != "source"}
         judge_templates = PINNED_SHA256 if self.judge_mode == "official" else HOUSE_TEMPLATES_SHA256
@@ -114,6 +115,16 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
     return settings
 
 
+#: OM settings added after runs were stored: left out of the run id at their default, so older runs keep theirs.
+LATER_OM_DEFAULTS = {"reply_checks": "om_eval"}
+
+
+def _without_later_defaults(om: Any) -> Any:
+    if not isinstance(om, Mapping):
+        return om
+    return {k: v for k, v in om.items() if not (k in LATER_OM_DEFAULTS and v == LATER_OM_DEFAULTS[k])}
+
+
 def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     """Build the frozen spec from a resolved config; option errors name the command-line path (``om.…``)."""
     from om_eval.om.config import ConfigError
@@ -128,7 +139,7 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
             text = text.replace("prompt_variant=", "prompt.variant=", 1)
         elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
                               "boundary_delimiters=", "other_threads_order=", "other_threads_limit=",
-                              "thread_id_hash=")):
+                              "thread_id_hash=", "reply_checks=")):
             text = "om." + text.replace("scope=", "replay.scope=", 1)
         raise ConfigError(text) from None
 
@@ -174,6 +185,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         boundary_delimiters=om["boundary_delimiters"],
         other_threads_order=om.get("other_threads_order", "newest_first"),
         other_threads_limit=om.get("other_threads_limit", 100),
+        reply_checks=om.get("reply_checks", "om_eval"),
         # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
         # explicit buffer options are validated against it.
         resource_buffering=bool(om["replay"].get("buffering")) and om["replay"]["scope"] == "resource",

@@ -35,6 +35,8 @@ BUFFER_CANDIDATES = ("unbuffered", "after_cursor")
 OTHER_THREADS_ORDERS = ("newest_first", "oldest_first")
 ThreadIdHash = Literal["xxh32", "blake2b"]
 THREAD_ID_HASHES = ("xxh32", "blake2b")
+ReplyChecks = Literal["om_eval", "mastra"]
+REPLY_CHECKS = ("om_eval", "mastra")
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -197,6 +199,14 @@ class OMConfig:
     refuses async options there and leaves buffering off). Needs ``scope="resource"``; with it the usual
     ``buffer_tokens``/``buffer_activation``/``block_after`` defaults and checks apply. Left out of
     :meth:`to_dict` while False, so configs that predate it keep their hash."""
+    reply_checks: ReplyChecks = "om_eval"
+    """Which Observer and Reflector replies are applied. ``om_eval``: om-eval's robustness rules (an Observer reply
+    that is empty, has no observations, names none of its threads or repeats earlier observations is refused
+    and retried; the Reflector keeps its smallest usable attempt, never applies one that is not observations,
+    cut off, far too small or no smaller than its input, and waits for growth after missing its target).
+    ``mastra``: 1.10's rules only (a degenerate Observer reply is retried once, any other reply is applied; the
+    Reflector stops at the first attempt under target and applies the last attempt, whatever it holds, and
+    reflects again at the next check). Left out of :meth:`to_dict` while ``om_eval``."""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -270,6 +280,7 @@ class OMConfig:
         _check_choice("context_layout", self.context_layout, CONTEXT_LAYOUTS)
         _check_choice("other_threads_order", self.other_threads_order, OTHER_THREADS_ORDERS)
         _check_choice("thread_id_hash", self.thread_id_hash, THREAD_ID_HASHES)
+        _check_choice("reply_checks", self.reply_checks, REPLY_CHECKS)
         if self.other_threads_limit is not None:
             _check_positive_int("other_threads_limit", self.other_threads_limit)
         for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
@@ -371,7 +382,7 @@ class OMConfig:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
-        ``observation.buffer_candidates`` only when not the default: they came after configs were hashed and stored.
+        ``observation.buffer_candidates`` and ``reply_checks`` only when not the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
@@ -380,6 +391,8 @@ class OMConfig:
             del data["thread_id_hash"]
         if self.observation.buffer_candidates == "unbuffered":
             del data["observation"]["buffer_candidates"]
+        if self.reply_checks == "om_eval":
+            del data["reply_checks"]
         return data
 
     @classmethod

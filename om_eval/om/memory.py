@@ -519,7 +519,7 @@ class ObservationalMemory:
         try:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-                multi_thread=False, previous_observations=previous, new_messages=request.history,
+                multi_thread=False, previous_observations=previous, new_messages=request.history, checks=self.config.reply_checks,
             )
         except Exception as error:
             self._emit("observation_failed", record, thread_ids=(thread_id,), detail=str(error))
@@ -607,7 +607,7 @@ class ObservationalMemory:
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history,
+            new_messages=request.history, checks=self.config.reply_checks,
         )
 
     def _apply_batch(
@@ -772,7 +772,7 @@ class ObservationalMemory:
         try:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-                multi_thread=False, previous_observations=previous, new_messages=request.history,
+                multi_thread=False, previous_observations=previous, new_messages=request.history, checks=self.config.reply_checks,
             )
         except Exception as error:
             replies = getattr(error, "replies", ())
@@ -903,7 +903,7 @@ class ObservationalMemory:
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history,
+            new_messages=request.history, checks=self.config.reply_checks,
         )
 
     async def _buffer_observations_resource(self) -> BufferedChunk | None:
@@ -1182,6 +1182,7 @@ class ObservationalMemory:
             result = await reflect_observations(
                 self.reflector, ref.model, text, target=max(target, 1), start_level=level, counter=self.counter,
                 variant=self.config.prompt_variant, instruction=ref.instruction, skip_continuation_hints=True,
+                checks=self.config.reply_checks,
             )
         except Exception as error:
             self._hold_reflection(key, before)
@@ -1191,7 +1192,7 @@ class ObservationalMemory:
             return
         replies = [a.reply for a in result.attempts]
         levels = tuple(a.level for a in result.attempts)
-        if not result.productive:
+        if not self._applicable(result):
             self._hold_reflection(key, before)
             self._emit("reflection_unproductive", record, observation_tokens_before=before,
                        observation_tokens_after=before, level=result.level, levels=levels, replies=replies,
@@ -1306,7 +1307,7 @@ class ObservationalMemory:
                 self.reflector, ref.model, record.active_observations,
                 target=ref.observation_tokens, start_level=self.config.reflection_start_level(),
                 counter=self.counter, variant=self.config.prompt_variant, instruction=ref.instruction,
-                guidance=guidance,
+                guidance=guidance, checks=self.config.reply_checks,
             )
         except Exception as error:  # degenerate ladder or provider failure: memory stays as it is
             self._hold_reflection(key, before)
@@ -1318,7 +1319,7 @@ class ObservationalMemory:
             raise
         replies = [a.reply for a in result.attempts]
         levels = tuple(a.level for a in result.attempts)
-        if not result.productive:
+        if not self._applicable(result):
             self._hold_reflection(key, before)
             self._emit(
                 "reflection_unproductive", record, observation_tokens_before=before, observation_tokens_after=before,
@@ -1341,8 +1342,15 @@ class ObservationalMemory:
         )
         return ReflectionOutcome(True, result, new_record.generation_count)
 
+    def _applicable(self, result: ReflectionResult) -> bool:
+        """om-eval never applies an unproductive reflection; 1.10 (``reply_checks="mastra"``) applies any."""
+        return result.productive or self.config.reply_checks == "mastra"
+
     def _hold_reflection(self, key: str, tokens: int) -> None:
-        """Wait for growth before the next automatic reflection; the wait doubles with each failure in a row."""
+        """Wait for growth before the next automatic reflection; the wait doubles with each failure in a row.
+        1.10 (``reply_checks="mastra"``) never waits: it reflects again at the next check."""
+        if self.config.reply_checks == "mastra":
+            return
         ref = self.config.reflection
         failures = self._reflection_failures[key] = self._reflection_failures.get(key, 0) + 1
         growth = ref.retry_after_growth * ref.observation_tokens * 2 ** (failures - 1)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from om_eval.om.config import ModelSettings
+from om_eval.om.config import ModelSettings, ReplyChecks
 from om_eval.om.jstext import utf16_len, utf16_prefix
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
@@ -364,6 +364,7 @@ async def call_observer(
     thread_ids: Sequence[str] = (),
     previous_observations: str = "",
     new_messages: str = "",
+    checks: ReplyChecks = "om_eval",
 ) -> ObserverCall:
     """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
 
@@ -374,8 +375,12 @@ async def call_observer(
     it was asked to observe), an answer that repeats old observations (:func:`~om_eval.om.suspect.find_repetition`)
     is refused (never cached) and retried too. If no attempt gives a usable answer that is not a repeat, the last
     usable repeat is returned with :attr:`ObserverCall.suspect` set, rather than failing.
+
+    With ``checks="mastra"`` only 1.10's rule applies (see :func:`_call_observer_as_mastra`).
     """
     messages = [{"role": "system", "content": system_prompt}, *user_messages]
+    if checks == "mastra":
+        return await _call_observer_as_mastra(model, settings, messages, multi_thread=multi_thread)
 
     def problem(raw: str) -> str | None:
         return _multi_problem(raw, thread_ids) if multi_thread else _single_problem(raw)
@@ -416,4 +421,28 @@ async def call_observer(
         f"the {kind}observer ({settings.model}) returned unusable output {OBSERVER_ATTEMPTS} times (last: {reason}); "
         "no message was marked observed and no bad reply was cached. First 200 characters of the last reply: "
         + repr(replies[-1].text[:200])
+    )
+
+
+async def _call_observer_as_mastra(
+    model: ChatModel, settings: ModelSettings, messages: Sequence[Mapping[str, str]], *, multi_thread: bool
+) -> ObserverCall:
+    """1.10's Observer call: a degenerate reply is retried once and a second one raises; any other reply, even an
+    empty one or one naming none of the batch's threads, is applied as parsed (no repeat check)."""
+    parse = parse_multi_thread_output if multi_thread else parse_observer_output
+
+    def problem(raw: str) -> str | None:
+        return "degenerate (repetition loop)" if parse(raw).degenerate else None
+
+    replies: list[ModelReply] = []
+    for attempt in range(OBSERVER_ATTEMPTS):
+        reply = await complete_checked(model, messages, stage="observer", settings=settings, check=problem,
+                                       attempt=attempt)
+        replies.append(reply)
+        if problem(reply.text) is None:
+            return ObserverCall(parse(reply.text), tuple(replies))
+    kind = "multi-thread " if multi_thread else ""
+    raise ObserverOutputError(
+        f"the {kind}observer ({settings.model}) returned degenerate output {OBSERVER_ATTEMPTS} times; no message was "
+        "marked observed and no bad reply was cached"
     )

@@ -24,11 +24,11 @@ Departures from 1.10, each fixing a failure reported against it (lessons-from-pe
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from om_eval.om.anchors import inject_anchor_ids
-from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings
+from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings, ReplyChecks
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import extraction_instructions, observer_guidelines
 from om_eval.om.parsing import (
@@ -186,18 +186,32 @@ async def reflect_observations(
     instruction: str | None = None,
     guidance: str | None = None,
     skip_continuation_hints: bool = False,
+    checks: ReplyChecks = "om_eval",
 ) -> ReflectionResult:
     """Run the compression ladder from ``start_level`` until an attempt is below ``target`` (§3.5).
 
     An attempt fails, and the ladder moves on, when its answer is degenerate, empty, has no observation lines
-    although ``observations`` has some, or has fewer than :func:`min_reflection_tokens` tokens.
+    although ``observations`` has some, or has fewer than :func:`min_reflection_tokens` tokens. With
+    ``checks="mastra"`` only a degenerate answer fails, and the last attempt is the result (see
+    :func:`_ladder_as_mastra`).
 
     Raises:
-        ReflectionError: every attempt failed.
+        ReflectionError: every attempt failed (never with ``checks="mastra"``).
     """
     input_tokens = counter.count_text(observations)
     system_prompt = render_reflector_system_prompt(variant, instruction)
     max_level = min(MAX_COMPRESSION_LEVEL, start_level + LADDER_HEIGHT)
+
+    def ask(level: int, check: Callable[[str], str | None]) -> Awaitable[ModelReply]:
+        request = render_reflector_request(
+            observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints
+        )
+        messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": request}]
+        # Each rung is a different request, so every rung is its own cache entry without an attempt number.
+        return complete_checked(model, messages, stage="reflector", settings=settings, check=check)
+
+    if checks == "mastra":
+        return await _ladder_as_mastra(ask, input_tokens, target, range(start_level, max_level + 1), counter)
     floor = min_reflection_tokens(input_tokens, target)
     structured = count_observation_lines(observations) > 0
     attempts: list[ReflectionAttempt] = []
@@ -222,13 +236,7 @@ async def reflect_observations(
                         suggested_response=parsed.suggested_response)
 
     for level in range(start_level, max_level + 1):
-        request = render_reflector_request(
-            observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints
-        )
-        messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": request}]
-        # Each rung is a different request, so every rung is its own cache entry without an attempt number.
-        reply = await complete_checked(model, messages, stage="reflector", settings=settings,
-                                       check=lambda raw: read(raw).problem)
+        reply = await ask(level, lambda raw: read(raw).problem)
         reading = read(reply.text)
         attempts.append(ReflectionAttempt(level, reading.tokens, reading.degenerate, reply, reading.problem))
         if reading.problem is not None or reading.tokens is None:
@@ -248,6 +256,37 @@ async def reflect_observations(
         )
     tokens, level, text, suggested = best
     return ReflectionResult(text, tokens, input_tokens, target, level, suggested, tuple(attempts))
+
+
+async def _ladder_as_mastra(
+    ask: Callable[[int, Callable[[str], str | None]], Awaitable[ModelReply]],
+    input_tokens: int,
+    target: int,
+    levels: Sequence[int],
+    counter: TokenCounter,
+) -> ReflectionResult:
+    """1.10's ladder: stop at the first non-degenerate attempt under ``target``; the last attempt is the result,
+    even above its target, and a degenerate last attempt leaves no observations at all."""
+
+    def degenerate(raw: str) -> str | None:
+        return "degenerate (repetition loop)" if parse_reflector_output(raw).degenerate else None
+
+    attempts: list[ReflectionAttempt] = []
+    observations, tokens, suggested = "", 0, None
+    for level in levels:
+        reply = await ask(level, degenerate)
+        parsed = parse_reflector_output(reply.text)
+        if parsed.degenerate:
+            observations, tokens, suggested = "", 0, None
+            attempts.append(ReflectionAttempt(level, None, True, reply, "degenerate (repetition loop)"))
+            continue
+        observations, suggested = parsed.observations, parsed.suggested_response
+        tokens = counter.count_text(observations)
+        attempts.append(ReflectionAttempt(level, tokens, False, reply))
+        if tokens < target:
+            break
+    return ReflectionResult(observations, tokens, input_tokens, target, attempts[-1].level, suggested,
+                            tuple(attempts))
 
 
 def attempt_levels(result: ReflectionResult) -> Sequence[int]:

@@ -14,7 +14,6 @@ from typing import Any
 
 #: What om-eval never reproduces, so every Mastra-like run carries it.
 ALWAYS = (
-    "om-eval's observer/reflector robustness rules (repeat check, smallest reflection kept, junk never applied)",
     "no re-asks of questions Mastra flagged for retry",
     "no rewriter of content the observer model refuses",
 )
@@ -42,6 +41,9 @@ def mastra_departures(config: Mapping[str, Any]) -> list[str]:
     if replay.get("pending_accounting", "exact") != "mastra_dev":
         found.append(f"pending tokens counted as {replay.get('pending_accounting', 'exact')} (Mastra's data: "
                      "mastra_dev)")
+    if (config.get("om") or {}).get("reply_checks", "om_eval") != "mastra":
+        found.append("om-eval's observer/reflector robustness rules (repeat check, smallest reflection kept, junk "
+                     "never applied; Mastra: om.reply_checks=mastra)")
     return [*found, *ALWAYS]
 
 

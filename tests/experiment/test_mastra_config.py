@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 from om_eval.cli import _demo_parser
 from om_eval.experiment.app import CONFIG_DIR
 from om_eval.experiment.spec import spec_from_config
-from om_eval.om.config import PROMPT_VARIANTS
+from om_eval.om.config import PROMPT_VARIANTS, ConfigError
 from tests.runs import compose_run
 
 
@@ -51,3 +51,18 @@ def test_the_demo_offers_every_prompt_variant() -> None:
     (variant,) = [action for action in demo._actions if action.dest == "variant"]
     assert tuple(variant.choices) == PROMPT_VARIANTS
     assert {path.stem for path in (CONFIG_DIR / "prompt").glob("*.yaml")} == set(PROMPT_VARIANTS)
+
+
+def test_reply_checks_reach_the_engine_and_keep_default_run_ids(tmp_path: Path) -> None:
+    def spec(*overrides: str):  # noqa: ANN202
+        return spec_from_config(OmegaConf.to_container(compose_run(tmp_path, *overrides, experiment="smoke"),
+                                                       resolve=True))
+
+    plain, explicit, strict = spec(), spec("om.reply_checks=om_eval"), spec("om.reply_checks=mastra")
+    assert plain.om.reply_checks == "om_eval" and strict.om.reply_checks == "mastra"
+    assert plain.config_hash == explicit.config_hash != strict.config_hash
+    assert "reply_checks" not in plain.om.to_dict() and strict.om.to_dict()["reply_checks"] == "mastra"
+    strict_preset = compose_run(tmp_path, experiment="mastra_gpt4o_strict")
+    assert spec_from_config(OmegaConf.to_container(strict_preset, resolve=True)).om.reply_checks == "mastra"
+    with pytest.raises(ConfigError, match=r"om\.reply_checks=.*allowed values are om_eval, mastra"):
+        spec("om.reply_checks=lenient")

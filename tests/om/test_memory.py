@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 import asyncio
 import json
 from dataclasses import replace
@@ -240,21 +241,42 @@ def test_missing_tags_fall_back_to_list_lines() -> None:
     assert "User stated: I keep bees" in memory.record().active_observations
 
 
+def feed_new_threads(memory: ObservationalMemory, count: int) -> None:
+    """One long message in each of ``count`` new threads, each observed at once."""
+    for minute in range(count):
+        memory.add_message(one_message(f"Fact number {minute}: I collect vintage maps of Lisbon. " * 120,
+                                       thread=f"t{minute}", minutes=minute))
+        run(memory.observe(force=True))
+
+
 def test_uncompressible_observations_do_not_loop() -> None:
     # mastra#14109: reflect -> new generation -> reflect forever when observations cannot shrink.
     model = ScriptedModel(faults={"reflector": ["no_compression"] * 100})
     config = resource_config(reflection=ReflectionConfig(observation_tokens=300, retry_after_growth=0.5))
     memory = ObservationalMemory(config, observer=model)
-    for minute in range(6):
-        memory.add_message(one_message(f"Fact number {minute}: I collect vintage maps of Lisbon. " * 120,
-                                       thread=f"t{minute}", minutes=minute))
-        run(memory.observe(force=True))
+    feed_new_threads(memory, 6)
     kinds = [e.kind for e in memory.events]
     assert kinds.count("reflection_unproductive") >= 1 and "reflection" not in kinds
     assert "reflection_deferred" in kinds  # backed off instead of reflecting after every observation
     reflector_calls = len(model.calls_for("reflector"))
     assert reflector_calls == 4 * kinds.count("reflection_unproductive")  # each ladder is bounded (levels 0-3)
     assert len(memory.generations()) == 1  # memory never replaced by a no-smaller reflection
+
+
+def test_as_mastra_uncompressible_observations_reflect_at_every_check() -> None:
+    # reply_checks=mastra: 1.10 applies the last attempt even when no smaller, and never waits (mastra#14109).
+    model = ScriptedModel(faults={"reflector": ["no_compression"] * 100})
+    config = resource_config(reflection=ReflectionConfig(observation_tokens=300, retry_after_growth=0.5),
+                             reply_checks="mastra")
+    memory = ObservationalMemory(config, observer=model)
+    feed_new_threads(memory, 6)
+    kinds = [e.kind for e in memory.events]
+    assert "reflection_unproductive" not in kinds and "reflection_deferred" not in kinds
+    tokens = [e.observation_tokens_after for e in memory.events if e.kind == "observation"]
+    above = sum(1 for t in tokens if t > 300)
+    # Once above the threshold, every observation is followed by a reflection that is no smaller but applied.
+    assert above >= 2 and kinds.count("reflection") == above and len(memory.generations()) == above + 1
+    assert memory.snapshot()["reflection_hold"] == {}
 
 
 @pytest.mark.parametrize("fault", ["degenerate", "error", "prose", "empty"])

@@ -255,3 +255,35 @@ def test_multi_thread_check_refuses_answers_for_no_thread_of_the_batch() -> None
     call = run(call_observer(model, SETTINGS, "s", [], multi_thread=True, thread_ids=("a1",)))
     assert set(call.output.threads) == {"a1"} and model.attempts == [0, 1]  # type: ignore[union-attr]
     assert "no <observations> for any thread" in (model.verdicts[0] or "") and model.verdicts[1] is None
+
+
+# ----------------------------------------------------------------------------- 1.10's rules (reply_checks=mastra)
+
+
+@pytest.mark.parametrize("reply", ["", "Nothing to report."])
+def test_as_mastra_a_reply_without_observations_is_applied_as_nothing(reply: str) -> None:
+    model = CheckedQueueModel([reply])
+    call = run(call_observer(model, SETTINGS, "s", [], multi_thread=False, checks="mastra"))
+    assert call.output.observations == "" and len(call.replies) == 1 and model.verdicts == [None]
+
+
+def test_as_mastra_a_degenerate_reply_is_retried_once_then_raises() -> None:
+    model = CheckedQueueModel([LOOP, GOOD])
+    assert "beagle" in run(call_observer(model, SETTINGS, "s", [], multi_thread=False, checks="mastra")).output.observations
+    assert model.attempts == [0, 1] and "degenerate" in (model.verdicts[0] or "")
+    with pytest.raises(ObserverOutputError, match="degenerate output 2 times"):
+        run(call_observer(QueueModel([LOOP, LOOP]), SETTINGS, "s", [], multi_thread=False, checks="mastra"))
+
+
+def test_as_mastra_no_repeat_check_and_other_threads_are_accepted() -> None:
+    old = "Date: Dec 4, 2025\n* 🔴 (14:30) User stated they have a beagle."
+    repeat = run(call_observer(QueueModel([GOOD]), SETTINGS, "s", [], multi_thread=False, checks="mastra",
+                               previous_observations=old, new_messages="User: the weather is fine today"))
+    assert repeat.suspect is None and len(repeat.replies) == 1
+    checked = run(call_observer(QueueModel([GOOD, GOOD]), SETTINGS, "s", [], multi_thread=False,
+                                previous_observations=old, new_messages="User: the weather is fine today"))
+    assert checked.suspect is not None and len(checked.replies) == 2  # what om-eval's rules would have done
+    other = '<observations>\n<thread id="zz">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
+    call = run(call_observer(QueueModel([other]), SETTINGS, "s", [], multi_thread=True, thread_ids=("a1",),
+                             checks="mastra"))
+    assert set(call.output.threads) == {"zz"}  # type: ignore[union-attr]

@@ -174,3 +174,36 @@ def test_an_applied_reflection_always_looks_like_observations(reply_lines: list[
         return
     assert result.observations.strip() and count_observation_lines(result.observations) >= 1
     assert result.tokens >= min_reflection_tokens(result.input_tokens, 60)
+
+
+# ----------------------------------------------------------------------------- 1.10's rules (reply_checks=mastra)
+
+
+def reflect_as_mastra(model: QueueModel, *, target: int, start_level: int = 0, observations: str = OBSERVATIONS):  # noqa: ANN201
+    return asyncio.run(reflect_observations(model, SETTINGS, observations, target=target, start_level=start_level,
+                                            counter=COUNTER, checks="mastra"))
+
+
+def test_as_mastra_the_last_attempt_is_the_result_even_when_larger() -> None:
+    model = QueueModel([wrap(lines(80)), wrap(lines(60)), wrap(lines(75)), wrap(lines(70))])
+    result = reflect_as_mastra(model, target=10)
+    assert [a.level for a in result.attempts] == [0, 1, 2, 3]
+    assert result.tokens == 70 and result.level == 3 and result.observations == lines(70)
+
+
+def test_as_mastra_prose_and_tiny_replies_are_applied() -> None:
+    assert reflect_as_mastra(QueueModel([PROSE]), target=40_000, observations=BIG).observations == PROSE
+    tiny = wrap("* 🔴 (09:00) User has a dog.")
+    result = reflect_as_mastra(QueueModel([tiny]), target=40_000, observations=BIG)
+    assert result.tokens < min_reflection_tokens(COUNTER.count_text(BIG), 40_000) and result.productive
+
+
+def test_as_mastra_a_degenerate_last_attempt_leaves_nothing() -> None:
+    result = reflect_as_mastra(QueueModel([wrap(lines(30)), LOOP, LOOP, LOOP]), target=10)
+    assert [a.degenerate for a in result.attempts] == [False, True, True, True]
+    assert result.observations == "" and result.tokens == 0 and not result.productive
+
+
+def test_as_mastra_a_degenerate_attempt_climbs_and_a_good_one_stops() -> None:
+    result = reflect_as_mastra(QueueModel([LOOP, wrap(lines(30))]), target=50)
+    assert [a.level for a in result.attempts] == [0, 1] and result.observations == lines(30)

@@ -35,4 +35,10 @@ def test_only_mastra_experiments_get_a_note(tmp_path: Path) -> None:
     runs = [{"run_id": "a" * 16, "label": "smoke", "config_json": resolved(tmp_path, "smoke")},
             {"run_id": "b" * 16, "label": "strict", "config_json": resolved(tmp_path, "mastra_gpt4o_strict")}]
     (note,) = departure_notes(runs)
-    assert note.startswith("Departures from Mastra's harness (strict): om-eval's observer/reflector")
+    assert note.startswith("Departures from Mastra's harness (strict): no re-asks")
+
+
+def test_robustness_rules_are_a_departure_unless_turned_off(tmp_path: Path) -> None:
+    found = mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict", "om.reply_checks=om_eval"))
+    assert found[0].startswith("om-eval's observer/reflector robustness rules")
+    assert found[1:] == list(ALWAYS)
