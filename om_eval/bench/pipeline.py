@@ -41,8 +41,9 @@ ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_li
 
 
 #: Revision of the buffered replay's step model (``ObservationalMemory.start_turn`` then ``observe`` per unit);
-#: part of buffered memory keys only, so memories built by an earlier model are not reused.
-BUFFERING_STEPS = 2
+#: part of buffered memory keys only, so memories built by an earlier model are not reused. 3: the buffering
+#: boundary survives a reflection generation, as in 1.10.
+BUFFERING_STEPS = 3
 
 
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:

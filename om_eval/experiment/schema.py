@@ -42,6 +42,7 @@ class ObservationSchema:
     batch_mode: str = "parallel"
     request_layout: str = "split"
     buffer_candidates: str = "unbuffered"  # after_cursor: 1.10's buffer cursor (never observes dropped chunks)
+    activation_counts_reminder: bool = False  # true: 1.10 counts its continuation reminder at later steps' activation
 
 
 @dataclass

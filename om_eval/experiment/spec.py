@@ -116,13 +116,19 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
 
 
 #: OM settings added after runs were stored: left out of the run id at their default, so older runs keep theirs.
-LATER_OM_DEFAULTS = {"reply_checks": "om_eval"}
+LATER_OM_DEFAULTS = {"reply_checks": "om_eval", "observation.activation_counts_reminder": False}
 
 
-def _without_later_defaults(om: Any) -> Any:
+def _without_later_defaults(om: Any, prefix: str = "") -> Any:
     if not isinstance(om, Mapping):
         return om
-    return {k: v for k, v in om.items() if not (k in LATER_OM_DEFAULTS and v == LATER_OM_DEFAULTS[k])}
+    kept = {}
+    for key, value in om.items():
+        path = prefix + key
+        if path in LATER_OM_DEFAULTS and value == LATER_OM_DEFAULTS[path]:
+            continue
+        kept[key] = _without_later_defaults(value, path + ".") if isinstance(value, Mapping) else value
+    return kept
 
 
 def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:

@@ -141,6 +141,12 @@ class ObservationConfig:
     covers. ``after_cursor`` (1.10): only those newer than the buffer cursor (the newest buffered message, kept
     across reflection generations) and the last observation; a reflection generation drops pending chunks, so
     1.10 never observes their messages. Stored only when ``after_cursor``."""
+    activation_counts_reminder: bool = False
+    """1.10's count at activation, at the steps of a turn after the first: the whole message list, which then
+    holds the continuation reminder shown at the first step whenever there were observations
+    (:data:`om_eval.om.thresholds.REMINDER_TOKENS_1_10` tokens more). It moves the activation gate, the forced
+    boundary and the projected remainder. ``False`` (om-eval) counts the unobserved messages only. Stored only
+    when true."""
 
 
 @dataclass(frozen=True)
@@ -307,8 +313,9 @@ class OMConfig:
         _check_choice("observation.batch_mode", obs.batch_mode, BATCH_MODES)
         _check_choice("observation.buffer_candidates", obs.buffer_candidates, BUFFER_CANDIDATES)
         _check_choice("observation.request_layout", obs.request_layout, REQUEST_LAYOUTS)
-        if not isinstance(obs.thread_title, bool):
-            _fail("observation.thread_title", obs.thread_title, "must be true or false")
+        for name in ("thread_title", "activation_counts_reminder"):
+            if not isinstance(getattr(obs, name), bool):
+                _fail(f"observation.{name}", getattr(obs, name), "must be true or false")
         prev = obs.previous_observer_tokens
         if prev is not False and (prev is True or not _is_number(prev) or prev < 0 or int(prev) != prev):
             _fail("observation.previous_observer_tokens", prev, "must be false or a whole number >= 0")
@@ -382,7 +389,8 @@ class OMConfig:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
-        ``observation.buffer_candidates`` and ``reply_checks`` only when not the default: they came after configs were hashed and stored.
+        ``observation.buffer_candidates``, ``observation.activation_counts_reminder`` and ``reply_checks`` only when not
+        the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
@@ -391,6 +399,8 @@ class OMConfig:
             del data["thread_id_hash"]
         if self.observation.buffer_candidates == "unbuffered":
             del data["observation"]["buffer_candidates"]
+        if not self.observation.activation_counts_reminder:
+            del data["observation"]["activation_counts_reminder"]
         if self.reply_checks == "om_eval":
             del data["reply_checks"]
         return data

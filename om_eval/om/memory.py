@@ -70,6 +70,7 @@ from om_eval.om.threads import (
     strip_thread_tags,
 )
 from om_eval.om.thresholds import (
+    REMINDER_TOKENS_1_10,
     buffer_has_enough,
     dynamic_message_threshold,
     js_round,
@@ -253,6 +254,7 @@ class ObservationalMemory:
         self._lock = asyncio.Lock()
         self._prefix_check: tuple[tuple[str, str, int], bool] | None = None
         self._buffer_cursor: dict[str, datetime] = {}
+        self._reminded: set[str] = set()  # keys whose turn began with observations (1.10 showed its reminder)
 
     # -- identity and lookups -------------------------------------------------------------------------------
 
@@ -671,6 +673,11 @@ class ObservationalMemory:
             with contextlib.suppress(Exception):
                 await self._maybe_reflect_async(key, after_observation=False)
             await self._maybe_buffer(key, self.pending_tokens(key), threshold)
+            # The first step ends by showing the observations, and with them 1.x's continuation reminder.
+            if self.record(key).active_observations:
+                self._reminded.add(key)
+            else:
+                self._reminded.discard(key)
             return outcome
 
     async def _step_async(self, key: str) -> ObservationOutcome | None:
@@ -683,7 +690,8 @@ class ObservationalMemory:
         await self._maybe_buffer(key, pending, threshold)
         if not observation_due(pending, threshold):
             return None
-        outcome = self._activate(key, pending, threshold)
+        reminder = key in self._reminded and self.config.observation.activation_counts_reminder
+        outcome = self._activate(key, pending + (REMINDER_TOKENS_1_10 if reminder else 0), threshold)
         if outcome is None and pending >= block_after:
             outcome = await (self._observe_resource_sync(False) if self.resource_scope else self._observe_thread(key))
         return None if outcome is None else await self._with_reflection(outcome, key)
@@ -1246,6 +1254,14 @@ class ObservationalMemory:
         record.metadata.pop(_REFLECTED_PREFIX, None)
         record.metadata.pop("buffered_reflection_level", None)
 
+    def _new_generation(self, key: str, record: OMRecord, observations: str, tokens: int) -> OMRecord:
+        """Start the generation a reflection makes. The buffering boundary carries over: 1.10 resets the stored
+        copy but decides with the larger of it and the copy it keeps in process memory, which survives."""
+        new_record = record.next_generation(observations, tokens, self._now())
+        new_record.last_buffered_at_tokens = record.last_buffered_at_tokens
+        self._generations[key].append(new_record)
+        return new_record
+
     def _activate_reflection(self, key: str) -> ReflectionOutcome:
         """A new generation: the buffered reflection, then the lines it did not cover (§1.11 activation)."""
         record = self.record(key)
@@ -1255,8 +1271,7 @@ class ObservationalMemory:
         tokens = self.counter.count_text(text)
         before = record.observation_token_count
         level = int(record.metadata.get("buffered_reflection_level", 0))
-        new_record = record.next_generation(text, tokens, self._now())
-        self._generations[key].append(new_record)
+        new_record = self._new_generation(key, record, text, tokens)
         target = self.config.reflection.observation_tokens
         if tokens < target:
             self._reflection_hold.pop(key, None)
@@ -1327,8 +1342,7 @@ class ObservationalMemory:
                 detail=f"smallest attempt had {result.tokens} tokens for {result.input_tokens} in; memory kept",
             )
             return ReflectionOutcome(False, result, record.generation_count)
-        new_record = record.next_generation(result.observations, result.tokens, self._now())
-        self._generations[key].append(new_record)
+        new_record = self._new_generation(key, record, result.observations, result.tokens)
         if not self.resource_scope and result.suggested_response and thread_id is not None:
             self.thread_state(thread_id).suggested_response = result.suggested_response
         if result.below_target:

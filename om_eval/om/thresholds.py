@@ -21,6 +21,9 @@ MAX_OVERSHOOT_RATIO = 0.95
 MIN_REMAINING_TOKENS = 1000
 #: Below ``threshold - RAMP_FACTOR * buffer_tokens`` buffering runs at its normal interval; above, at half.
 RAMP_FACTOR = 1.1
+#: 1.10's continuation reminder message as its activation counts it at later steps (tokenx 1.3.0, the message
+#: overhead included; measured with the engine differential). See ``observation.activation_counts_reminder``.
+REMINDER_TOKENS_1_10 = 281
 
 
 def js_round(value: float) -> int:

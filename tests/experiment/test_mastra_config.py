@@ -53,7 +53,7 @@ def test_the_demo_offers_every_prompt_variant() -> None:
     assert {path.stem for path in (CONFIG_DIR / "prompt").glob("*.yaml")} == set(PROMPT_VARIANTS)
 
 
-def test_reply_checks_reach_the_engine_and_keep_default_run_ids(tmp_path: Path) -> None:
+def test_later_settings_reach_the_engine_and_keep_default_run_ids(tmp_path: Path) -> None:
     def spec(*overrides: str):  # noqa: ANN202
         return spec_from_config(OmegaConf.to_container(compose_run(tmp_path, *overrides, experiment="smoke"),
                                                        resolve=True))
@@ -62,6 +62,9 @@ def test_reply_checks_reach_the_engine_and_keep_default_run_ids(tmp_path: Path) 
     assert plain.om.reply_checks == "om_eval" and strict.om.reply_checks == "mastra"
     assert plain.config_hash == explicit.config_hash != strict.config_hash
     assert "reply_checks" not in plain.om.to_dict() and strict.om.to_dict()["reply_checks"] == "mastra"
+    reminded = spec("om.observation.activation_counts_reminder=true")
+    assert reminded.om.observation.activation_counts_reminder and reminded.config_hash != plain.config_hash
+    assert spec("om.observation.activation_counts_reminder=false").config_hash == plain.config_hash
     strict_preset = compose_run(tmp_path, experiment="mastra_gpt4o_strict")
     assert spec_from_config(OmegaConf.to_container(strict_preset, resolve=True)).om.reply_checks == "mastra"
     with pytest.raises(ConfigError, match=r"om\.reply_checks=.*allowed values are om_eval, mastra"):

@@ -150,6 +150,8 @@ class Setting:
     """How om-eval decides that observation is due after a pair (:mod:`om_eval.bench.accounting`)."""
     buffer_candidates: str = "unbuffered"
     """Which messages om-eval's buffer passes take (``after_cursor`` is 1.10's rule)."""
+    activation_counts_reminder: bool = False
+    """Count 1.10's continuation reminder in activation's pending tokens at later steps (1.10's rule)."""
     sessions: tuple[int, int] = (3, 7)
     pairs: tuple[int, int] = (1, 6)
     """Ranges of sessions per conversation and pairs per session."""
@@ -166,6 +168,7 @@ class Setting:
         observation = ObservationConfig(
             message_tokens=self.message_tokens, max_tokens_per_batch=self.max_tokens_per_batch,
             buffer_tokens=None if self.buffering else False, buffer_candidates=self.buffer_candidates,
+            activation_counts_reminder=self.activation_counts_reminder,
         )
         return OMConfig(
             scope=self.scope, observation=observation,

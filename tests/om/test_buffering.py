@@ -14,6 +14,7 @@ from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
 from om_eval.om.scripted import ScriptedModel
+from om_eval.om.thresholds import REMINDER_TOKENS_1_10
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION, CharRatioCounter
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
@@ -457,3 +458,48 @@ def test_after_cursor_candidates_skip_them_and_activation_drops_them_visibly() -
     assert set(json.loads(event.detail)["messages"]) == dropped  # 1.10 loses them silently; om-eval says so
     assert not dropped & {m.id for m in memory.unobserved_messages("t1")}
     assert "buffer_candidates" not in OMConfig().to_dict()["observation"]  # the default keeps config hashes
+
+
+# -- 1.10's quirks at later steps and across generations ---------------------------------------------------------
+
+
+def _step_activations(counts_reminder: bool) -> list[tuple[bool, int, int]]:
+    """Pairs replayed as two-step turns; per activation at a later step: (observations shown at the first step,
+    pending tokens, the pending tokens activation counted)."""
+    # Small thresholds, as in the engine differential, where the reminder is large next to the pending tokens.
+    config = thread_config(400, 300, activation_counts_reminder=counts_reminder)
+    memory = ObservationalMemory(config, observer=ScriptedModel(), token_counter=CharRatioCounter())
+    seen = []
+    for index in range(0, 240, 2):
+        memory.add_messages([message(index, words=6), message(index + 1, words=6)])
+        run(memory.start_turn("t1"))
+        shown, pending, before = bool(memory.record("t1").active_observations), memory.pending_tokens("t1"), len(
+            memory.events)
+        run(memory.observe("t1"))
+        seen += [(shown, pending, json.loads(e.detail)["pending_before"]) for e in memory.events[before:]
+                 if e.kind == "observation_activated"]
+    return seen
+
+
+def test_activation_at_later_steps_counts_the_reminder_only_when_asked() -> None:
+    plain, reminded = _step_activations(False), _step_activations(True)
+    assert plain and all(counted == pending for _, pending, counted in plain)
+    assert len(reminded) > 10 * len(plain)  # 281 more tokens pass the gate (or force it) at many more steps
+    assert all(counted == pending + (REMINDER_TOKENS_1_10 if shown else 0) for shown, pending, counted in reminded)
+    assert "activation_counts_reminder" not in OMConfig().to_dict()["observation"]
+    with pytest.raises(ConfigError, match="observation.activation_counts_reminder"):
+        thread_config(activation_counts_reminder="yes")
+
+
+def test_a_reflection_generation_keeps_the_buffering_boundary() -> None:
+    # 1.10 resets the stored boundary of a new generation but decides with its in-process copy, which survives.
+    memory = ObservationalMemory(thread_config(), observer=ScriptedModel(), token_counter=CharRatioCounter())
+    index = 0
+    while not (memory.record("t1").active_observations and memory.record("t1").last_buffered_at_tokens):
+        memory.add_message(message(index, words=3))
+        run(memory.start_turn("t1"))
+        run(memory.observe("t1"))
+        index += 1
+    boundary = memory.record("t1").last_buffered_at_tokens
+    run(memory.reflect("t1"))
+    assert len(memory.generations("t1")) == 2 and memory.record("t1").last_buffered_at_tokens == boundary

@@ -43,7 +43,7 @@ SETTINGS = {
                              max_tokens_per_batch=700, pending_accounting="mastra_step", sessions=(4, 9),
                              obscure_thread_ids=True),
     "thread-buffered": Setting("thread", True, message_tokens=400, observation_tokens=300, sessions=(1, 3),
-                               pairs=(4, 16), buffer_candidates="after_cursor"),
+                               pairs=(4, 16), buffer_candidates="after_cursor", activation_counts_reminder=True),
     "thread-buffered-om-eval": Setting("thread", True, message_tokens=400, observation_tokens=300, sessions=(1, 3),
                                        pairs=(4, 16)),
 }
@@ -183,9 +183,6 @@ def test_the_stand_ins_follow_one_rule_in_both_languages(oracle: NodeFolder) -> 
 
 
 KNOWN_DIFFERENCES = {
-    "thread-buffered": "at steps after the first, 1.10's activation check counts the turn's message list with the "
-                       "continuation reminder it injected at step 0 (281 tokenx tokens), so it activates, or "
-                       "activates with force, a step earlier than the unobserved tokens alone say; not modelled yet",
     "thread-buffered-om-eval": "om-eval's default buffer candidates (every message no chunk covers) re-buffer the "
                                "messages whose chunks a reflection generation dropped; 1.10 never observes them",
 }
