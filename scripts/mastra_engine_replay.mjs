@@ -23,7 +23,8 @@
 //   history comes from a `Memory` (its `getContext`, whose engine is ours: `obscureThreadIds` is an engine option
 //   `Memory` does not pass on), buffering is awaited with `waitForBuffering` plus `settled()`, and the date the
 //   actor's observations are dated against (read from the request context by 1.10) is passed to the engine's
-//   context builder, which 1.31's processor calls without one (so it would take the wall clock).
+//   context builder, which 1.31's processor calls without one (so it would take the wall clock); likewise each
+//   message part carries its message's time (see dbMessage).
 import { MessageList } from "@mastra/core/agent";
 import { RequestContext } from "@mastra/core/request-context";
 import { InMemoryStore } from "@mastra/core/storage";
@@ -115,9 +116,13 @@ function standIn(modelId, kind, reply) {
 // ---------------------------------------------------------------------------- the replay
 
 function dbMessage(m, threadId, resourceId) {
+  const part = { type: "text", text: m.text };
+  // 1.31: the message list stamps a part that has no time with the wall clock, and the Observer dates its lines
+  // by their parts' times, so each part is given its message's (simulated) time.
+  if (ObservationalMemoryProcessor) part.createdAt = Date.parse(m.createdAt);
   return {
     id: m.id, role: m.role, createdAt: new Date(m.createdAt), threadId, resourceId, type: "text",
-    content: { format: 2, parts: [{ type: "text", text: m.text }] },
+    content: { format: 2, parts: [part] },
   };
 }
 
@@ -151,7 +156,9 @@ async function processorEngine(storage, store, options) {
     }
   }
   const memory = new ReplayMemory({ storage, options: { observationalMemory: options } });
-  const engine = new ObservationalMemory({ ...options, storage: store, memory, obscureThreadIds: config.obscureThreadIds });
+  const engine = new ObservationalMemory({
+    ...options, storage: store, memory, obscureThreadIds: config.obscureThreadIds,
+  });
   memory.omEvalEngine = engine;
   const build = engine.buildContextSystemMessages.bind(engine);
   engine.buildContextSystemMessages = (opts) => build({ ...opts, currentDate: opts.currentDate ?? engine.omEvalNow });
@@ -206,8 +213,9 @@ async function replay(conversation) {
     const requestContext = context(threadId, now);
     const state = {};
     // 1.31: one processor per agent call for the input steps, another for the output result (see the top).
-    const om = ObservationalMemoryProcessor ? new ObservationalMemoryProcessor(engine, engine.getMemory()) : engine;
-    const output = ObservationalMemoryProcessor ? new ObservationalMemoryProcessor(engine, engine.getMemory()) : engine;
+    const [om, output] = ObservationalMemoryProcessor
+      ? [0, 1].map(() => new ObservationalMemoryProcessor(engine, engine.getMemory()))
+      : [engine, engine];
     if (ObservationalMemoryProcessor) engine.omEvalNow = new Date(now);
     for (let step = 0; step < steps; step++) {
       await om.processInputStep({ messageList: list, requestContext, stepNumber: step, state, messages: [] });

@@ -37,6 +37,8 @@ ThreadIdHash = Literal["xxh32", "blake2b"]
 THREAD_ID_HASHES = ("xxh32", "blake2b")
 ReplyChecks = Literal["om_eval", "mastra"]
 REPLY_CHECKS = ("om_eval", "mastra")
+MastraRelease = Literal["v1_10", "v1_31"]
+MASTRA_RELEASES = ("v1_10", "v1_31")
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -213,11 +215,23 @@ class OMConfig:
     ``mastra``: 1.10's rules only (a degenerate Observer reply is retried once, any other reply is applied; the
     Reflector stops at the first attempt under target and applies the last attempt, whatever it holds, and
     reflects again at the next check). Left out of :meth:`to_dict` while ``om_eval``."""
+    mastra_release: MastraRelease = "v1_10"
+    """The @mastra/memory release whose small rules the engine follows where 1.31 changed them without a knob
+    of its own: ``v1_10`` or ``v1_31`` (reflection at ``>=`` its threshold; the 1.28+ degenerate detector with
+    its repeated-line check; the Reflector reads observations without anchor ids; markdown link labels kept
+    in the actor's context; an empty reflection is a failed attempt). Settings that have their own option
+    (start level, previous observations shown, estimator) are set by ``om=v1_31``. Left out of
+    :meth:`to_dict` while ``v1_10``."""
 
     def __post_init__(self) -> None:
         self.validate()
 
     # -- derived values -------------------------------------------------------------------------------------
+
+    @property
+    def degenerate_strategy(self) -> Literal["v1.10", "v1.31"]:
+        """The repetition-loop detector of :attr:`mastra_release` (:func:`om_eval.om.parsing.detect_degenerate`)."""
+        return "v1.31" if self.mastra_release == "v1_31" else "v1.10"
 
     @property
     def async_observation_enabled(self) -> bool:
@@ -287,6 +301,7 @@ class OMConfig:
         _check_choice("other_threads_order", self.other_threads_order, OTHER_THREADS_ORDERS)
         _check_choice("thread_id_hash", self.thread_id_hash, THREAD_ID_HASHES)
         _check_choice("reply_checks", self.reply_checks, REPLY_CHECKS)
+        _check_choice("mastra_release", self.mastra_release, MASTRA_RELEASES)
         if self.other_threads_limit is not None:
             _check_positive_int("other_threads_limit", self.other_threads_limit)
         for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
@@ -389,7 +404,7 @@ class OMConfig:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
-        ``observation.buffer_candidates``, ``observation.activation_counts_reminder`` and ``reply_checks`` only when not
+        ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks`` and ``mastra_release`` only when not
         the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
@@ -403,6 +418,8 @@ class OMConfig:
             del data["observation"]["activation_counts_reminder"]
         if self.reply_checks == "om_eval":
             del data["reply_checks"]
+        if self.mastra_release == "v1_10":
+            del data["mastra_release"]
         return data
 
     @classmethod

@@ -37,21 +37,23 @@ OTHER_CONVERSATION_PART_CHARS = 500
 # "items collapsed" (the "[5 items collapsed - ID: ...]" markers); markdown link labels go as well.
 _LOW_PRIORITY = re.compile(rf"(?:🟡|🟢)[{WS}]*")
 _BRACKETED = re.compile(rf"\[(?![0-9{WS}]*items collapsed)[^\]]+\]")
+_BRACKETED_NOT_LINK = re.compile(rf"\[(?![0-9{WS}]*items collapsed)[^\]]+\](?!\()")  # 1.27+: link labels stay
 _ARROW = re.compile(rf"[{WS}]*->[{WS}]*")
 _SPACES = re.compile(r" {2,}")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
 
-def optimize_for_context(text: str) -> str:
+def optimize_for_context(text: str, *, keep_link_labels: bool = False) -> str:
     """Make observations compact for the actor (§2.8); storage keeps the original.
 
     Strips anchor ids, drops 🟡/🟢 with the whitespace after them (🔴 and ✅ stay), removes bracketed asides
-    except ``[N items collapsed …]`` markers, turns ``->`` and the whitespace around it into one space,
-    squeezes runs of spaces and of 3+ line feeds, and trims (JS ``trim``).
+    except ``[N items collapsed …]`` markers (and, with ``keep_link_labels`` as in 1.27+, any bracket that an
+    opening parenthesis follows: a markdown link's label), turns ``->`` and the whitespace around it into one
+    space, squeezes runs of spaces and of 3+ line feeds, and trims (JS ``trim``).
     """
     text = strip_anchor_ids(text)
     text = _LOW_PRIORITY.sub("", text)
-    text = _BRACKETED.sub("", text)
+    text = (_BRACKETED_NOT_LINK if keep_link_labels else _BRACKETED).sub("", text)
     text = _ARROW.sub(" ", text)
     text = _SPACES.sub(" ", text)
     text = _BLANK_RUNS.sub("\n\n", text)
@@ -86,6 +88,8 @@ class ContextInputs:
     other_conversations: Mapping[str, Sequence[Message]] = field(default_factory=dict)
     current_task: str | None = None
     suggested_response: str | None = None
+    keep_link_labels: bool = False
+    """1.27+: markdown link labels stay in the observations shown."""
 
 
 def _instructions(texts: Mapping[str, str], layout: str) -> str:
@@ -131,7 +135,8 @@ def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[
     """The memory messages placed before the conversation's unobserved tail (1.x's formatting of them)."""
     texts = load_prompts("context")
     # Optimise and annotate the whole text before splitting, so gap markers between chunks survive.
-    shown = split_observation_chunks(annotate_observations(optimize_for_context(inputs.observations), inputs.now))
+    optimized = optimize_for_context(inputs.observations, keep_link_labels=inputs.keep_link_labels)
+    shown = split_observation_chunks(annotate_observations(optimized, inputs.now))
     other = _other_block(texts, inputs)
     if layout == "single":
         parts = ["\n" + texts["preamble"]]

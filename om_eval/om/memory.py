@@ -522,6 +522,7 @@ class ObservationalMemory:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
                 multi_thread=False, previous_observations=previous, new_messages=request.history, checks=self.config.reply_checks,
+            strategy=self.config.degenerate_strategy,
             )
         except Exception as error:
             self._emit("observation_failed", record, thread_ids=(thread_id,), detail=str(error))
@@ -610,6 +611,7 @@ class ObservationalMemory:
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
             new_messages=request.history, checks=self.config.reply_checks,
+            strategy=self.config.degenerate_strategy,
         )
 
     def _apply_batch(
@@ -781,6 +783,7 @@ class ObservationalMemory:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
                 multi_thread=False, previous_observations=previous, new_messages=request.history, checks=self.config.reply_checks,
+            strategy=self.config.degenerate_strategy,
             )
         except Exception as error:
             replies = getattr(error, "replies", ())
@@ -912,6 +915,7 @@ class ObservationalMemory:
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
             new_messages=request.history, checks=self.config.reply_checks,
+            strategy=self.config.degenerate_strategy,
         )
 
     async def _buffer_observations_resource(self) -> BufferedChunk | None:
@@ -1154,7 +1158,7 @@ class ObservationalMemory:
         tokens = record.observation_token_count
         hold = self._reflection_hold.get(key)
         held = hold is not None and tokens <= hold
-        if not reflection_due(tokens, ref.observation_tokens):
+        if not self._reflection_due(tokens):
             if (not held and record.buffered_reflection is None
                     and reflection_buffer_due(tokens, ref.observation_tokens, self.config.reflection_activation)):
                 await self._buffer_reflection(key)
@@ -1190,7 +1194,7 @@ class ObservationalMemory:
             result = await reflect_observations(
                 self.reflector, ref.model, text, target=max(target, 1), start_level=level, counter=self.counter,
                 variant=self.config.prompt_variant, instruction=ref.instruction, skip_continuation_hints=True,
-                checks=self.config.reply_checks,
+                **self._reflector_rules(),
             )
         except Exception as error:
             self._hold_reflection(key, before)
@@ -1291,8 +1295,7 @@ class ObservationalMemory:
 
     async def _maybe_reflect(self, thread_id: str | None) -> ReflectionOutcome | None:
         record = self.record(thread_id)
-        threshold = self.config.reflection.observation_tokens
-        if not reflection_due(record.observation_token_count, threshold):
+        if not self._reflection_due(record.observation_token_count):
             return None
         key = self._key(thread_id)
         hold = self._reflection_hold.get(key)
@@ -1322,7 +1325,7 @@ class ObservationalMemory:
                 self.reflector, ref.model, record.active_observations,
                 target=ref.observation_tokens, start_level=self.config.reflection_start_level(),
                 counter=self.counter, variant=self.config.prompt_variant, instruction=ref.instruction,
-                guidance=guidance, checks=self.config.reply_checks,
+                guidance=guidance, **self._reflector_rules(),
             )
         except Exception as error:  # degenerate ladder or provider failure: memory stays as it is
             self._hold_reflection(key, before)
@@ -1355,6 +1358,17 @@ class ObservationalMemory:
             level=result.level, levels=levels, replies=replies,
         )
         return ReflectionOutcome(True, result, new_record.generation_count)
+
+    def _reflector_rules(self) -> dict[str, Any]:
+        """How Reflector replies are read, by ``reply_checks`` and ``mastra_release``."""
+        newer = self.config.mastra_release == "v1_31"
+        return {"checks": self.config.reply_checks, "strategy": self.config.degenerate_strategy,
+                "anchor_ids": not newer, "empty_fails": newer}
+
+    def _reflection_due(self, tokens: int) -> bool:
+        """Above the threshold; 1.31 also reflects at it."""
+        return reflection_due(tokens, self.config.reflection.observation_tokens,
+                              at_threshold=self.config.mastra_release == "v1_31")
 
     def _applicable(self, result: ReflectionResult) -> bool:
         """om-eval never applies an unproductive reflection; 1.10 (``reply_checks="mastra"``) applies any."""
@@ -1406,6 +1420,7 @@ class ObservationalMemory:
             other_conversations=self.other_conversations(thread_id),
             current_task=state.current_task if state else None,
             suggested_response=state.suggested_response if state else None,
+            keep_link_labels=self.config.mastra_release == "v1_31",
         )
 
     def other_conversations(self, thread_id: str | None = None) -> dict[str, list[Message]]:

@@ -43,7 +43,7 @@ __all__ = [
     "sanitize_lines",
 ]
 
-DegenerateStrategy = Literal["v1.10", "head"]
+DegenerateStrategy = Literal["v1.10", "v1.31", "head"]
 
 # --------------------------------------------------------------------------- constants (§2.6, §2.7)
 
@@ -309,12 +309,31 @@ def is_degenerate_strict(text: str) -> bool:
     return _window_strategy(lines) or _duplicate_line_strategy(lines) or _short_line_loop_strategy(lines)
 
 
+def is_degenerate_v1_31(text: str) -> bool:
+    """Repetition-loop detector of Mastra 1.28-1.31: 1.10's two checks on the raw output, then the share of
+    repeated lines.
+
+    The third check closes the window sampler's blind spot (a long block repeated whole samples no two equal
+    windows): among the lines of at least 24 characters once trimmed, the output is degenerate when there are at
+    least 20 and more than half repeat an earlier one exactly. Lengths in UTF-16 code units, trimming as JS does.
+    """
+    if is_degenerate(text):
+        return True
+    if utf16_len(text) < DEGENERATE_MIN_CHARS:
+        return False
+    counted = [trimmed for line in text.split("\n") if utf16_len(trimmed := js_trim(line)) >= LONG_LINE_MIN_CHARS]
+    if len(counted) < MIN_DUPLICATE_LINES:
+        return False
+    return (len(counted) - len(set(counted))) / len(counted) > MAX_DUPLICATE_LINE_RATIO
+
+
 def detect_degenerate(text: str, strategy: DegenerateStrategy = "v1.10") -> bool:
     """Run the chosen degenerate-repetition detector.
 
     Args:
         text: The model's raw output.
-        strategy: ``"v1.10"`` (benchmark-era, default) or ``"head"`` (three-strategy detector).
+        strategy: ``"v1.10"`` (benchmark-era, default), ``"v1.31"`` (1.28+, :func:`is_degenerate_v1_31`) or
+            ``"head"`` (the three-strategy detector on sanitised text that om-reference §2.6 calls HEAD).
 
     Returns:
         True when the output looks like a repetition loop.
@@ -324,6 +343,8 @@ def detect_degenerate(text: str, strategy: DegenerateStrategy = "v1.10") -> bool
     """
     if strategy == "v1.10":
         return is_degenerate(text)
+    if strategy == "v1.31":
+        return is_degenerate_v1_31(text)
     if strategy == "head":
         return is_degenerate_strict(text)
     raise ValueError(f"unknown degenerate-detection strategy {strategy!r}")

@@ -24,14 +24,17 @@ Departures from 1.10, each fixing a failure reported against it (lessons-from-pe
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings, ReplyChecks
+from om_eval.om.jstext import js_trim
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import extraction_instructions, observer_guidelines
 from om_eval.om.parsing import (
+    DegenerateStrategy,
     count_observation_lines,
     has_observations_block,
     parse_reflector_output,
@@ -39,6 +42,7 @@ from om_eval.om.parsing import (
 from om_eval.om.prompts import load_prompts
 from om_eval.om.tokens import TokenCounter
 
+_BLANK_RUNS = re.compile(r"\n{3,}")
 #: Extra levels the ladder may climb above its start level.
 LADDER_HEIGHT = 3
 MIN_KEPT_SHARE = 0.05
@@ -109,11 +113,18 @@ def render_reflector_system_prompt(variant: str, instruction: str | None = None)
 
 
 def render_reflector_request(
-    observations: str, level: int, *, guidance: str | None = None, skip_continuation_hints: bool = False
+    observations: str,
+    level: int,
+    *,
+    guidance: str | None = None,
+    skip_continuation_hints: bool = False,
+    anchor_ids: bool = True,
 ) -> str:
-    """The user message: anchored observations, the task, optional guidance, the level's compression text."""
+    """The user message: the observations (anchored, as 1.9-1.10 show them; or, with ``anchor_ids=False``, as 1.12+
+    do: blank-line runs squeezed, trimmed), the task, optional guidance, the level's compression text."""
     texts = load_prompts("reflector")
-    sections = [texts["request_heading"], inject_anchor_ids(observations), "---", texts["request_task"]]
+    shown = inject_anchor_ids(observations) if anchor_ids else js_trim(_BLANK_RUNS.sub("\n\n", observations))
+    sections = [texts["request_heading"], shown, "---", texts["request_task"]]
     if guidance and guidance.strip():
         sections += [texts["specific_guidance_heading"], guidance.strip()]
     if level:
@@ -187,13 +198,17 @@ async def reflect_observations(
     guidance: str | None = None,
     skip_continuation_hints: bool = False,
     checks: ReplyChecks = "om_eval",
+    strategy: DegenerateStrategy = "v1.10",
+    anchor_ids: bool = True,
+    empty_fails: bool = False,
 ) -> ReflectionResult:
     """Run the compression ladder from ``start_level`` until an attempt is below ``target`` (§3.5).
 
     An attempt fails, and the ladder moves on, when its answer is degenerate, empty, has no observation lines
     although ``observations`` has some, or has fewer than :func:`min_reflection_tokens` tokens. With
-    ``checks="mastra"`` only a degenerate answer fails, and the last attempt is the result (see
-    :func:`_ladder_as_mastra`).
+    ``checks="mastra"`` only a degenerate answer fails (and an empty one, with ``empty_fails``, as in 1.31), and the
+    last attempt is the result (see :func:`_ladder_as_mastra`). ``strategy`` is the repetition-loop detector;
+    ``anchor_ids`` shows the observations with anchor ids (1.9-1.10) or without (1.12+).
 
     Raises:
         ReflectionError: every attempt failed (never with ``checks="mastra"``).
@@ -204,14 +219,16 @@ async def reflect_observations(
 
     def ask(level: int, check: Callable[[str], str | None]) -> Awaitable[ModelReply]:
         request = render_reflector_request(
-            observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints
+            observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints,
+            anchor_ids=anchor_ids,
         )
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": request}]
         # Each rung is a different request, so every rung is its own cache entry without an attempt number.
         return complete_checked(model, messages, stage="reflector", settings=settings, check=check)
 
     if checks == "mastra":
-        return await _ladder_as_mastra(ask, input_tokens, target, range(start_level, max_level + 1), counter)
+        return await _ladder_as_mastra(ask, input_tokens, target, range(start_level, max_level + 1), counter,
+                                       strategy=strategy, empty_fails=empty_fails and bool(observations.strip()))
     floor = min_reflection_tokens(input_tokens, target)
     structured = count_observation_lines(observations) > 0
     attempts: list[ReflectionAttempt] = []
@@ -219,7 +236,7 @@ async def reflect_observations(
 
     def read(raw: str) -> _Reading:
         """One answer, parsed and checked."""
-        parsed = parse_reflector_output(raw)
+        parsed = parse_reflector_output(raw, degenerate_strategy=strategy)
         if parsed.degenerate:
             return _Reading("degenerate (repetition loop)", degenerate=True)
         if not parsed.observations.strip():
@@ -264,27 +281,40 @@ async def _ladder_as_mastra(
     target: int,
     levels: Sequence[int],
     counter: TokenCounter,
+    *,
+    strategy: DegenerateStrategy,
+    empty_fails: bool,
 ) -> ReflectionResult:
     """1.10's ladder: stop at the first non-degenerate attempt under ``target``; the last attempt is the result,
-    even above its target, and a degenerate last attempt leaves no observations at all."""
+    even above its target, and a degenerate last attempt leaves no observations at all. With ``empty_fails``
+    (1.31, for a non-empty input) an empty attempt fails like a degenerate one, and a ladder that ends with
+    no observations raises :class:`ReflectionError` instead of emptying the memory."""
 
-    def degenerate(raw: str) -> str | None:
-        return "degenerate (repetition loop)" if parse_reflector_output(raw).degenerate else None
+    def problem(raw: str) -> str | None:
+        parsed = parse_reflector_output(raw, degenerate_strategy=strategy)
+        if parsed.degenerate:
+            return "degenerate (repetition loop)"
+        return "empty reflection" if empty_fails and not parsed.observations.strip() else None
 
     attempts: list[ReflectionAttempt] = []
     observations, tokens, suggested = "", 0, None
     for level in levels:
-        reply = await ask(level, degenerate)
-        parsed = parse_reflector_output(reply.text)
-        if parsed.degenerate:
+        reply = await ask(level, problem)
+        failure = problem(reply.text)
+        if failure is not None:
             observations, tokens, suggested = "", 0, None
-            attempts.append(ReflectionAttempt(level, None, True, reply, "degenerate (repetition loop)"))
+            attempts.append(ReflectionAttempt(level, None, failure.startswith("degenerate"), reply, failure))
             continue
+        parsed = parse_reflector_output(reply.text, degenerate_strategy=strategy)
         observations, suggested = parsed.observations, parsed.suggested_response
         tokens = counter.count_text(observations)
         attempts.append(ReflectionAttempt(level, tokens, False, reply))
         if tokens < target:
             break
+    if empty_fails and not observations.strip():
+        reasons = "; ".join(f"level {a.level}: {a.problem}" for a in attempts)
+        raise ReflectionError(f"every reflection attempt failed ({reasons}); the observations were kept unchanged",
+                              attempts)
     return ReflectionResult(observations, tokens, input_tokens, target, attempts[-1].level, suggested,
                             tuple(attempts))
 

@@ -178,9 +178,9 @@ def observation_due(pending_tokens: float, threshold: float) -> bool:
     return pending_tokens > 0 and pending_tokens >= threshold
 
 
-def reflection_due(observation_tokens: float, threshold: float) -> bool:
-    """Reflection fires strictly above its threshold (``>``)."""
-    return observation_tokens > threshold
+def reflection_due(observation_tokens: float, threshold: float, *, at_threshold: bool = False) -> bool:
+    """Reflection fires strictly above its threshold (``>``, 1.10), or from it on with ``at_threshold`` (1.31)."""
+    return observation_tokens >= threshold if at_threshold else observation_tokens > threshold
 
 
 # -- async buffering and activation (§1.7, §1.10, §1.11) ------------------------------------------------------

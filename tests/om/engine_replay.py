@@ -152,6 +152,9 @@ class Setting:
     """Which messages om-eval's buffer passes take (``after_cursor`` is 1.10's rule)."""
     activation_counts_reminder: bool = False
     """Count 1.10's continuation reminder in activation's pending tokens at later steps (1.10's rule)."""
+    mastra_release: str = "v1_10"
+    """The release compared with; ``v1_31`` also sets what ``om=v1_31`` sets (sync reflection from the model's
+    level, every previous observation shown to the Observer)."""
     sessions: tuple[int, int] = (3, 7)
     pairs: tuple[int, int] = (1, 6)
     """Ranges of sessions per conversation and pairs per session."""
@@ -165,15 +168,18 @@ class Setting:
                 "obscureThreadIds": self.obscure_thread_ids}
 
     def om_config(self) -> OMConfig:
+        newer = self.mastra_release == "v1_31"
         observation = ObservationConfig(
             message_tokens=self.message_tokens, max_tokens_per_batch=self.max_tokens_per_batch,
             buffer_tokens=None if self.buffering else False, buffer_candidates=self.buffer_candidates,
             activation_counts_reminder=self.activation_counts_reminder,
+            previous_observer_tokens=False if newer else 2000,
         )
         return OMConfig(
             scope=self.scope, observation=observation,
-            reflection=ReflectionConfig(observation_tokens=self.observation_tokens),
+            reflection=ReflectionConfig(observation_tokens=self.observation_tokens, start_level="auto" if newer else 0),
             obscure_thread_ids=self.obscure_thread_ids, resource_buffering=self.buffering and self.scope == "resource",
+            mastra_release=self.mastra_release,  # type: ignore[arg-type]
         )
 
 

@@ -32,6 +32,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mastra_engine_replay
 #: The packages as 1.10.0 resolved them when it was published: a fresh install today takes tokenx 1.6.0 (the
 #: range is ^1.3.0), which counts a 🔴 as two tokens where 1.3.0 counts one, so observation token counts differ.
 ENGINE_PACKAGES = {**PACKAGES, "tokenx": "1.3.0"}
+#: 1.31.0 loads only with @mastra/core 1.71.0 (1.59, 1.62 and 1.66 fail at import); it bundles tokenx 1.3.0.
+ENGINE_PACKAGES_1_31 = {"@mastra/memory": "1.31.0", "@mastra/core": "1.71.0", "tokenx": "1.3.0"}
 CONVERSATIONS = 200
 SEED = 20261124
 
@@ -46,6 +48,14 @@ SETTINGS = {
                                pairs=(4, 16), buffer_candidates="after_cursor", activation_counts_reminder=True),
     "thread-buffered-om-eval": Setting("thread", True, message_tokens=400, observation_tokens=300, sessions=(1, 3),
                                        pairs=(4, 16)),
+    # The same cells against 1.31.0, with om-eval's engine set as om=v1_31 sets it.
+    "1.31 thread-sync": Setting("thread", False, message_tokens=400, observation_tokens=300, sessions=(1, 3),
+                                pairs=(4, 16), mastra_release="v1_31"),
+    "1.31 resource-sync": Setting("resource", False, message_tokens=900, observation_tokens=700,
+                                  max_tokens_per_batch=700, pending_accounting="mastra_step", sessions=(4, 9),
+                                  obscure_thread_ids=True, mastra_release="v1_31"),
+    "1.31 thread-buffered": Setting("thread", True, message_tokens=400, observation_tokens=300, sessions=(1, 3),
+                                    pairs=(4, 16), mastra_release="v1_31"),
 }
 
 # --------------------------------------------------------------------------- comparing
@@ -97,6 +107,11 @@ def without_prose(messages: list[dict[str, str]]) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> NodeFolder:
     return node_folder(tmp_path_factory, "mastra-engine-oracle", ENGINE_PACKAGES)
+
+
+@pytest.fixture(scope="module")
+def oracle_1_31(tmp_path_factory: pytest.TempPathFactory) -> NodeFolder:
+    return node_folder(tmp_path_factory, "mastra-engine-oracle-1.31", ENGINE_PACKAGES_1_31)
 
 
 def run_cell(oracle: NodeFolder, setting: Setting, count: int, seed: int = SEED) -> dict[str, Any]:
@@ -152,7 +167,8 @@ def activity(results: list[dict[str, Any]]) -> dict[str, int]:
 
 
 def report(name: str, counts: dict[str, list[int]], cell: dict[str, Any] | None = None) -> str:
-    lines = [f"engine differential, {name} (@mastra/memory {PACKAGES['@mastra/memory']}):"]
+    version = (ENGINE_PACKAGES_1_31 if SETTINGS[name].mastra_release == "v1_31" else ENGINE_PACKAGES)["@mastra/memory"]
+    lines = [f"engine differential, {name} (@mastra/memory {version}):"]
     if cell is not None:
         lines.append("  mastra ran: " + ", ".join(f"{v} {k}" for k, v in activity(cell["theirs"]).items()))
     lines += [f"  {field:40s} {same:5d} / {total:5d} identical" for field, (same, total) in counts.items()]
@@ -183,6 +199,13 @@ def test_the_stand_ins_follow_one_rule_in_both_languages(oracle: NodeFolder) -> 
 
 
 KNOWN_DIFFERENCES = {
+    "1.31 resource-sync": "1.31 loads every thread's unobserved messages into the asked thread's history (its "
+                          "Memory.getContext), so they count twice toward the threshold (as messages and in the "
+                          "other-conversations block) and are observed twice; its other-conversations block uses "
+                          "the 1.15+ line format; om=v1_31 has neither yet",
+    "1.31 thread-buffered": "1.31 buffers only below the threshold, stores the total pending tokens as the boundary, "
+                            "activates without 1.10's projected-remainder guard (often one chunk at step 0) and "
+                            "observes synchronously at once when activation cannot; om=v1_31 keeps 1.10's buffering",
     "thread-buffered-om-eval": "om-eval's default buffer candidates (every message no chunk covers) re-buffer the "
                                "messages whose chunks a reflection generation dropped; 1.10 never observes them",
 }
@@ -192,7 +215,9 @@ KNOWN_DIFFERENCES = {
     pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_DIFFERENCES[n], strict=True)) if n in KNOWN_DIFFERENCES
     else n for n in SETTINGS
 ])
-def test_engine_matches_mastra(oracle: NodeFolder, name: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_engine_matches_mastra(name: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str]) -> None:
+    newer = SETTINGS[name].mastra_release == "v1_31"
+    oracle = request.getfixturevalue("oracle_1_31" if newer else "oracle")
     cell = run_cell(oracle, SETTINGS[name], CONVERSATIONS)
     counts, examples = tally(cell)
     with capsys.disabled():
