@@ -86,6 +86,8 @@ class OMSchema:
     other_threads_limit: Optional[int] = 100
     # om_eval: om-eval's observer/reflector robustness rules; mastra: 1.10's (every non-degenerate reply applied)
     reply_checks: str = "om_eval"
+    # v1_10 or v1_31: which release's small rules the engine follows (om=v1_31 sets it)
+    mastra_release: str = "v1_10"
 
 
 @dataclass

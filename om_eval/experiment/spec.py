@@ -116,7 +116,8 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
 
 
 #: OM settings added after runs were stored: left out of the run id at their default, so older runs keep theirs.
-LATER_OM_DEFAULTS = {"reply_checks": "om_eval", "observation.activation_counts_reminder": False}
+LATER_OM_DEFAULTS = {"reply_checks": "om_eval", "mastra_release": "v1_10",
+                     "observation.activation_counts_reminder": False}
 
 
 def _without_later_defaults(om: Any, prefix: str = "") -> Any:
@@ -145,7 +146,7 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
             text = text.replace("prompt_variant=", "prompt.variant=", 1)
         elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
                               "boundary_delimiters=", "other_threads_order=", "other_threads_limit=",
-                              "thread_id_hash=", "reply_checks=")):
+                              "thread_id_hash=", "reply_checks=", "mastra_release=")):
             text = "om." + text.replace("scope=", "replay.scope=", 1)
         raise ConfigError(text) from None
 
@@ -192,6 +193,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         other_threads_order=om.get("other_threads_order", "newest_first"),
         other_threads_limit=om.get("other_threads_limit", 100),
         reply_checks=om.get("reply_checks", "om_eval"),
+        mastra_release=om.get("mastra_release", "v1_10"),
         # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
         # explicit buffer options are validated against it.
         resource_buffering=bool(om["replay"].get("buffering")) and om["replay"]["scope"] == "resource",

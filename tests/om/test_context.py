@@ -64,6 +64,19 @@ def test_optimize_bracket_rules(raw: str, expected: str) -> None:
     assert optimize_for_context(raw) == expected
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a [link](http://x) b", "a [link](http://x) b"),  # 1.27+ keeps a markdown link's label
+        ("a [Image #1: cat](x b", "a [Image #1: cat](x b"),  # whatever "(" follows, not only a link
+        ("a [aside] (x) b", "a (x) b"),  # a space in between: still an aside
+        ("a [x [y](z) b", "a [x [y](z) b"),
+    ],
+)
+def test_optimize_keeps_link_labels_as_1_27_does(raw: str, expected: str) -> None:
+    assert optimize_for_context(raw, keep_link_labels=True) == expected
+
+
 def test_optimize_uses_js_whitespace() -> None:
     # JS \s and trim() know U+FEFF but not U+001C or U+0085; "🟡" eats line breaks after it too.
     assert optimize_for_context("\ufeff* 🟡\n\ufeffx\x1c") == "* x\x1c"

@@ -481,3 +481,17 @@ def test_reflection_backoff_doubles_after_each_unproductive_ladder() -> None:
     hold = memory.snapshot()["reflection_hold"]["default"]
     assert hold == ladders[-1].observation_tokens_before + 30 * 2 ** (len(ladders) - 1)
     assert len(deferred) > 2 * len(ladders)  # most observations no longer pay for a ladder
+
+
+@pytest.mark.parametrize(("release", "reflects"), [("v1_10", False), ("v1_31", True)])
+def test_reflection_at_exactly_its_threshold_is_1_31s(release: str, reflects: bool) -> None:
+    def observed(threshold: int, release: str) -> ObservationalMemory:
+        memory = ObservationalMemory(resource_config(reflection=ReflectionConfig(observation_tokens=threshold),
+                                                     mastra_release=release), observer=ScriptedModel())
+        memory.add_message(one_message("I keep bees on my roof. " * 1500))
+        run(memory.observe())
+        return memory
+
+    tokens = observed(10**6, "v1_10").record().observation_token_count
+    memory = observed(tokens, release)
+    assert ("reflection" in [e.kind for e in memory.events]) is reflects

@@ -15,6 +15,7 @@ from om_eval.om.parsing import (
     ReflectorOutput,
     count_observation_lines,
     detect_degenerate,
+    is_degenerate_v1_31,
     extract_list_items,
     is_degenerate,
     is_degenerate_strict,
@@ -380,6 +381,7 @@ def test_detect_degenerate_dispatch() -> None:
     text = "ab" * 1000
     assert detect_degenerate(text) is is_degenerate(text)
     assert detect_degenerate(text, "head") is is_degenerate_strict(text)
+    assert detect_degenerate(text, "v1.31") is is_degenerate_v1_31(text)
     with pytest.raises(ValueError):
         detect_degenerate(text, "v9")  # type: ignore[arg-type]
 
@@ -493,3 +495,41 @@ def test_observation_lines_are_marker_lines_in_the_observer_format() -> None:
 @given(st.text(alphabet=st.characters(blacklist_characters="🔴🟡🟢✅"), max_size=300))
 def test_text_without_markers_has_no_observation_lines(text: str) -> None:
     assert count_observation_lines(text) == 0
+
+
+# --------------------------------------------------------------------------- degenerate detection, 1.28-1.31
+
+
+def _block_loop(lines: int, distinct: int) -> str:
+    """``lines`` observation lines cycling through ``distinct`` different ones, each 60+ characters: a long-period
+    loop whose sampled windows rarely collide."""
+    rows = [f"* 🔴 (09:{i:02d}) User described step {i} of the long migration plan in detail." for i in range(distinct)]
+    return "\n".join(rows[i % distinct] for i in range(lines))
+
+
+def test_v131_catches_a_long_period_loop_that_the_windows_miss() -> None:
+    text = _block_loop(63, 21)  # a 21-line block three times: 42 of 63 lines repeat
+    assert len(text) > 2000 and not is_degenerate(text) and is_degenerate_v1_31(text)
+
+
+@pytest.mark.parametrize(("lines", "distinct", "degenerate"), [
+    (40, 20, False),  # exactly half repeat: not more than half
+    (41, 20, True),
+    (60, 60, False),  # no repeats
+])
+def test_v131_repeated_line_share(lines: int, distinct: int, degenerate: bool) -> None:
+    assert is_degenerate_v1_31(_block_loop(lines, distinct)) is degenerate
+
+
+def test_v131_counts_only_lines_of_24_characters_or_more_and_needs_twenty() -> None:
+    def loop(width: int) -> str:  # 50 different lines of ``width`` characters, three times over
+        rows = [f"- note {i:03d} ".ljust(width, "x") for i in range(50)]
+        return "\n".join(rows[i % 50] for i in range(150))
+
+    assert not is_degenerate(loop(24)) and not is_degenerate(loop(23))  # the windows never collide
+    assert is_degenerate_v1_31(loop(24)) and not is_degenerate_v1_31(loop(23))
+    def one_line_repeated(times: int) -> str:  # plus 300 short distinct lines, which are not counted
+        return _block_loop(times, 1) + "\n" + "\n".join(f"n{i}" for i in range(300))
+
+    assert not is_degenerate_v1_31(one_line_repeated(19))  # 19 counted lines: too few to judge
+    assert is_degenerate_v1_31(one_line_repeated(20)) and not is_degenerate(one_line_repeated(20))

@@ -207,3 +207,28 @@ def test_as_mastra_a_degenerate_last_attempt_leaves_nothing() -> None:
 def test_as_mastra_a_degenerate_attempt_climbs_and_a_good_one_stops() -> None:
     result = reflect_as_mastra(QueueModel([LOOP, wrap(lines(30))]), target=50)
     assert [a.level for a in result.attempts] == [0, 1] and result.observations == lines(30)
+
+
+# ----------------------------------------------------------------------------- 1.31's rules (mastra_release=v1_31)
+
+
+def test_1_12_request_shows_observations_without_anchor_ids() -> None:
+    text = "\n\nDate: Mar 1, 2025\n* 🔴 (09:00) Toby\n\n\n\n* 🔴 (10:00) vet\n\n"
+    anchored = render_reflector_request(text, 0)
+    plain = render_reflector_request(text, 0, anchor_ids=False)
+    assert "[O1]" in anchored and "[O" not in plain
+    assert "Date: Mar 1, 2025\n* 🔴 (09:00) Toby\n\n* 🔴 (10:00) vet\n---" in plain.replace("\n\n---", "\n---")
+
+
+def test_1_31_ladder_fails_an_empty_attempt_and_never_empties_memory() -> None:
+    def as_1_31(answers: list[str]):  # noqa: ANN202
+        return asyncio.run(reflect_observations(QueueModel(answers), SETTINGS, OBSERVATIONS, target=50, start_level=2,
+                                                counter=COUNTER, checks="mastra", empty_fails=True,
+                                                strategy="v1.31"))
+
+    result = as_1_31([wrap(""), wrap(lines(30))])
+    assert [a.problem for a in result.attempts] == ["empty reflection", None] and result.observations == lines(30)
+    with pytest.raises(ReflectionError, match="kept unchanged"):
+        as_1_31([wrap(""), LOOP, wrap("")])
+    # 1.10 applied the empty attempt: it was under target.
+    assert reflect_as_mastra(QueueModel([wrap("")]), target=50).observations == ""

@@ -80,6 +80,7 @@ def test_dynamic_threshold_examples() -> None:
 def test_trigger_comparisons() -> None:
     assert observation_due(30_000, 30_000) and not observation_due(29_999, 30_000)
     assert not reflection_due(40_000, 40_000) and reflection_due(40_001, 40_000)
+    assert reflection_due(40_000, 40_000, at_threshold=True) and not reflection_due(39_999, 40_000, at_threshold=True)
     assert not observation_due(0, 0)
 
 
