@@ -26,7 +26,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,13 +34,21 @@ from typing import Any
 import pytest
 
 from om_eval.om.anchors import inject_anchor_ids, parse_anchor_id, strip_anchor_ids
-from om_eval.om.context import ContextInputs, build_actor_context, optimize_for_context, split_observation_chunks
+from om_eval.om.context import (
+    ContextInputs,
+    build_actor_context,
+    optimize_for_context,
+    split_observation_chunks,
+)
 from om_eval.om.dates import annotate_observations, format_boundary, observations_as_of
 from om_eval.om.jstext import js_trim, utf16_len
 from om_eval.om.observer import format_messages
 from om_eval.om.parsing import is_degenerate, parse_observer_output, sanitize_lines
 from om_eval.om.records import Message
-from om_eval.om.truncation import prepare_previous_observations, truncate_to_token_budget
+from om_eval.om.truncation import (
+    prepare_previous_observations,
+    truncate_to_token_budget,
+)
 from tests.npm_oracle import NodeFolder, node_folder
 
 pytestmark = pytest.mark.mastra
@@ -112,7 +120,9 @@ const handlers = {
       maxPartLength ? { maxPartLength } : undefined,
     ),
 };
-
+"""
+#: The end of every oracle script: runs ``[name, args]`` cases from stdin through its ``handlers``.
+NODE_DISPATCH = r"""
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
 const results = JSON.parse(input).map(([name, args]) => {
@@ -131,7 +141,7 @@ class Oracle(NodeFolder):
 
     def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]
         """Evaluate ``(reference function, args)`` cases in one Node process; one result dict per case."""
-        return super().run(_NODE_SCRIPT, cases, tz=tz)
+        return super().run(_NODE_SCRIPT + NODE_DISPATCH, cases, tz=tz)
 
 
 @pytest.fixture(scope="session")
@@ -549,12 +559,13 @@ class Batch:
     seconds: float
 
 
-@pytest.fixture(scope="session")
-def reference(oracle: Oracle) -> Batch:
-    """Every generated case, answered by Mastra in one Node run."""
-    rng = random.Random(SEED)
-    cases = {comparison.reference: list(comparison.cases(rng)) for comparison in COMPARISONS}
-    flat = [(_CALLS.get(name, name), args) for name, batch in cases.items() for args in batch]
+def answer_all(oracle: NodeFolder, comparisons: Sequence[Comparison], seed: int,
+               calls: Mapping[str, str] | None = None) -> Batch:
+    """Every case of ``comparisons`` generated from ``seed`` and answered by the oracle in one Node run (``calls``
+    names the function a comparison reads its answers from, when it is another one's)."""
+    rng = random.Random(seed)
+    cases = {comparison.reference: list(comparison.cases(rng)) for comparison in comparisons}
+    flat = [((calls or {}).get(name, name), args) for name, batch in cases.items() for args in batch]
     started = time.monotonic()
     results = oracle.run(flat)
     seconds = time.monotonic() - started
@@ -564,6 +575,24 @@ def reference(oracle: Oracle) -> Batch:
         answers[name] = results[position : position + len(batch)]
         position += len(batch)
     return Batch(cases, answers, seconds)
+
+
+def mismatches_of(batch: Batch, name: str, ours: Callable[..., Any],
+                  normalise: Callable[[Any], Any] = lambda ok: ok) -> list[str]:
+    """Each case of ``name`` where ``ours`` differs from the oracle's (normalised) answer, described."""
+    mismatches = []
+    for args, answer in zip(batch.cases[name], batch.answers[name], strict=True):
+        assert "error" not in answer, f"{name}{_short(args)} raised in Node: {answer['error'][:800]}"
+        expected, actual = normalise(answer["ok"]), ours(*args)
+        if actual != expected:
+            mismatches.append(f"args={_short(args)}\n  mastra={_short(expected)}\n  ours  ={_short(actual)}")
+    return mismatches
+
+
+@pytest.fixture(scope="session")
+def reference(oracle: Oracle) -> Batch:
+    """Every generated case, answered by Mastra in one Node run."""
+    return answer_all(oracle, COMPARISONS, SEED, _CALLS)
 
 
 def _short(value: Any) -> str:
@@ -588,13 +617,7 @@ def test_matches_mastra_1_10(
     mastra_case_counts: dict[str, tuple[int, int]],
 ) -> None:
     name = comparison.reference
-    mismatches = []
-    for args, answer in zip(reference.cases[name], reference.answers[name], strict=True):
-        assert "error" not in answer, f"{name}{_short(args)} raised in Node: {answer['error'][:800]}"
-        expected = _normalise_reference(name, answer["ok"])
-        actual = comparison.ours(*args)
-        if actual != expected:
-            mismatches.append(f"args={_short(args)}\n  mastra={_short(expected)}\n  ours  ={_short(actual)}")
+    mismatches = mismatches_of(reference, name, comparison.ours, lambda ok: _normalise_reference(name, ok))
     compared = len(reference.cases[name])
     record_property("mastra_cases", compared)
     record_property("mastra_identical", compared - len(mismatches))
