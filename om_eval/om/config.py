@@ -229,9 +229,14 @@ class OMConfig:
     # -- derived values -------------------------------------------------------------------------------------
 
     @property
+    def follows_v1_31(self) -> bool:
+        """The small rules of 1.31 are on (:attr:`mastra_release`)."""
+        return self.mastra_release == "v1_31"
+
+    @property
     def degenerate_strategy(self) -> Literal["v1.10", "v1.31"]:
         """The repetition-loop detector of :attr:`mastra_release` (:func:`om_eval.om.parsing.detect_degenerate`)."""
-        return "v1.31" if self.mastra_release == "v1_31" else "v1.10"
+        return "v1.31" if self.follows_v1_31 else "v1.10"
 
     @property
     def async_observation_enabled(self) -> bool:
@@ -404,8 +409,8 @@ class OMConfig:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
-        ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks`` and ``mastra_release`` only when not
-        the default: they came after configs were hashed and stored.
+        ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks`` and
+        ``mastra_release`` only when not the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:

@@ -521,8 +521,8 @@ class ObservationalMemory:
         try:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-                multi_thread=False, previous_observations=previous, new_messages=request.history, checks=self.config.reply_checks,
-            strategy=self.config.degenerate_strategy,
+                multi_thread=False, previous_observations=previous, new_messages=request.history,
+                **self._observer_rules(),
             )
         except Exception as error:
             self._emit("observation_failed", record, thread_ids=(thread_id,), detail=str(error))
@@ -610,8 +610,7 @@ class ObservationalMemory:
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history, checks=self.config.reply_checks,
-            strategy=self.config.degenerate_strategy,
+            new_messages=request.history, **self._observer_rules(),
         )
 
     def _apply_batch(
@@ -782,8 +781,8 @@ class ObservationalMemory:
         try:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-                multi_thread=False, previous_observations=previous, new_messages=request.history, checks=self.config.reply_checks,
-            strategy=self.config.degenerate_strategy,
+                multi_thread=False, previous_observations=previous, new_messages=request.history,
+                **self._observer_rules(),
             )
         except Exception as error:
             replies = getattr(error, "replies", ())
@@ -914,8 +913,7 @@ class ObservationalMemory:
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history, checks=self.config.reply_checks,
-            strategy=self.config.degenerate_strategy,
+            new_messages=request.history, **self._observer_rules(),
         )
 
     async def _buffer_observations_resource(self) -> BufferedChunk | None:
@@ -1359,16 +1357,18 @@ class ObservationalMemory:
         )
         return ReflectionOutcome(True, result, new_record.generation_count)
 
+    def _observer_rules(self) -> dict[str, Any]:
+        """How Observer replies are read, by ``reply_checks`` and ``mastra_release``."""
+        return {"checks": self.config.reply_checks, "strategy": self.config.degenerate_strategy}
+
     def _reflector_rules(self) -> dict[str, Any]:
-        """How Reflector replies are read, by ``reply_checks`` and ``mastra_release``."""
-        newer = self.config.mastra_release == "v1_31"
-        return {"checks": self.config.reply_checks, "strategy": self.config.degenerate_strategy,
-                "anchor_ids": not newer, "empty_fails": newer}
+        """How Reflector replies are read: as the Observer's, and 1.31's input without anchors and empty rule."""
+        newer = self.config.follows_v1_31
+        return {**self._observer_rules(), "anchor_ids": not newer, "empty_fails": newer}
 
     def _reflection_due(self, tokens: int) -> bool:
         """Above the threshold; 1.31 also reflects at it."""
-        return reflection_due(tokens, self.config.reflection.observation_tokens,
-                              at_threshold=self.config.mastra_release == "v1_31")
+        return reflection_due(tokens, self.config.reflection.observation_tokens, at_threshold=self.config.follows_v1_31)
 
     def _applicable(self, result: ReflectionResult) -> bool:
         """om-eval never applies an unproductive reflection; 1.10 (``reply_checks="mastra"``) applies any."""
@@ -1420,7 +1420,7 @@ class ObservationalMemory:
             other_conversations=self.other_conversations(thread_id),
             current_task=state.current_task if state else None,
             suggested_response=state.suggested_response if state else None,
-            keep_link_labels=self.config.mastra_release == "v1_31",
+            keep_link_labels=self.config.follows_v1_31,
         )
 
     def other_conversations(self, thread_id: str | None = None) -> dict[str, list[Message]]:

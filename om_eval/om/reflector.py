@@ -35,6 +35,7 @@ from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import extraction_instructions, observer_guidelines
 from om_eval.om.parsing import (
     DegenerateStrategy,
+    ReflectorOutput,
     count_observation_lines,
     has_observations_block,
     parse_reflector_output,
@@ -290,8 +291,7 @@ async def _ladder_as_mastra(
     (1.31, for a non-empty input) an empty attempt fails like a degenerate one, and a ladder that ends with
     no observations raises :class:`ReflectionError` instead of emptying the memory."""
 
-    def problem(raw: str) -> str | None:
-        parsed = parse_reflector_output(raw, degenerate_strategy=strategy)
+    def failure(parsed: ReflectorOutput) -> str | None:
         if parsed.degenerate:
             return "degenerate (repetition loop)"
         return "empty reflection" if empty_fails and not parsed.observations.strip() else None
@@ -299,13 +299,12 @@ async def _ladder_as_mastra(
     attempts: list[ReflectionAttempt] = []
     observations, tokens, suggested = "", 0, None
     for level in levels:
-        reply = await ask(level, problem)
-        failure = problem(reply.text)
-        if failure is not None:
-            observations, tokens, suggested = "", 0, None
-            attempts.append(ReflectionAttempt(level, None, failure.startswith("degenerate"), reply, failure))
-            continue
+        reply = await ask(level, lambda raw: failure(parse_reflector_output(raw, degenerate_strategy=strategy)))
         parsed = parse_reflector_output(reply.text, degenerate_strategy=strategy)
+        if (problem := failure(parsed)) is not None:
+            observations, tokens, suggested = "", 0, None
+            attempts.append(ReflectionAttempt(level, None, parsed.degenerate, reply, problem))
+            continue
         observations, suggested = parsed.observations, parsed.suggested_response
         tokens = counter.count_text(observations)
         attempts.append(ReflectionAttempt(level, tokens, False, reply))
