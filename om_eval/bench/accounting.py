@@ -14,7 +14,8 @@ user/assistant pair by default).
   the record's running total; observation fires when the running total plus that count is strictly above the
   threshold (``>``) and then covers every thread with unobserved messages; otherwise the count is added to the
   running total. The total restarts at 0 after an observation.
-* ``mastra_step`` (1.1 to 1.31, §1.8 steps 3 and 6): the current thread's unobserved messages plus the
+* ``mastra_step`` (1.1 to 1.31, §1.8 steps 3 and 6): the turn's history (the current thread's unobserved
+  messages; under 1.31 in resource scope every thread's, see :meth:`~ObservationalMemory.turn_history`) plus the
   *text* of the other-conversations block the actor would be shown (each other thread's unobserved messages,
   formatted, parts cut at 500 characters, newest threads first, one page of 100); observe at ``>=`` with 1.x's
   thread selection.
@@ -27,7 +28,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from om_eval.om.context import format_other_conversations
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.thresholds import observation_due
 from om_eval.om.tokens import count_messages
@@ -61,13 +61,14 @@ class PendingCounter:
         if self.reading == "exact":
             pending = memory.pending_tokens(thread_id)
             return Decision(pending > 0 and observation_due(pending, threshold))
-        session = count_messages(memory.unobserved_messages(thread_id), memory.counter)
         if self.reading == "mastra_dev":
+            session = count_messages(memory.unobserved_messages(thread_id), memory.counter)
             if self.dev_total + session > threshold:
                 self.dev_total = 0
                 return Decision(True, select_all=True)
             self.dev_total += session
             return Decision(False)
-        other = format_other_conversations(memory.other_conversations(thread_id))
-        pending = session + (memory.counter.count_text(other) if other else 0)
+        history = count_messages(memory.turn_history(thread_id), memory.counter)
+        other = memory.other_conversations_text(thread_id)
+        pending = history + (memory.counter.count_text(other) if other else 0)
         return Decision(pending > 0 and observation_due(pending, threshold))

@@ -20,6 +20,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from om_eval.bench.replay import eval_thread_id
 from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
 from om_eval.om.context import (
@@ -47,24 +48,29 @@ def actor_prompt_hash() -> str:
     return hashlib.sha256(data).hexdigest()[:16]
 
 
-def eval_thread_id(question: Question) -> str:
-    """The fresh thread the question is asked on (never part of the replayed memory)."""
-    return f"eval:{question.question_id}"
-
-
 def memory_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
     """OM's context for the question date, in the memory's scope and layout."""
     return actor_memory_messages(actor_view(memory, question), memory.config.context_layout)
 
 
+def history_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
+    """The raw messages the question's turn holds as chat history. The question's thread is fresh, so none,
+    except under 1.31 in resource scope, whose turn loads every message not yet observed
+    (:meth:`~ObservationalMemory.turn_history`)."""
+    if not memory.resource_scope:
+        return []
+    return [{"role": m.role, "content": m.text()} for m in memory.turn_history(eval_thread_id(question))]
+
+
 def raw_tail_tokens(memory: ObservationalMemory, question: Question) -> int:
-    """Tokens of the raw (unobserved) messages the actor is shown: the other-conversations text, 0 while the
-    memory holds no observations (then nothing is shown)."""
+    """Tokens of the raw (unobserved) messages the actor is shown: the other-conversations text (none while the
+    memory holds no observations: then no memory is shown) and any raw chat history (:func:`history_messages`)."""
     inputs = actor_view(memory, question)
+    history = sum(memory.counter.count_text(m["content"]) for m in history_messages(memory, question))
     if not inputs.observations:
-        return 0
-    text = format_other_conversations(inputs.other_conversations)
-    return memory.counter.count_text(text) if text else 0
+        return history
+    text = format_other_conversations(inputs.other_conversations, line_history=inputs.line_history)
+    return history + (memory.counter.count_text(text) if text else 0)
 
 
 def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs:
@@ -83,7 +89,7 @@ def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs
     )
     other = {memory.shown_thread_id(t): memory.unobserved_messages(t) for t in memory.thread_ids}
     return ContextInputs(text, question.question_date, {k: v for k, v in other.items() if v},
-                         keep_link_labels=memory.config.follows_v1_31)
+                         keep_link_labels=memory.config.follows_v1_31, line_history=memory.config.follows_v1_31)
 
 
 def actor_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
@@ -93,6 +99,7 @@ def actor_messages(memory: ObservationalMemory, question: Question) -> list[dict
     return [
         {"role": "system", "content": prompts["instructions"]},
         *memory_messages(memory, question),
+        *history_messages(memory, question),
         {"role": "user", "content": user},
     ]
 

@@ -42,8 +42,11 @@ ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_li
 
 #: Revision of the buffered replay's step model (``ObservationalMemory.start_turn`` then ``observe`` per unit);
 #: part of buffered memory keys only, so memories built by an earlier model are not reused. 3: the buffering
-#: boundary survives a reflection generation, as in 1.10.
-BUFFERING_STEPS = 3
+#: boundary survives a reflection generation, as in 1.10. 4: the question's own turn runs its first step.
+BUFFERING_STEPS = 4
+#: Revision of the ``mastra_release=v1_31`` engine rules, part of those memories' keys only. 1: 1.15+'s history
+#: lines, 1.31's resource-scope turn history and cursor fallback, and the question turn's step-0 observation.
+V1_31_RULES = 1
 
 
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
@@ -60,6 +63,8 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
     }
     if replay.buffering:  # buffered builds changed when each pair became 1.x's two agent steps
         payload["buffering_steps"] = BUFFERING_STEPS
+    if om_config.follows_v1_31:
+        payload["v1_31_rules"] = V1_31_RULES
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
 
 

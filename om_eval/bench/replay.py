@@ -212,6 +212,9 @@ async def replay_question(
                 stats.count(outcome)
         if on_progress is not None:
             on_progress(done, len(sessions))
+    for outcome in await check_question_turn(memory, eval_thread_id(question), buffering=replay.buffering,
+                                             accounting=accounting):
+        stats.count(outcome)
     if replay.final_flush:
         threads = [None] if replay.scope == "resource" else [thread_id_for(s, shown_raw=shown_raw) for s in sessions]
         for thread in threads:
@@ -236,6 +239,28 @@ async def check_unit(
         if decision.due:
             outcomes.append(await memory.observe(thread_id, force=True, select_all=decision.select_all))
     return [o for o in outcomes if o is not None]
+
+
+async def check_question_turn(
+    memory: ObservationalMemory, thread_id: str, *, buffering: bool, accounting: PendingCounter
+) -> list[ObservationOutcome]:
+    """Step 0 of the turn that asks the question on its fresh thread ``thread_id``, before the actor's call.
+
+    With buffering, 1.x's first-step pipeline (activation once pending tokens reach the threshold). Without,
+    only 1.31 does anything: it runs threshold observation at step 0 too (#16523), and in resource scope its
+    turn history holds every unobserved message, so the question's turn can observe what the haystack left.
+    """
+    if buffering:
+        outcome = await memory.start_turn(thread_id)
+        return [outcome] if outcome is not None else []
+    if not memory.config.follows_v1_31:
+        return []
+    return await check_unit(memory, thread_id, buffering=False, accounting=accounting)
+
+
+def eval_thread_id(question: Question) -> str:
+    """The fresh thread the question is asked on (never part of the replayed memory)."""
+    return f"eval:{question.question_id}"
 
 
 def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -> None:

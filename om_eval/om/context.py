@@ -24,6 +24,7 @@ from datetime import datetime
 
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
+from om_eval.om.history_lines import format_history_lines
 from om_eval.om.jstext import WS, js_trim
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
@@ -69,11 +70,13 @@ def split_observation_chunks(text: str) -> list[str]:
     return [chunk for chunk in map(js_trim, pieces) if chunk]
 
 
-def format_other_conversations(threads: Mapping[str, Sequence[Message]]) -> str:
-    """Other threads' unobserved messages, each in ``<other-conversation id="...">`` (ids as given)."""
+def format_other_conversations(threads: Mapping[str, Sequence[Message]], *, line_history: bool = False) -> str:
+    """Other threads' unobserved messages, each in ``<other-conversation id="...">`` (ids as given); with
+    ``line_history`` in 1.15+'s line format (:mod:`~om_eval.om.history_lines`)."""
     blocks = []
+    write = format_history_lines if line_history else format_messages
     for thread_id, messages in threads.items():
-        body = format_messages(messages, max_part_length=OTHER_CONVERSATION_PART_CHARS)
+        body = write(messages, OTHER_CONVERSATION_PART_CHARS)
         if body:
             blocks.append(f'<other-conversation id="{thread_id}">\n{body}\n</other-conversation>')
     return "\n\n".join(blocks)
@@ -90,6 +93,8 @@ class ContextInputs:
     suggested_response: str | None = None
     keep_link_labels: bool = False
     """1.27+: markdown link labels stay in the observations shown."""
+    line_history: bool = False
+    """1.15+: other conversations in the line format."""
 
 
 def _instructions(texts: Mapping[str, str], layout: str) -> str:
@@ -100,7 +105,7 @@ def _instructions(texts: Mapping[str, str], layout: str) -> str:
 
 
 def _other_block(texts: Mapping[str, str], inputs: ContextInputs) -> str | None:
-    body = format_other_conversations(inputs.other_conversations)
+    body = format_other_conversations(inputs.other_conversations, line_history=inputs.line_history)
     if not body:
         return None
     return (

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LINE_END", "LINE_START", "WS", "js_trim", "utf16_len", "utf16_prefix"]
+__all__ = ["LINE_END", "LINE_START", "WS", "js_trim", "js_trim_end", "utf16_len", "utf16_prefix"]
 
 #: The characters of JS ``\s``, for use inside a regex character class.
 WS: Final = "\t\n\x0b\x0c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
@@ -34,6 +34,11 @@ LINE_END: Final = rf"(?![^{_TERMINATORS}])"
 def js_trim(text: str) -> str:
     """``String.prototype.trim``: strip JS whitespace (not U+001C..U+001F or U+0085) from both ends."""
     return text.strip(_WS_CHARS)
+
+
+def js_trim_end(text: str) -> str:
+    """``String.prototype.trimEnd``: strip JS whitespace from the end."""
+    return text.rstrip(_WS_CHARS)
 
 
 def utf16_len(text: str) -> int:

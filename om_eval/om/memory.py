@@ -35,12 +35,17 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from om_eval.om.config import OMConfig
-from om_eval.om.context import ContextInputs, actor_memory_messages
+from om_eval.om.context import (
+    ContextInputs,
+    actor_memory_messages,
+    format_other_conversations,
+)
 from om_eval.om.dates import format_boundary
+from om_eval.om.history_lines import format_history_lines, format_thread_lines
 from om_eval.om.model import ChatModel, ModelReply
 from om_eval.om.observer import (
     ObserverCall,
@@ -63,6 +68,7 @@ from om_eval.om.records import (
 from om_eval.om.reflector import ReflectionResult, reflect_observations
 from om_eval.om.threads import (
     ThreadLoad,
+    merge_thread_section_as_mastra,
     obscure_thread_id,
     pack_batches,
     replace_or_append_thread_section,
@@ -79,6 +85,7 @@ from om_eval.om.thresholds import (
     reflection_buffer_due,
     reflection_due,
     reflection_slice,
+    select_activation_boundary,
     should_trigger_async_buffer,
 )
 from om_eval.om.tokens import (
@@ -154,6 +161,10 @@ class ActorContext:
     @property
     def messages(self) -> list[dict[str, str]]:
         return [*self.memory_messages, *self.tail_messages]
+
+
+#: 1.31's line between the active observations and the buffered chunks in a buffering call's previous observations.
+BUFFERED_MARK = "\n\n--- BUFFERED (pending activation) ---\n\n"
 
 
 def _canonical(message: Message) -> str:
@@ -255,6 +266,10 @@ class ObservationalMemory:
         self._prefix_check: tuple[tuple[str, str, int], bool] | None = None
         self._buffer_cursor: dict[str, datetime] = {}
         self._reminded: set[str] = set()  # keys whose turn began with observations (1.10 showed its reminder)
+        # 1.31: pending tokens as its last step counted them (its record's pendingMessageTokens); activation
+        # sizes a swap by this stale figure. Process state like the two above: a restored memory starts without.
+        self._step_pending: dict[str, int] = {}
+        self._turn_boundary: dict[str, int] = {}  # 1.31: where a pass of this turn started (its turn's copy)
 
     # -- identity and lookups -------------------------------------------------------------------------------
 
@@ -272,7 +287,7 @@ class ObservationalMemory:
     def _now(self) -> datetime:
         if self._clock is not None:
             return self._clock()
-        return self._latest_time or datetime.now(timezone.utc)
+        return self._latest_time or datetime.now(UTC)
 
     def shown_thread_id(self, thread_id: str) -> str:
         """The id a model sees for ``thread_id`` (obscured when ``obscure_thread_ids`` is on)."""
@@ -424,7 +439,7 @@ class ObservationalMemory:
             if not force and not observation_due(pending, self.observation_threshold(thread_id)):
                 return None
             if self.resource_scope:
-                outcome = await self._observe_resource_sync(force if select_all is None else select_all)
+                outcome = await self._observe_resource_sync(force if select_all is None else select_all, thread_id)
             else:
                 outcome = await self._observe_thread(self._key(thread_id))
             return await self._with_reflection(outcome, thread_id)
@@ -452,22 +467,35 @@ class ObservationalMemory:
         with a token budget a buffered reflection stands in for the lines it condenses."""
         budget = self.config.observation.previous_observer_tokens
         text = "\n\n".join(t for t in (record.active_observations, *extra) if t)
+        if self.config.follows_v1_31 and record.active_observations and any(extra):
+            # 1.31 marks where the chunks not yet activated begin.
+            text = record.active_observations + BUFFERED_MARK + "\n\n".join(t for t in extra if t)
         if budget is not False and record.buffered_reflection and record.reflected_observation_line_count:
             rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
             text = record.buffered_reflection + ("\n\n" + rest if rest else "")
         return prepare_previous_observations(text, budget, self.counter.count_text)
 
+    def _history(self, messages: Sequence[Message]) -> str:
+        """The Observer's view of ``messages``: 1.10's blocks, or 1.15+'s lines under ``mastra_release=v1_31``."""
+        return format_history_lines(messages) if self.config.follows_v1_31 else format_messages(messages)
+
+    def _thread_history(self, threads: Mapping[str, Sequence[Message]]) -> str:
+        return format_thread_lines(threads) if self.config.follows_v1_31 else format_thread_blocks(threads)
+
     def _take_from_queue(self, thread_id: str, ids: set[str]) -> int:
-        """Remove ``ids`` from the thread's unobserved messages; returns their tokens."""
+        """Remove ``ids`` from the thread's unobserved messages; returns the tokens of those it held."""
         queue = self._queues[thread_id]
-        tokens = sum(self._message_tokens[i] for i in ids)
-        queue.messages = [m for m in queue.messages if m.id not in ids]
+        held = {m.id for m in queue.messages} & ids
+        tokens = sum(self._message_tokens[i] for i in held)
+        queue.messages = [m for m in queue.messages if m.id not in held]
         queue.tokens -= tokens
         return tokens
 
     def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:
+        """Mark ``messages`` observed under ``thread_id`` (under 1.31 a thread's batch may hold other threads'
+        messages: each leaves its own thread's queue, once)."""
         observed_ids = {m.id for m in messages}
-        tokens = self._take_from_queue(thread_id, observed_ids)
+        tokens = sum(self._take_from_queue(t, observed_ids) for t in {m.thread_id for m in messages})
         record.observed_message_ids.extend(m.id for m in messages)
         self._observed_ids.update(observed_ids)
         state = self.thread_state(thread_id)
@@ -506,7 +534,7 @@ class ObservationalMemory:
         previous, truncated = self._previous(record)
         obs = self.config.observation
         request = ObserverRequest(
-            history=format_messages(messages),
+            history=self._history(messages),
             previous_observations=previous,
             previous_truncated=truncated,
             hints={"": self._hints_for(thread_id)},
@@ -538,7 +566,9 @@ class ObservationalMemory:
         self._write_hints(thread_id, output)
         self._finish_record(record, observed_at, message_tokens)
         # Every buffered message was just observed: its chunks are void, and buffering starts over (§1.8 step 10).
-        record.buffered_observation_chunks = []
+        # 1.31 leaves the chunks in place (they are activated later all the same).
+        if not self.config.follows_v1_31:
+            record.buffered_observation_chunks = []
         record.last_buffered_at_tokens = 0
         self._emit(
             "observation", record, thread_ids=(thread_id,), message_tokens=message_tokens,
@@ -557,13 +587,43 @@ class ObservationalMemory:
                 loads.append(ThreadLoad(thread_id, TOKENS_PER_CONVERSATION + queue.tokens, oldest))
         return loads
 
-    async def _observe_resource(self, take_all: bool) -> ObservationOutcome:
+    def _observable_by_thread(self, current: str | None) -> dict[str, list[Message]]:
+        """The messages each thread would hand the Observer now (the messages of a call that starts).
+
+        1.10: each thread's unobserved messages. 1.31 (resource scope): the same, listed newest thread first (its
+        thread listing, which decides ties in size), and the asked thread's entry also holds its turn's history,
+        i.e. the other threads' messages newer than the record's cursor, so those are counted and sent twice.
+        """
+        queues = {t: list(q.messages) for t, q in self._queues.items() if q.messages}
+        if not self.config.follows_v1_31:
+            return queues
+        ordered = {}
+        for thread_id in self.listed_threads(current, every=True):
+            # A thread reads its messages after its own cursor: one sharing the cursor's instant is never observed.
+            cursor = self._threads[thread_id].last_observed_at if thread_id in self._threads else None
+            own = [m for m in queues.get(thread_id, []) if cursor is None or m.created_at > cursor]
+            if own:
+                ordered[thread_id] = own
+        if current is not None:
+            own = ordered.get(current, [])
+            ids = {m.id for m in own}
+            merged = own + [m for m in self.turn_history(current) if m.id not in ids]
+            if merged:
+                ordered[current] = merged  # a thread with no messages of its own joins last
+        return ordered
+
+    def _loads_of(self, sent: Mapping[str, Sequence[Message]]) -> list[ThreadLoad]:
+        return [ThreadLoad(t, TOKENS_PER_CONVERSATION + sum(self._message_tokens[m.id] for m in messages),
+                           min(m.created_at for m in messages)) for t, messages in sent.items()]
+
+    async def _observe_resource(self, take_all: bool, current: str | None = None) -> ObservationOutcome:
         record = self._ensure_record(None)
-        selected = select_threads(self._thread_loads(), self.observation_threshold(), take_all=take_all)
+        # The messages each thread had when the call started: later arrivals wait for the next observation.
+        observable = self._observable_by_thread(current)
+        selected = select_threads(self._loads_of(observable), self.observation_threshold(), take_all=take_all)
         batches = pack_batches(selected, self.config.observation.max_tokens_per_batch)
         thread_ids = tuple(load.thread_id for load in selected)
-        # The messages each thread had when the call started: later arrivals wait for the next observation.
-        sent = {t: list(self._queues[t].messages) for t in thread_ids}
+        sent = {t: observable[t] for t in thread_ids}
         applied: list[int] = []
         try:
             if self.config.observation.batch_mode == "parallel":
@@ -597,7 +657,7 @@ class ObservationalMemory:
         obs = self.config.observation
         shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
         request = ObserverRequest(
-            history=format_thread_blocks({shown[t]: sent[t] for t in shown}),
+            history=self._thread_history({shown[t]: sent[t] for t in shown}),
             previous_observations=previous[0],
             previous_truncated=previous[1],
             thread_count=len(batch),
@@ -629,7 +689,8 @@ class ObservationalMemory:
             result = output.threads.get(shown, ObserverOutput(observations=""))
             messages = sent[thread_id]
             observed_at = max(m.created_at for m in messages)
-            record.active_observations = replace_or_append_thread_section(
+            merge = merge_thread_section_as_mastra if self.config.follows_v1_31 else replace_or_append_thread_section
+            record.active_observations = merge(
                 record.active_observations, shown, result.observations, self._separator(observed_at)
             )
             message_tokens += self._mark_observed(record, thread_id, messages)
@@ -660,6 +721,8 @@ class ObservationalMemory:
             key = self._key(thread_id)
             if key not in self._generations:  # nothing was ever added: reading must not create a record
                 return None
+            if self.config.follows_v1_31 and not self.resource_scope:
+                return await self._first_step_v1_31(key)
             record = self._ensure_record(key)
             threshold = self.observation_threshold(key)
             pending = self.pending_tokens(key)
@@ -685,6 +748,8 @@ class ObservationalMemory:
         """A step after the first with buffering on; see :meth:`observe` and the module docstring."""
         if key not in self._generations:  # nothing was ever added: reading must not create a record
             return None
+        if self.config.follows_v1_31 and not self.resource_scope:
+            return await self._later_step_v1_31(key)
         threshold = self.observation_threshold(key)
         block_after = self.config.observation_block_after or threshold
         pending = self.pending_tokens(key)
@@ -696,6 +761,74 @@ class ObservationalMemory:
         if outcome is None and pending >= block_after:
             outcome = await (self._observe_resource_sync(False) if self.resource_scope else self._observe_thread(key))
         return None if outcome is None else await self._with_reflection(outcome, key)
+
+    # -- 1.31's per-step buffering (thread scope) ------------------------------------------------------------
+    #
+    # What changed from 1.10 (§8.6 of the 1.31 notes): a buffering pass starts only below the threshold; the
+    # boundary it leaves is the whole pending count, or the tokens of what it buffered when it stored a chunk;
+    # activation has no projected-remainder gate and sizes its swap by the pending count of the previous step;
+    # at the threshold, a step that cannot activate observes synchronously at once (``block_after`` only forces
+    # the largest swap); a synchronous observation leaves the chunks where they are; a turn resets a boundary
+    # more than twice its context. Threshold observation runs at the first step too.
+
+    async def _first_step_v1_31(self, key: str) -> ObservationOutcome | None:
+        record = self._ensure_record(key)
+        threshold = self.observation_threshold(key)
+        pending = self.pending_tokens(key)
+        if record.last_buffered_at_tokens > 0 and pending < 0.5 * record.last_buffered_at_tokens:
+            record.last_buffered_at_tokens = 0
+        outcome = None
+        if record.buffered_observation_chunks and observation_due(pending, threshold):
+            outcome = await self._with_reflection(self._activate_v1_31(key), key)
+        else:  # one reflection check per first step, activation or not
+            with contextlib.suppress(Exception):  # recorded as an event; buffering goes on
+                await self._maybe_reflect_async(key, after_observation=False)
+        self._turn_boundary.pop(key, None)
+        later = await self._buffer_or_observe_v1_31(key, threshold)
+        return later or outcome
+
+    async def _later_step_v1_31(self, key: str) -> ObservationOutcome | None:
+        return await self._buffer_or_observe_v1_31(key, self.observation_threshold(key))
+
+    async def _buffer_or_observe_v1_31(self, key: str, threshold: int) -> ObservationOutcome | None:
+        """The part of a 1.31 step every step runs: a buffering pass below the threshold, observation at it.
+
+        A pass started in this turn leaves the pending count it started at as the boundary for the turn's later
+        steps, even once it stored a chunk: 1.31's turn keeps a copy of its record taken while the pass ran (with
+        its in-memory storage), and its later steps decide with the larger of that copy and the process's value.
+        """
+        record = self._ensure_record(key)
+        pending = self.pending_tokens(key)
+        outcome = None
+        if not observation_due(pending, threshold):
+            boundary = max(record.last_buffered_at_tokens, self._turn_boundary.get(key, 0))
+            if should_trigger_async_buffer(pending, boundary, self.config.buffer_tokens or 0, threshold):
+                record.last_buffered_at_tokens = self._turn_boundary[key] = pending
+                chunk = await self._buffer_observations(key)
+                if chunk is not None:
+                    record.last_buffered_at_tokens = chunk.message_tokens
+        else:
+            self._turn_boundary.pop(key, None)  # the turn reads its record afresh after threshold work
+            if record.buffered_observation_chunks:
+                outcome = await self._with_reflection(self._activate_v1_31(key), key)
+            else:
+                outcome = await self._with_reflection(await self._observe_thread(key), key)
+        self._step_pending[key] = self.pending_tokens(key)
+        return outcome
+
+    def _activate_v1_31(self, key: str) -> ObservationOutcome:
+        """1.31's swap: sized by the previous step's pending count (or the chunks' tokens), at least one chunk."""
+        record = self._ensure_record(key)
+        chunks = record.buffered_observation_chunks
+        covered = [c.message_tokens for c in chunks]
+        pending = self._step_pending.get(key) or sum(covered)
+        block_after = self.config.observation_block_after
+        force = block_after is not None and pending >= block_after
+        count = max(1, select_activation_boundary(covered, self.config.retention_floor, pending, force))
+        outcome = self._apply_activation(key, count, pending, force)
+        self._step_pending[key] = max(0, pending - sum(covered[:count]))
+        record.last_buffered_at_tokens = 0
+        return outcome
 
     def _activate(self, key: str, pending: int, threshold: int) -> ObservationOutcome | None:
         buffer_tokens = self.config.buffer_tokens or 0
@@ -769,7 +902,7 @@ class ObservationalMemory:
         obs = self.config.observation
         previous, truncated = self._previous(record, [c.observations for c in record.buffered_observation_chunks])
         request = ObserverRequest(
-            history=format_messages(candidates),
+            history=self._history(candidates),
             previous_observations=previous,
             previous_truncated=truncated,
             hints={"": self._hints_for(key)},
@@ -835,13 +968,17 @@ class ObservationalMemory:
     ) -> ObservationOutcome | None:
         """Swap the chosen prefix of buffered chunks into the active observations (§1.7); None when gated."""
         record = self._ensure_record(key)
-        chunks = record.buffered_observation_chunks
         count = plan_activation(
-            [c.message_tokens for c in chunks], pending_tokens=pending, threshold=threshold,
-            retention_floor=self.config.retention_floor, buffer_tokens=buffer_tokens, block_after=block_after,
+            [c.message_tokens for c in record.buffered_observation_chunks], pending_tokens=pending,
+            threshold=threshold, retention_floor=self.config.retention_floor, buffer_tokens=buffer_tokens,
+            block_after=block_after,
         )
-        if count == 0:
-            return None
+        return self._apply_activation(key, count, pending, pending >= block_after) if count else None
+
+    def _apply_activation(self, key: str, count: int, pending: int, forced: bool) -> ObservationOutcome:
+        """Move the first ``count`` buffered chunks into the active observations."""
+        record = self._ensure_record(key)
+        chunks = record.buffered_observation_chunks
         activated, record.buffered_observation_chunks = chunks[:count], chunks[count:]
         before = record.observation_token_count
         latest = activated[-1].last_observed_at
@@ -871,7 +1008,7 @@ class ObservationalMemory:
             detail=json.dumps({
                 "chunks": count, "chunks_left": len(record.buffered_observation_chunks),
                 "chunk_tokens": record.observation_token_count - before, "pending_before": pending,
-                "pending_after": self.pending_tokens(key), "forced": pending >= block_after,
+                "pending_after": self.pending_tokens(key), "forced": forced,
             }),
         )
         return ObservationOutcome(
@@ -899,7 +1036,7 @@ class ObservationalMemory:
         obs = self.config.observation
         shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
         request = ObserverRequest(
-            history=format_thread_blocks({shown[t]: sent[t] for t in shown}),
+            history=self._thread_history({shown[t]: sent[t] for t in shown}),
             previous_observations=previous[0],
             previous_truncated=previous[1],
             thread_count=len(batch),
@@ -1106,12 +1243,12 @@ class ObservationalMemory:
         if len(title) >= 3 and title != state.thread_title:
             state.thread_title = title
 
-    async def _observe_resource_sync(self, take_all: bool) -> ObservationOutcome:
+    async def _observe_resource_sync(self, take_all: bool, current: str | None = None) -> ObservationOutcome:
         """Synchronous resource observation; afterwards the chunk parts of threads it observed are dropped
         (their messages are in memory now) and buffering starts a fresh interval, as in thread scope."""
         record = self._ensure_record(None)
         try:
-            outcome = await self._observe_resource(take_all)
+            outcome = await self._observe_resource(take_all, current)
         finally:
             if record.buffered_observation_chunks:  # sequential batches may have applied before a failure
                 self._drop_observed_parts(record)
@@ -1406,9 +1543,7 @@ class ObservationalMemory:
         With no observations yet there are no memory messages at all (1.x injects nothing then).
         """
         memory_messages = actor_memory_messages(self.context_inputs(now, thread_id), self.config.context_layout)
-        tail = [{"role": m.role, "content": m.text()} for m in self.unobserved_messages(thread_id)] if (
-            thread_id is not None
-        ) else []
+        tail = [{"role": m.role, "content": m.text()} for m in self.turn_history(thread_id)]
         return ActorContext(memory_messages, tail)
 
     def context_inputs(self, now: datetime, thread_id: str | None = None) -> ContextInputs:
@@ -1421,32 +1556,65 @@ class ObservationalMemory:
             current_task=state.current_task if state else None,
             suggested_response=state.suggested_response if state else None,
             keep_link_labels=self.config.follows_v1_31,
+            line_history=self.config.follows_v1_31,
         )
+
+    def turn_history(self, thread_id: str | None = None) -> list[Message]:
+        """The unobserved messages an agent turn on ``thread_id`` holds as its chat history.
+
+        Thread scope and 1.10: the thread's own. 1.31 in resource scope: every thread's messages not observed and
+        newer than the record's cursor, in time order (its ``Memory.getContext`` loads the resource's history), so
+        other threads' messages are both history and other conversations, and count twice toward the threshold.
+        """
+        if not (self.resource_scope and self.config.follows_v1_31):
+            return self.unobserved_messages(thread_id) if thread_id is not None else []
+        cursor = self.record().last_observed_at
+        pending = [m for m in self._messages.values()
+                   if m.id not in self._observed_ids and (cursor is None or m.created_at > cursor)]
+        return sorted(pending, key=lambda m: m.created_at)
 
     def other_conversations(self, thread_id: str | None = None) -> dict[str, list[Message]]:
         """Resource scope: the unobserved messages of the threads listed besides ``thread_id``, by shown id, in
-        the order the actor's context shows them (empty in thread scope)."""
+        the order the actor's context shows them (empty in thread scope).
+
+        1.31 starts a thread never observed at the record's cursor (#15265), so its messages older than the
+        latest observation are hidden here (they are still observed when the thread is chosen)."""
         other: dict[str, list[Message]] = {}
-        if self.resource_scope:
-            for other_id in self.listed_threads(thread_id):
-                queue = self._queues.get(other_id)
-                if other_id != thread_id and queue is not None and queue.messages:
-                    other[self.shown_thread_id(other_id)] = list(queue.messages)
+        if not self.resource_scope:
+            return other
+        record_cursor = self.record().last_observed_at if self.config.follows_v1_31 else None
+        for other_id in self.listed_threads(thread_id):
+            queue = self._queues.get(other_id)
+            if other_id == thread_id or queue is None or not queue.messages:
+                continue
+            state = self._threads.get(other_id)
+            cursor = state.last_observed_at if state and state.last_observed_at else record_cursor
+            messages = [m for m in queue.messages if cursor is None or m.created_at > cursor]
+            if messages:
+                other[self.shown_thread_id(other_id)] = messages
         return other
 
-    def listed_threads(self, thread_id: str | None = None) -> list[str]:
+    def other_conversations_text(self, thread_id: str | None = None) -> str:
+        """The other-conversations block as the actor's context writes it ('' when there is none)."""
+        return format_other_conversations(self.other_conversations(thread_id),
+                                          line_history=self.config.follows_v1_31)
+
+    def listed_threads(self, thread_id: str | None = None, *, every: bool = False) -> list[str]:
         """The threads whose unobserved messages the actor's context may show, in the order it shows them.
 
         1.x lists a resource's threads newest first (by creation: here, by first message) and reads one page of
-        ``other_threads_limit``; a thread asked on for the first time was just created, so it is the newest and
-        takes one place. ``other_threads_order="oldest_first"`` shows the same threads oldest first.
+        ``other_threads_limit`` (``every``: all threads, newest first); a thread asked on for the first time was just
+        created, so it is the newest and takes one place. ``other_threads_order="oldest_first"`` shows the same
+        threads oldest first.
         """
         created = list(self._threads)
         if thread_id is not None and thread_id not in self._threads:
             created.append(thread_id)
         newest = created[::-1]
-        limit = self.config.other_threads_limit
-        chosen = newest[:limit] if limit is not None else newest
+        if every:
+            return newest
+        page = self.config.other_threads_limit
+        chosen = newest[:page] if page is not None else newest
         return chosen[::-1] if self.config.other_threads_order == "oldest_first" else chosen
 
     # -- snapshots ------------------------------------------------------------------------------------------

@@ -64,6 +64,11 @@ WORDS_PER_LEVEL = {0: 18, 1: 13, 2: 9, 3: 6, 4: 4}
 _HEADER = re.compile(
     r"^\*\*(?P<role>[A-Za-z]+) \((?P<time>[A-Z][a-z]{2} \d{1,2}, \d{4}, \d{1,2}:\d{2} [AP]M)\):\*\*$", re.MULTILINE
 )
+#: 1.15+'s history lines (``mastra_release=v1_31``): ``Mar 5 2024:`` then ``User (2:21 PM): text`` or ``User: text``.
+_DAY_LINE = re.compile(r"^(?P<month>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<year>\d{4}):$")
+_PART_LINE = re.compile(
+    r"^(?P<role>User|Assistant|System|Tool)(?: \((?P<time>\d{1,2}:\d{2} [AP]M)\))?: (?P<text>.*)$"
+)
 _THREAD = re.compile(r'<thread id="(?P<id>[^"]+)">\n(?P<body>.*?)\n</thread>', re.DOTALL)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]?")
 _OBS_LINE = re.compile(r"^(?P<indent>\s*)\* (?P<emoji>🔴|🟡|🟢|✅) \((?P<time>\d{2}:\d{2})\) (?P<text>.*)$")
@@ -110,9 +115,29 @@ def _first_sentences(text: str, count: int, max_words: int) -> list[str]:
     return [" ".join(s.split()[:max_words]) for s in sentences[:count]]
 
 
+def _parse_lines(history: str) -> list[tuple[str, datetime, str]]:
+    """(role, time, content) for every part line of a 1.15+ history (a line without a title continues a part)."""
+    parts: list[tuple[str, datetime, str]] = []
+    day, time = None, None
+    for line in history.splitlines():
+        if (found := _DAY_LINE.match(line)) is not None:
+            day, time = f"{found['month']} {found['day']} {found['year']}", None
+        elif (found := _PART_LINE.match(line)) is not None and day is not None:
+            time = found["time"] or time or "12:00 AM"
+            when = datetime.strptime(f"{day} {time}", "%b %d %Y %I:%M %p")
+            parts.append((found["role"].lower(), when, found["text"]))
+        elif parts and line.strip():
+            role, when, text = parts[-1]
+            parts[-1] = (role, when, f"{text}\n{line}")
+    return parts
+
+
 def _parse_history(history: str) -> list[tuple[str, datetime, str]]:
-    """(role, time, content) for every ``**Role (time):**`` block of a formatted history."""
+    """(role, time, content) for every ``**Role (time):**`` block of a formatted history, or every part line of
+    one in 1.15+'s line format."""
     headers = list(_HEADER.finditer(history))
+    if not headers:
+        return _parse_lines(history)
     messages = []
     for index, header in enumerate(headers):
         end = headers[index + 1].start() if index + 1 < len(headers) else len(history)
@@ -287,7 +312,7 @@ class ScriptedModel:
         assert match is not None
         label, reference, response = match.group("label"), match.group("reference"), match.group("response")
         lowered = response.lower()
-        if re.search(r"cannot be answered|unanswerable|explanation", label + " " + prompt[: match.start()], re.I) \
+        if re.search(r"cannot be answered|unanswerable|explanation", label + " " + prompt[: match.start()], re.IGNORECASE) \
                 and "answer" not in label.lower().replace("answered", ""):
             return "yes" if any(p in lowered for p in _DONT_KNOW) else "no"
         if reference.strip().isdigit():
@@ -387,6 +412,9 @@ def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:
             if _HEADER.match(text):
                 raw_turn = text.startswith("**User")
                 continue
+            if (part := _PART_LINE.match(text)) is not None:
+                raw_turn = part["role"] == "User"
+                text = part["text"]
             if text.startswith(("* ", "- ")) and not text.startswith("- Carry"):
                 lines.append(text.lstrip("*- ").strip())
             elif raw_turn and text and not text.startswith(("<", "END_", "---")):

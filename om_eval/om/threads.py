@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import xxhash
 
+from om_eval.om.jstext import WS, js_trim, js_trim_end
+
 _THREAD_TAG_LINE = re.compile(r"^[ \t]*</?thread\b[^>]*>[ \t]*$", re.MULTILINE)
 _DATE_LINE = re.compile(r"^Date:.*$", re.MULTILINE)
 
@@ -69,6 +71,41 @@ def replace_or_append_thread_section(existing: str, thread_id: str, observations
                 return existing[:end].rstrip("\n") + "\n" + body + "\n" + existing[end:]
     section = f'<thread id="{thread_id}">\n{observations}\n</thread>'
     return section if not existing.strip() else existing + separator + section
+
+
+_INLINE_THREAD_TAG = re.compile(r"</?thread\b[^>]{0,1024}>", re.IGNORECASE | re.ASCII)
+_SECTION_DATE = re.compile(rf"Date:[{WS}]*([A-Za-z]+[{WS}]+[0-9]+,[{WS}]+[0-9]+)")
+_CLOSE = "</thread>"
+
+
+def merge_thread_section_as_mastra(existing: str, thread_id: str, observations: str, separator: str) -> str:
+    """Add ``observations`` to ``thread_id``'s section the way 1.10 and 1.31 do (their
+    ``replaceOrAppendThreadSection``), where :func:`replace_or_append_thread_section` is om-eval's reading.
+
+    Mastra strips thread tags wherever they stand, looks only at the thread's *first* section, merges into it when
+    that section mentions the new first date anywhere (not only on its first ``Date:`` line), and appends an empty
+    section for a thread the Observer wrote nothing for.
+    """
+    section = f'<thread id="{thread_id}">\n{js_trim(_INLINE_THREAD_TAG.sub("", observations))}\n{_CLOSE}'
+    if not existing:
+        return section
+    date = _SECTION_DATE.search(section)
+    if date is None:
+        return existing + separator + section
+    start = existing.find(f'<thread id="{thread_id}">')
+    close = existing.find(_CLOSE, start) if start >= 0 else -1
+    if close >= 0:
+        end = close + len(_CLOSE)
+        current = existing[start:end]
+        if f"Date: {date.group(1)}" in current or f"Date:{date.group(1)}" in current:
+            date_line_end = section.find("\n", section.find("Date:"))
+            new_close = section.rfind(_CLOSE)
+            if date_line_end >= 0 and new_close >= 0:
+                added = js_trim(section[date_line_end + 1:new_close])
+                if added:
+                    kept = js_trim_end(current[: -len(_CLOSE)])
+                    return existing[:start] + f"{kept}\n{added}\n{_CLOSE}" + existing[end:]
+    return existing + separator + section
 
 
 @dataclass(frozen=True)

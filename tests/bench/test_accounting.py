@@ -12,11 +12,11 @@ from datetime import datetime, timedelta
 import pytest
 
 from om_eval.bench.accounting import PendingCounter
-from om_eval.bench.replay import ReplayConfig, replay_question
+from om_eval.bench.replay import ReplayConfig, check_question_turn, replay_question
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.scripted import ScriptedModel
-from om_eval.om.tokens import CharRatioCounter
+from om_eval.om.tokens import CharRatioCounter, count_messages
 from tests.bench.test_replay import om_config, question
 
 START = datetime(2025, 5, 1, 9, 0)
@@ -28,8 +28,9 @@ def text(tag: str) -> str:
     return (f"{tag} " + WORDS)[:396]
 
 
-def memory(threshold: int) -> ObservationalMemory:
-    config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=threshold))
+def memory(threshold: int, release: str = "v1_10") -> ObservationalMemory:
+    config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=threshold),
+                      mastra_release=release)  # type: ignore[arg-type]
     return ObservationalMemory(config, observer=ScriptedModel(), token_counter=CharRatioCounter(4))
 
 
@@ -76,6 +77,28 @@ def test_the_step_reading_counts_other_sessions_by_their_shortened_text() -> Non
     assert not step.due  # 234 + the older thread cut to 500 characters (~150) stays under 700
 
 
+def test_under_1_31_the_step_reading_counts_other_sessions_twice() -> None:
+    # 1.31 loads every unobserved message of the resource into the turn: the older session counts in full as
+    # history and again, cut, in the other-conversations block.
+    old, new = memory(10_000), memory(10_000, "v1_31")
+    for mem in (old, new):
+        mem.add_message(Message("long", "older", "user", "word " * 400, START))
+        add_pair(mem, "t", 1)
+    block = new.counter.count_text(new.other_conversations_text("t"))
+    assert [m.id for m in new.turn_history("t")] == ["long", "tu1", "ta1"]
+    assert [m.id for m in old.turn_history("t")] == ["tu1", "ta1"]
+    history = 24 + 505 + 210
+    assert new.counter.count_text(old.other_conversations_text("t")) != block, "1.15+ writes the block as lines"
+    mem, counter = memory(history + block, "v1_31"), PendingCounter("mastra_step")
+    mem.add_message(Message("long", "older", "user", "word " * 400, START))
+    add_pair(mem, "t", 1)
+    assert counter.after_unit(mem, "t").due
+    mem = memory(history + block + 1, "v1_31")
+    mem.add_message(Message("long", "older", "user", "word " * 400, START))
+    add_pair(mem, "t", 1)
+    assert not counter.after_unit(mem, "t").due
+
+
 def test_a_dev_observation_takes_every_thread_and_restarts_the_total() -> None:
     mem, counter = memory(300), PendingCounter("mastra_dev")
     mem.add_message(Message("tiny", "older", "user", "hello there", START))
@@ -112,3 +135,23 @@ def test_buffering_needs_the_exact_reading() -> None:
         ReplayConfig(buffering=True, pending_accounting="mastra_dev")
     with pytest.raises(ConfigError, match="replay.pending_accounting='sometimes' is invalid"):
         ReplayConfig(pending_accounting="sometimes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("release", ["v1_10", "v1_31"])
+def test_only_1_31_observes_in_the_questions_own_turn(release: str) -> None:
+    # The question's fresh thread sees every session in its other-conversations block, the last one included,
+    # so under 1.31 its step 0 counts more than the last pair's check did.
+    probe = memory(10**6, release)
+    add_pair(probe, "t", 1)
+    add_pair(probe, "u", 2)
+    counter = PendingCounter("mastra_step")
+    last = count_messages(probe.turn_history("u"), probe.counter) + probe.counter.count_text(
+        probe.other_conversations_text("u"))
+    mem = memory(last + 1, release)
+    add_pair(mem, "t", 1)
+    add_pair(mem, "u", 2)
+    assert not counter.after_unit(mem, "u").due
+    outcomes = asyncio.run(check_question_turn(mem, "eval:q", buffering=False, accounting=counter))
+    assert bool(outcomes) is (release == "v1_31")
+    if outcomes:
+        assert mem.pending_tokens() == 0 and "eval:q" in outcomes[0].thread_ids

@@ -8,13 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from om_eval.bench.answer import AnswerError, answer_problem, answer_question
+from om_eval.bench.answer import (
+    AnswerError,
+    actor_messages,
+    answer_problem,
+    answer_question,
+    raw_tail_tokens,
+)
 from om_eval.data import load_dataset, mini_fixture_path
 from om_eval.data.records import Question
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
 from om_eval.llm.providers import register_scripted
 from om_eval.om import ModelSettings, ObservationalMemory, OMConfig
+from om_eval.om.records import Message
 from om_eval.om.scripted import ScriptedModel
 from tests.om.fakes import QueueModel
 
@@ -36,7 +43,7 @@ def empty_memory() -> ObservationalMemory:
     return ObservationalMemory(OMConfig(scope="resource"), observer=ScriptedModel())
 
 
-def answer(actor, settings: ModelSettings):  # noqa: ANN001, ANN201
+def answer(actor, settings: ModelSettings):
     return asyncio.run(answer_question(actor, settings, empty_memory(), question()))
 
 
@@ -71,3 +78,15 @@ def test_an_empty_answer_is_not_cached_and_a_rerun_asks_the_actor_again(tmp_path
     assert answer(llm, settings).cached
     assert [r.cached for r in llm.ledger.records] == [False, False, True]
     assert (llm.ledger.records[0].error or "").startswith("unusable reply: an empty reply")
+
+
+@pytest.mark.parametrize("release", ["v1_10", "v1_31"])
+def test_1_31_shows_the_unobserved_haystack_as_chat_history(release: str) -> None:
+    memory = ObservationalMemory(OMConfig(scope="resource", mastra_release=release),  # type: ignore[arg-type]
+                                 observer=ScriptedModel())
+    q = question()
+    memory.add_message(Message("m1", "s1", "user", "I keep bees on my roof.", q.question_date.replace(year=2020)))
+    messages = actor_messages(memory, q)
+    shown = [m["content"] for m in messages if m["content"] == "I keep bees on my roof."]
+    assert shown == (["I keep bees on my roof."] if release == "v1_31" else [])
+    assert (raw_tail_tokens(memory, q) > 0) is (release == "v1_31")

@@ -23,8 +23,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from om_eval.bench.accounting import PendingCounter
-from om_eval.bench.replay import check_unit
-from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.bench.replay import check_question_turn, check_unit
+from om_eval.om.config import (
+    ModelSettings,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatMessage, ModelReply
 from om_eval.om.records import Message
@@ -34,8 +39,7 @@ TAG = re.compile(r"«(m\d+)\|([^|»]+)\|(\d\d:\d\d)»((?: [a-z]+){0,6})")
 THREAD_OPEN = re.compile(r'<thread id="([^"]+)">')
 FACT = re.compile(r"fact (m\d+)")
 DATE_LINE = re.compile(r"^Date: .+$", re.MULTILINE)
-WORDS = ("apple river stone cloud maple violin harbor pepper lantern meadow copper falcon orchid canyon velvet "
-         "ember quartz willow saffron tundra beacon walnut cobalt juniper").split()
+WORDS = ["apple", "river", "stone", "cloud", "maple", "violin", "harbor", "pepper", "lantern", "meadow", "copper", "falcon", "orchid", "canyon", "velvet", "ember", "quartz", "willow", "saffron", "tundra", "beacon", "walnut", "cobalt", "juniper"]
 
 # --------------------------------------------------------------------------- conversations
 
@@ -215,6 +219,6 @@ async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, An
                           "record": _record_state(memory, thread)})
     question = conversation["question"]
     asked_in = question["thread"] if setting.scope == "resource" else conversation["sessions"][-1]["thread"]
-    await memory.start_turn(asked_in)
+    await check_question_turn(memory, asked_in, buffering=setting.buffering, accounting=accounting)
     context = memory.build_context(_parse(question["now"]), asked_in)
     return {"pairs": pairs, "actor": {"messages": context.messages}}

@@ -10,7 +10,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from om_eval.demo import make_conversation
-from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om import (
+    Message,
+    ObservationalMemory,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
 from om_eval.om.scripted import ScriptedModel
@@ -503,3 +509,57 @@ def test_a_reflection_generation_keeps_the_buffering_boundary() -> None:
     boundary = memory.record("t1").last_buffered_at_tokens
     run(memory.reflect("t1"))
     assert len(memory.generations("t1")) == 2 and memory.record("t1").last_buffered_at_tokens == boundary
+
+
+# -- 1.31's buffering (mastra_release=v1_31); the engine differential compares it with 1.31.0 -------------------
+
+
+def v1_31(config: OMConfig) -> OMConfig:
+    return replace(config, mastra_release="v1_31")
+
+
+def test_1_31_observes_at_once_when_nothing_can_be_activated() -> None:
+    # Every buffered call fails, so no chunk exists: 1.10 waits for block_after (2400); 1.31 observes at 2000.
+    memory = ObservationalMemory(v1_31(thread_config()), observer=_FailingBufferModel(), token_counter=CharRatioCounter())
+    steps = feed(memory, 80)
+    first = next(i for i, (_, outcome) in enumerate(steps) if outcome is not None)
+    assert 2000 <= steps[first][0] < 2400 and steps[first - 1][0] < 2000
+
+
+def test_1_31_buffers_only_below_the_threshold_and_keeps_chunks_a_sync_observation_passed() -> None:
+    memory = ObservationalMemory(v1_31(thread_config()), observer=ScriptedModel(), token_counter=CharRatioCounter())
+    started = []
+    for index in range(80):
+        before = kinds(memory).count("observation_buffered")
+        steps = feed(memory, 1, start=index)
+        if kinds(memory).count("observation_buffered") > before:
+            started.append(steps[0][0])
+    assert len(started) >= 5 and all(pending < 2000 for pending in started)
+    feed(memory, 6, start=80)
+    chunks = len(memory.record("t1").buffered_observation_chunks)
+    run(memory.observe("t1", force=True))
+    assert len(memory.record("t1").buffered_observation_chunks) == chunks  # 1.31 leaves them in place
+
+
+def test_1_31_boundary_is_what_a_stored_pass_covered_from_the_next_turn_on() -> None:
+    memory = ObservationalMemory(v1_31(thread_config()), observer=ScriptedModel(), token_counter=CharRatioCounter())
+    for index in range(0, 60, 2):
+        memory.add_messages([message(index), message(index + 1)])
+        run(memory.start_turn("t1"))
+        chunks = memory.record("t1").buffered_observation_chunks
+        if len(chunks) == 2:
+            break
+    record = memory.record("t1")
+    assert record.last_buffered_at_tokens == chunks[-1].message_tokens < memory.pending_tokens("t1")
+    # ... while the turn's later step still decides from where the pass started: no second pass at once.
+    run(memory.observe("t1"))
+    assert len(memory.record("t1").buffered_observation_chunks) == len(chunks)
+
+
+def test_1_31_marks_where_the_chunks_not_yet_activated_begin() -> None:
+    model = ScriptedModel(history=None)
+    memory = ObservationalMemory(v1_31(thread_config()), observer=model, token_counter=CharRatioCounter())
+    feed(memory, 80)
+    requests = [str(c.messages[-2]["content"]) for c in model.calls_for("observer")]
+    marked = [r for r in requests if "--- BUFFERED (pending activation) ---" in r]
+    assert marked and len(marked) < len(requests)  # only once observations are active and a chunk waits

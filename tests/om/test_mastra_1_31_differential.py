@@ -26,11 +26,13 @@ import random
 import string
 from collections import Counter
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
 from om_eval.om.context import optimize_for_context
+from om_eval.om.history_lines import format_history_lines
 from om_eval.om.jstext import js_trim, utf16_len
 from om_eval.om.parsing import (
     detect_degenerate,
@@ -38,13 +40,17 @@ from om_eval.om.parsing import (
     parse_observer_output,
     parse_reflector_output,
 )
+from om_eval.om.records import Message
 from tests.npm_oracle import NodeFolder, node_folder
 from tests.om.test_mastra_differential import (
     NODE_DISPATCH,
+    NODE_LOCAL,
     ODD_SPACE,
     Batch,
     Comparison,
     _degenerate_input,
+    _js_datetime,
+    _js_parts,
     _long_line,
     _observer_output,
     _optimize_input,
@@ -68,6 +74,11 @@ const om = await import("@mastra/memory/processors");
 const handlers = {
   parseObserverOutput: (text) => ({ degenerate: Boolean(om.parseObserverOutput(text).degenerate) }),
   optimizeObservationsForContext: (text) => om.optimizeObservationsForContext(text),
+  formatMessagesForObserver: (messages, maxPartLength) =>
+    om.formatMessagesForObserver(
+      messages.map((m, i) => ({ id: `m${i}`, ...m, createdAt: local(m.createdAt) })),
+      maxPartLength ? { maxPartLength } : undefined,
+    ),
 };
 """
 
@@ -77,7 +88,7 @@ class Oracle(NodeFolder):
 
     def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]
         """Evaluate ``(reference function, args)`` cases in one Node process; one result dict per case."""
-        return super().run(_NODE_SCRIPT + NODE_DISPATCH, cases, name="om_eval_oracle_1_31.mjs", tz=tz)
+        return super().run(NODE_LOCAL + _NODE_SCRIPT + NODE_DISPATCH, cases, name="om_eval_oracle_1_31.mjs", tz=tz)
 
 
 @pytest.fixture(scope="module")
@@ -307,20 +318,81 @@ def _reflector_flag(text: str) -> dict[str, bool]:
     return {"degenerate": parse_reflector_output(text, degenerate_strategy="v1.31").degenerate}
 
 
+# --------------------------------------------------------------------------- generated Observer histories
+
+HISTORY_TEXTS = ["Hi there", "I adopted a beagle named Toby 🐶", "line one\nline two", "x" * 80, "  padded  ", "",
+                 "   ", "café ☕ at 9", "🔴" * 30, "a😀" * 20 + "end", "Plan: 1) pack 2) drive\n\n3) sleep"]
+#: Steps between consecutive messages: the same minute (time left out), the next minute, across midnight.
+HISTORY_STEPS = [timedelta(0), timedelta(seconds=5), timedelta(seconds=59), timedelta(minutes=1),
+                 timedelta(minutes=37), timedelta(hours=5), timedelta(days=1), timedelta(days=33)]
+
+
+def _history_part(rng: random.Random) -> dict[str, Any]:
+    roll = rng.random()
+    if roll < 0.6:
+        return {"type": "text", "text": rng.choice(HISTORY_TEXTS)}
+    if roll < 0.75:
+        return {"type": "reasoning", "reasoning": rng.choice(HISTORY_TEXTS)}
+    name = rng.choice([None, "cat.png", "  notes.pdf ", "   "])
+    if roll < 0.88:
+        part = {"type": "image", "image": "data:image/png;base64,AAAA", "mimeType": rng.choice([None, "image/png"])}
+    else:
+        part = {"type": "file", "data": "data:application/pdf;base64,AAAA", "mimeType": "application/pdf"}
+    if name is not None:
+        part["filename"] = name
+    return {k: v for k, v in part.items() if v is not None}
+
+
+def _history_case(rng: random.Random) -> list[Any]:
+    moment = _random_now(rng).replace(second=rng.choice([0, 30, 55]))
+    messages = []
+    for _ in range(rng.randint(0, 7)):
+        moment += rng.choice(HISTORY_STEPS)
+        if rng.random() < 0.4:
+            content: Any = rng.choice(HISTORY_TEXTS)
+        else:
+            content = {"format": 2, "parts": [_history_part(rng) for _ in range(rng.randint(1, 3))]}
+        messages.append({"role": rng.choice(["user", "assistant"]), "createdAt": _js_parts(moment),
+                         "content": content})
+    return [messages, rng.choice([None, None, 5, 20, 64, 500])]
+
+
+def _our_part(part: dict[str, Any]) -> dict[str, Any]:
+    kind = part["type"]
+    if kind == "reasoning":
+        return {"type": "reasoning", "text": part["reasoning"]}
+    if kind in ("image", "file"):
+        return {"type": kind, "name": part.get("filename"), "mime_type": part.get("mimeType")}
+    return dict(part)
+
+
+def _our_history(specs: list[dict[str, Any]], max_part_length: int | None) -> str:
+    messages = []
+    for index, spec in enumerate(specs):
+        content = spec["content"]
+        if not isinstance(content, str):
+            content = tuple(_our_part(part) for part in content["parts"])
+        messages.append(Message(f"m{index}", "t", spec["role"], content, _js_datetime(spec["createdAt"])))
+    return format_history_lines(messages, max_part_length)
+
+
 DEGENERATE_CASES = 1_400
 OPTIMIZE_CASES = 1_200
+HISTORY_CASES = 1_000
 
 
 COMPARISONS = [
     Comparison("parseObserverOutput", _degenerate_flag, _repeat(DEGENERATE_CASES, _degenerate_case)),
     Comparison("optimizeObservationsForContext", lambda text: optimize_for_context(text, keep_link_labels=True),
                _repeat(OPTIMIZE_CASES, lambda rng: [_link_optimize_input(rng)])),
+    Comparison("formatMessagesForObserver", _our_history, _repeat(HISTORY_CASES, _history_case)),
 ]
 #: Extra views on the answers of one reference call: 1.31's Reflector runs the same detector on its raw output
 #: (the parser is not exported, so its flag is checked against parseObserverOutput's on the same texts).
 VIEWS = {"parseReflectorOutput (degenerate)": ("parseObserverOutput", _reflector_flag)}
 NAMES = {"parseObserverOutput": "parseObserverOutput (degenerate)",
-         "optimizeObservationsForContext": "optimizeObservationsForContext"}
+         "optimizeObservationsForContext": "optimizeObservationsForContext",
+         "formatMessagesForObserver": "formatMessagesForObserver (1.15+ history lines)"}
 
 
 @pytest.fixture(scope="module")

@@ -60,12 +60,8 @@ SEED = 20260330
 
 # --------------------------------------------------------------------------- the oracle
 
-_NODE_SCRIPT = r"""
-// Written by om-eval's tests/om/test_mastra_differential.py: evaluates cases with @mastra/memory.
-const om = await import("@mastra/memory/processors");
-const OM = om.ObservationalMemory;
-const bare = Object.create(OM.prototype);
-
+#: A local-time ``Date`` from ``[year, month, day, hour, minute, second, ms]`` (both oracle scripts use it).
+NODE_LOCAL = r"""
 function local(parts) {
   const [y, mo, d, h = 0, mi = 0, s = 0, ms = 0] = parts;
   const date = new Date(2000, 0, 1);
@@ -73,6 +69,13 @@ function local(parts) {
   date.setHours(h, mi, s, ms);
   return date;
 }
+"""
+_NODE_SCRIPT = r"""
+// Written by om-eval's tests/om/test_mastra_differential.py: evaluates cases with @mastra/memory.
+const om = await import("@mastra/memory/processors");
+const OM = om.ObservationalMemory;
+const bare = Object.create(OM.prototype);
+
 const quarterCounter = {
   countString: (text) => Math.ceil(text.length / 4),
   countObservations: (text) => Math.ceil(text.length / 4),
@@ -141,7 +144,7 @@ class Oracle(NodeFolder):
 
     def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]
         """Evaluate ``(reference function, args)`` cases in one Node process; one result dict per case."""
-        return super().run(_NODE_SCRIPT + NODE_DISPATCH, cases, tz=tz)
+        return super().run(NODE_LOCAL + _NODE_SCRIPT + NODE_DISPATCH, cases, tz=tz)
 
 
 @pytest.fixture(scope="session")

@@ -199,13 +199,6 @@ def test_the_stand_ins_follow_one_rule_in_both_languages(oracle: NodeFolder) -> 
 
 
 KNOWN_DIFFERENCES = {
-    "1.31 resource-sync": "1.31 loads every thread's unobserved messages into the asked thread's history (its "
-                          "Memory.getContext), so they count twice toward the threshold (as messages and in the "
-                          "other-conversations block) and are observed twice; its other-conversations block uses "
-                          "the 1.15+ line format; om=v1_31 has neither yet",
-    "1.31 thread-buffered": "1.31 buffers only below the threshold, stores the total pending tokens as the boundary, "
-                            "activates without 1.10's projected-remainder guard (often one chunk at step 0) and "
-                            "observes synchronously at once when activation cannot; om=v1_31 keeps 1.10's buffering",
     "thread-buffered-om-eval": "om-eval's default buffer candidates (every message no chunk covers) re-buffer the "
                                "messages whose chunks a reflection generation dropped; 1.10 never observes them",
 }

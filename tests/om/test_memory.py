@@ -492,6 +492,44 @@ def test_reflection_at_exactly_its_threshold_is_1_31s(release: str, reflects: bo
         run(memory.observe())
         return memory
 
-    tokens = observed(10**6, "v1_10").record().observation_token_count
+    tokens = observed(10**6, release).record().observation_token_count
     memory = observed(tokens, release)
     assert ("reflection" in [e.kind for e in memory.events]) is reflects
+
+
+class TestResourceScopeAs131:
+    """``mastra_release=v1_31`` in resource scope: 1.31's turn history and its thread cursors."""
+
+    @staticmethod
+    def memory() -> tuple[ObservationalMemory, ScriptedModel]:
+        model = ScriptedModel(history=None)
+        config = resource_config(obscure_thread_ids=False, mastra_release="v1_31",
+                                 observation=ObservationConfig(message_tokens=10**6, max_tokens_per_batch=10**6))
+        return ObservationalMemory(config, observer=model), model
+
+    def test_the_asked_thread_carries_every_unobserved_message_and_they_are_sent_twice(self) -> None:
+        memory, model = self.memory()
+        memory.add_message(one_message("I keep bees on my roof.", thread="a", minutes=0))
+        memory.add_message(one_message("I play the cello on Sundays.", thread="b", minutes=5))
+        assert [m.id for m in memory.turn_history("b")] == ["a-0", "b-5"]
+        assert "I keep bees on my roof." in memory.other_conversations_text("b")
+        context = memory.build_context(datetime(2025, 3, 2), "b")
+        tail = [m["content"] for m in context.tail_messages]
+        assert tail == ["I keep bees on my roof.", "I play the cello on Sundays."]
+        run(memory.observe("b", force=True, select_all=False))
+        history = model.calls_for("observer")[0].messages[-1]["content"]
+        # b's block holds its own message and then a's; a's own block holds a's again.
+        assert history.count("I keep bees on my roof.") == 2
+        assert history.index('<thread id="b">') < history.index('<thread id="a">')
+        assert memory.pending_tokens() == 0 and memory.turn_history("c") == []
+
+    def test_a_thread_never_observed_starts_at_the_record_cursor(self) -> None:
+        memory, _ = self.memory()
+        memory.add_message(one_message("An early note about tea.", thread="a", minutes=0))
+        memory.add_message(one_message("A later note about coffee.", thread="b", minutes=10))
+        run(memory.observe("b", force=True, select_all=False))  # both observed: b's entry held a's note too
+        memory.add_message(one_message("Another thread, written before the cursor.", thread="c", minutes=5))
+        memory.add_message(one_message("And one after it.", thread="c", minutes=15))
+        shown = memory.other_conversations("d")
+        assert [m.id for m in shown["c"]] == ["c-15"]
+        assert [m.id for m in memory.turn_history("d")] == ["c-15"]

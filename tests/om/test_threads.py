@@ -5,7 +5,11 @@ from __future__ import annotations
 import pytest
 
 from om_eval.om.config import ConfigError, OMConfig
-from om_eval.om.threads import obscure_thread_id
+from om_eval.om.threads import (
+    merge_thread_section_as_mastra,
+    obscure_thread_id,
+    replace_or_append_thread_section,
+)
 
 
 def test_xxh32_ids_are_what_mastra_shows() -> None:
@@ -28,3 +32,24 @@ def test_the_hash_is_stored_only_with_obscured_ids() -> None:
         obscure_thread_ids=True, thread_id_hash="blake2b")
     with pytest.raises(ConfigError, match="thread_id_hash"):
         OMConfig(thread_id_hash="md5")  # type: ignore[arg-type]
+
+
+class TestMergeAsMastra:
+    """1.10's and 1.31's ``replaceOrAppendThreadSection`` (used under ``mastra_release=v1_31``)."""
+
+    SEP = "\n\n"
+
+    def test_only_the_first_section_of_the_thread_is_looked_at(self) -> None:
+        existing = ('<thread id="a">\nDate: May 1, 2023\n* x\n</thread>\n\n'
+                    '<thread id="a">\nDate: May 2, 2023\n* y\n</thread>')
+        merged = merge_thread_section_as_mastra(existing, "a", "Date: May 2, 2023\n* z", self.SEP)
+        assert merged == existing + self.SEP + '<thread id="a">\nDate: May 2, 2023\n* z\n</thread>'
+
+    def test_a_date_anywhere_in_the_first_section_merges(self) -> None:
+        existing = '<thread id="a">\nDate: May 1, 2023\n* x\nDate: May 2, 2023\n* y\n</thread>'
+        merged = merge_thread_section_as_mastra(existing, "a", "<thread id=\"a\">Date: May 2, 2023\n* z", self.SEP)
+        assert merged == '<thread id="a">\nDate: May 1, 2023\n* x\nDate: May 2, 2023\n* y\n* z\n</thread>'
+
+    def test_nothing_observed_still_appends_an_empty_section(self) -> None:
+        assert merge_thread_section_as_mastra("* old", "b", "", self.SEP) == '* old\n\n<thread id="b">\n\n</thread>'
+        assert replace_or_append_thread_section("* old", "b", "", self.SEP) == "* old"
