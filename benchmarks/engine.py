@@ -25,6 +25,8 @@ import time
 from dataclasses import replace
 from datetime import timedelta
 
+from om_eval.bench.accounting import PENDING_ACCOUNTINGS, PendingCounter
+from om_eval.bench.replay import check_unit
 from om_eval.demo import make_conversation
 from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.scripted import ScriptedModel
@@ -44,16 +46,17 @@ class TimedModel(ScriptedModel):
             self.model_seconds += time.perf_counter() - start
 
 
-def run_once(sessions: list, buffering: bool = False, scope: str = "resource", counter=None) -> dict[str, float]:  # noqa: ANN001
+def run_once(sessions: list, buffering: bool = False, scope: str = "resource", counter=None,  # noqa: ANN001
+             release: str = "v1_10", accounting: str = "exact") -> dict[str, float]:
     model = TimedModel()
     if scope == "thread":
-        config = OMConfig(scope="thread", obscure_thread_ids=True,
+        config = OMConfig(scope="thread", obscure_thread_ids=True, mastra_release=release,  # type: ignore[arg-type]
                           observation=ObservationConfig(buffer_tokens=None if buffering else False))
-        thread = "haystack"
     else:
-        config = OMConfig(scope="resource", obscure_thread_ids=True, resource_buffering=buffering)
-        thread = None
+        config = OMConfig(scope="resource", obscure_thread_ids=True, resource_buffering=buffering,
+                          mastra_release=release)  # type: ignore[arg-type]
     memory = ObservationalMemory(config, observer=model, token_counter=counter)
+    counter_of_pending = PendingCounter(accounting)  # type: ignore[arg-type]
     start = time.perf_counter()
     cpu_start = time.process_time()
     ingest = 0.0
@@ -66,17 +69,17 @@ def run_once(sessions: list, buffering: bool = False, scope: str = "resource", c
                 t0 = time.perf_counter()
                 memory.add_messages(session.messages[index : index + 2])
                 ingest += time.perf_counter() - t0
-                # A pair is one agent turn: 1.x's first step, then its threshold check (start_turn is a no-op
-                # without buffering).
-                if await memory.start_turn(thread) is not None:
-                    observations += 1
-                if await memory.observe(thread) is not None:
-                    observations += 1
+                # A pair is one agent turn: 1.x's first step (with buffering), then its threshold check, as the
+                # benchmark replay runs it.
+                thread = session.messages[index].thread_id
+                observations += len(await check_unit(memory, thread, buffering=buffering,
+                                                     accounting=counter_of_pending))
         return observations
 
     observations = asyncio.run(feed())
     t0 = time.perf_counter()
-    context = memory.build_context(sessions[-1].started_at + timedelta(days=7), thread)
+    asked = sessions[-1].messages[-1].thread_id if scope == "thread" else "question"
+    context = memory.build_context(sessions[-1].started_at + timedelta(days=7), asked)
     context_seconds = time.perf_counter() - t0
     total = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
@@ -105,6 +108,9 @@ def main() -> None:
                         help="resource: one thread per session (default without --buffering); thread: the whole "
                              "conversation in one thread (default with --buffering)")
     parser.add_argument("--estimator", default="tiktoken", help="token estimator: tiktoken (o200k_base) or tokenx")
+    parser.add_argument("--release", choices=("v1_10", "v1_31"), default="v1_10", help="om.mastra_release")
+    parser.add_argument("--accounting", choices=PENDING_ACCOUNTINGS, default="exact",
+                        help="replay.pending_accounting (exact with --buffering)")
     args = parser.parse_args()
     scope = args.scope or ("thread" if args.buffering else "resource")
 
@@ -118,12 +124,13 @@ def main() -> None:
     tokens = sum(count_message(m, default_counter()) for m in messages)
     estimated = sum(count_message(m, counter) for m in messages)
 
-    runs = [run_once(sessions, args.buffering, scope, counter) for _ in range(args.repeats)]
+    runs = [run_once(sessions, args.buffering, scope, counter, args.release, args.accounting)
+            for _ in range(args.repeats)]
     median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
     print(f"conversation: {len(sessions)} sessions, {len(messages) // 2} pairs, {tokens:,} tokens (o200k_base), "
           f"{estimated:,} by {counter.name}")
     print(f"tokenizer load (once per process, not counted): {load:.3f} s")
-    mode = f"{scope} scope, " + ("async buffering on" if args.buffering else "synchronous")
+    mode = f"{scope} scope, {args.release}, " + ("async buffering on" if args.buffering else f"synchronous, {args.accounting}")
     if args.buffering and scope == "resource":
         mode += " (om-eval extension)"
     print(f"median of {args.repeats} runs ({mode}):")
