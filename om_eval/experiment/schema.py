@@ -88,6 +88,8 @@ class OMSchema:
     reply_checks: str = "om_eval"
     # v1_10 or v1_31: which release's small rules the engine follows (om=v1_31 sets it)
     mastra_release: str = "v1_10"
+    # om_eval or mastra: how a thread's new observations join its section (resource scope)
+    thread_sections: str = "om_eval"
 
 
 @dataclass

@@ -116,7 +116,7 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
 
 
 #: OM settings added after runs were stored: left out of the run id at their default, so older runs keep theirs.
-LATER_OM_DEFAULTS = {"reply_checks": "om_eval", "mastra_release": "v1_10",
+LATER_OM_DEFAULTS = {"reply_checks": "om_eval", "mastra_release": "v1_10", "thread_sections": "om_eval",
                      "observation.activation_counts_reminder": False}
 
 
@@ -146,7 +146,7 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
             text = text.replace("prompt_variant=", "prompt.variant=", 1)
         elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
                               "boundary_delimiters=", "other_threads_order=", "other_threads_limit=",
-                              "thread_id_hash=", "reply_checks=", "mastra_release=")):
+                              "thread_id_hash=", "reply_checks=", "mastra_release=", "thread_sections=")):
             text = "om." + text.replace("scope=", "replay.scope=", 1)
         raise ConfigError(text) from None
 
@@ -194,6 +194,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         other_threads_limit=om.get("other_threads_limit", 100),
         reply_checks=om.get("reply_checks", "om_eval"),
         mastra_release=om.get("mastra_release", "v1_10"),
+        thread_sections=om.get("thread_sections", "om_eval"),
         # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
         # explicit buffer options are validated against it.
         resource_buffering=bool(om["replay"].get("buffering")) and om["replay"]["scope"] == "resource",

@@ -39,6 +39,8 @@ ReplyChecks = Literal["om_eval", "mastra"]
 REPLY_CHECKS = ("om_eval", "mastra")
 MastraRelease = Literal["v1_10", "v1_31"]
 MASTRA_RELEASES = ("v1_10", "v1_31")
+ThreadSections = Literal["om_eval", "mastra"]
+THREAD_SECTIONS = ("om_eval", "mastra")
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -216,12 +218,18 @@ class OMConfig:
     Reflector stops at the first attempt under target and applies the last attempt, whatever it holds, and
     reflects again at the next check). Left out of :meth:`to_dict` while ``om_eval``."""
     mastra_release: MastraRelease = "v1_10"
-    """The @mastra/memory release whose small rules the engine follows where 1.31 changed them without a knob
-    of its own: ``v1_10`` or ``v1_31`` (reflection at ``>=`` its threshold; the 1.28+ degenerate detector with
-    its repeated-line check; the Reflector reads observations without anchor ids; markdown link labels kept
-    in the actor's context; an empty reflection is a failed attempt). Settings that have their own option
-    (start level, previous observations shown, estimator) are set by ``om=v1_31``. Left out of
-    :meth:`to_dict` while ``v1_10``."""
+    """The @mastra/memory release whose rules the engine follows where 1.31 changed them without a knob of its
+    own: ``v1_10`` or ``v1_31`` (reflection at ``>=`` its threshold; the 1.28+ degenerate detector with its
+    repeated-line check; the Reflector reads observations without anchor ids; markdown link labels kept in the
+    actor's context; an empty reflection is a failed attempt; the Observer's history in 1.15+'s lines; in resource
+    scope every unobserved message in a turn's history and other threads starting at the record's cursor; 1.31's
+    buffering and activation). Settings that have their own option (start level, previous observations shown,
+    estimator, thread sections) are set by ``om=v1_31``. Left out of :meth:`to_dict` while ``v1_10``."""
+    thread_sections: ThreadSections = "om_eval"
+    """Resource scope: how a thread's new observations join its section. ``om_eval``: into the first section of
+    the thread whose first ``Date:`` line matches theirs, else a new section; nothing for a thread the Observer
+    wrote nothing for. ``mastra`` (1.10 and 1.31): only the thread's first section is looked at, merged into when
+    it mentions the new first date anywhere; an empty section is appended for a thread with no observations."""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -307,6 +315,7 @@ class OMConfig:
         _check_choice("thread_id_hash", self.thread_id_hash, THREAD_ID_HASHES)
         _check_choice("reply_checks", self.reply_checks, REPLY_CHECKS)
         _check_choice("mastra_release", self.mastra_release, MASTRA_RELEASES)
+        _check_choice("thread_sections", self.thread_sections, THREAD_SECTIONS)
         if self.other_threads_limit is not None:
             _check_positive_int("other_threads_limit", self.other_threads_limit)
         for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
@@ -409,8 +418,8 @@ class OMConfig:
         """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
-        ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks`` and
-        ``mastra_release`` only when not the default: they came after configs were hashed and stored.
+        ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks``,
+        ``mastra_release`` and ``thread_sections`` only when not the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
@@ -425,6 +434,8 @@ class OMConfig:
             del data["reply_checks"]
         if self.mastra_release == "v1_10":
             del data["mastra_release"]
+        if self.thread_sections == "om_eval":
+            del data["thread_sections"]
         return data
 
     @classmethod

@@ -689,7 +689,8 @@ class ObservationalMemory:
             result = output.threads.get(shown, ObserverOutput(observations=""))
             messages = sent[thread_id]
             observed_at = max(m.created_at for m in messages)
-            merge = merge_thread_section_as_mastra if self.config.follows_v1_31 else replace_or_append_thread_section
+            merge = (merge_thread_section_as_mastra if self.config.thread_sections == "mastra"
+                     else replace_or_append_thread_section)
             record.active_observations = merge(
                 record.active_observations, shown, result.observations, self._separator(observed_at)
             )

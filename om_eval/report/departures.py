@@ -44,6 +44,8 @@ def mastra_departures(config: Mapping[str, Any]) -> list[str]:
     if (config.get("om") or {}).get("reply_checks", "om_eval") != "mastra":
         found.append("om-eval's observer/reflector robustness rules (repeat check, smallest reflection kept, junk "
                      "never applied; Mastra: om.reply_checks=mastra)")
+    if (config.get("om") or {}).get("thread_sections", "om_eval") != "mastra":
+        found.append("thread sections merged by om-eval's rule (Mastra: om.thread_sections=mastra)")
     return [*found, *ALWAYS]
 
 

@@ -70,6 +70,11 @@ def test_later_settings_reach_the_engine_and_keep_default_run_ids(tmp_path: Path
     assert spec_from_config(OmegaConf.to_container(strict_preset, resolve=True)).om.reply_checks == "mastra"
     with pytest.raises(ConfigError, match=r"om\.reply_checks=.*allowed values are om_eval, mastra"):
         spec("om.reply_checks=lenient")
+    merged = spec("om.thread_sections=mastra")
+    assert merged.om.thread_sections == "mastra" and merged.config_hash != plain.config_hash
+    assert spec("om.thread_sections=om_eval").config_hash == plain.config_hash
+    with pytest.raises(ConfigError, match=r"om\.thread_sections=.*allowed values are om_eval, mastra"):
+        spec("om.thread_sections=first")
 
 
 def test_om_v1_31_is_default_with_the_1_31_rules(tmp_path: Path) -> None:
@@ -78,7 +83,9 @@ def test_om_v1_31_is_default_with_the_1_31_rules(tmp_path: Path) -> None:
     assert newer.mastra_release == "v1_31" and plain.mastra_release == "v1_10"
     assert newer.reflection.start_level == "auto" and newer.observation.previous_observer_tokens is False
     assert newer.degenerate_strategy == "v1.31" and plain.degenerate_strategy == "v1.10"
+    assert newer.thread_sections == "mastra" and plain.thread_sections == "om_eval"
     # Everything else is om=default's.
-    assert replace(newer, mastra_release="v1_10", reflection=plain.reflection, observation=plain.observation) == plain
+    assert replace(newer, mastra_release="v1_10", thread_sections="om_eval", reflection=plain.reflection,
+                   observation=plain.observation) == plain
     assert replace(newer.observation, previous_observer_tokens=2000) == plain.observation
     assert replace(newer.reflection, start_level=0) == plain.reflection

@@ -158,7 +158,7 @@ class Setting:
     """Count 1.10's continuation reminder in activation's pending tokens at later steps (1.10's rule)."""
     mastra_release: str = "v1_10"
     """The release compared with; ``v1_31`` also sets what ``om=v1_31`` sets (sync reflection from the model's
-    level, every previous observation shown to the Observer)."""
+    level, every previous observation shown to the Observer, Mastra's thread-section merge)."""
     sessions: tuple[int, int] = (3, 7)
     pairs: tuple[int, int] = (1, 6)
     """Ranges of sessions per conversation and pairs per session."""
@@ -184,6 +184,7 @@ class Setting:
             reflection=ReflectionConfig(observation_tokens=self.observation_tokens, start_level="auto" if newer else 0),
             obscure_thread_ids=self.obscure_thread_ids, resource_buffering=self.buffering and self.scope == "resource",
             mastra_release=self.mastra_release,  # type: ignore[arg-type]
+            thread_sections="mastra" if newer else "om_eval",
         )
 
 

@@ -533,3 +533,23 @@ class TestResourceScopeAs131:
         shown = memory.other_conversations("d")
         assert [m.id for m in shown["c"]] == ["c-15"]
         assert [m.id for m in memory.turn_history("d")] == ["c-15"]
+
+
+@pytest.mark.parametrize("sections", ["om_eval", "mastra"])
+def test_thread_sections_switch_chooses_the_merge(sections: str) -> None:
+    # A thread the Observer wrote nothing for: Mastra appends an empty section, om-eval adds nothing.
+    class Silent(ScriptedModel):
+        async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+            reply = await super().complete(messages, stage=stage, settings=settings)
+            text = reply.text.split('<thread id="b">')[0] + "</observations>" if stage == "observer" else reply.text
+            return replace(reply, text=text)
+
+    config = resource_config(obscure_thread_ids=False, thread_sections=sections,
+                             observation=ObservationConfig(message_tokens=10**6, max_tokens_per_batch=10**6))
+    memory = ObservationalMemory(config, observer=Silent())
+    memory.add_message(one_message("I keep bees on my roof.", thread="a", minutes=0))
+    memory.add_message(one_message("I play the cello on Sundays.", thread="b", minutes=5))
+    run(memory.observe(force=True))
+    assert ('<thread id="b">\n\n</thread>' in memory.record().active_observations) is (sections == "mastra")
+    assert OMConfig.from_dict(config.to_dict()) == config
+    assert ("thread_sections" in config.to_dict()) is (sections == "mastra")

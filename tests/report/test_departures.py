@@ -42,3 +42,6 @@ def test_robustness_rules_are_a_departure_unless_turned_off(tmp_path: Path) -> N
     found = mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict", "om.reply_checks=om_eval"))
     assert found[0].startswith("om-eval's observer/reflector robustness rules")
     assert found[1:] == list(ALWAYS)
+    found = mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict", "om.thread_sections=om_eval"))
+    assert found[0].startswith("thread sections merged by om-eval's rule")
+    assert found[1:] == list(ALWAYS)
