@@ -57,9 +57,7 @@ def history_messages(memory: ObservationalMemory, question: Question) -> list[di
     """The raw messages the question's turn holds as chat history. The question's thread is fresh, so none,
     except under 1.31 in resource scope, whose turn loads every message not yet observed
     (:meth:`~ObservationalMemory.turn_history`)."""
-    if not memory.resource_scope:
-        return []
-    return [{"role": m.role, "content": m.text()} for m in memory.turn_history(eval_thread_id(question))]
+    return memory.history_messages(eval_thread_id(question))
 
 
 def raw_tail_tokens(memory: ObservationalMemory, question: Question) -> int:

@@ -84,8 +84,8 @@ def _part_line(part: Mapping[str, Any], role: str, counters: dict[str, int], cap
         return f"Tool Call {part.get('tool_name', '')}", cap_part(_json(part.get("args", {})), cap)
     if kind == "tool-result":
         result = part.get("result")
-        body = _json(result) if result not in (None, "") and not (isinstance(result, str) and not result.strip()) else (
-            "[empty result]")
+        empty = result is None or (isinstance(result, str) and not result.strip())
+        body = "[empty result]" if empty else _json(result)
         return f"Tool Result {part.get('tool_name', '')}", cap_part(body, cap)
     return "", ""  # data-* markers and unknown parts are not shown to the model
 

@@ -277,6 +277,11 @@ class ObservationalMemory:
     def resource_scope(self) -> bool:
         return self.config.scope == "resource"
 
+    @property
+    def _steps_as_v1_31(self) -> bool:
+        """Buffered steps follow 1.31 (thread scope; resource-scope buffering is om-eval's 1.10-based extension)."""
+        return self.config.follows_v1_31 and not self.resource_scope
+
     def _key(self, thread_id: str | None) -> str:
         if self.resource_scope:
             return self.resource_id
@@ -466,10 +471,10 @@ class ObservationalMemory:
         """The prior observations the Observer sees (§1.14): ``extra`` texts (buffered chunks) are appended, and
         with a token budget a buffered reflection stands in for the lines it condenses."""
         budget = self.config.observation.previous_observer_tokens
-        text = "\n\n".join(t for t in (record.active_observations, *extra) if t)
-        if self.config.follows_v1_31 and record.active_observations and any(extra):
-            # 1.31 marks where the chunks not yet activated begin.
-            text = record.active_observations + BUFFERED_MARK + "\n\n".join(t for t in extra if t)
+        chunks = "\n\n".join(t for t in extra if t)
+        # 1.31 marks where the chunks not yet activated begin.
+        joint = BUFFERED_MARK if self.config.follows_v1_31 else "\n\n"
+        text = joint.join(t for t in (record.active_observations, chunks) if t)
         if budget is not False and record.buffered_reflection and record.reflected_observation_line_count:
             rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
             text = record.buffered_reflection + ("\n\n" + rest if rest else "")
@@ -579,14 +584,6 @@ class ObservationalMemory:
             (thread_id,), ((thread_id,),), (message_tokens,), message_tokens, record.observation_token_count
         )
 
-    def _thread_loads(self) -> list[ThreadLoad]:
-        loads = []
-        for thread_id, queue in self._queues.items():
-            if queue.messages:
-                oldest = min(m.created_at for m in queue.messages)
-                loads.append(ThreadLoad(thread_id, TOKENS_PER_CONVERSATION + queue.tokens, oldest))
-        return loads
-
     def _observable_by_thread(self, current: str | None) -> dict[str, list[Message]]:
         """The messages each thread would hand the Observer now (the messages of a call that starts).
 
@@ -613,8 +610,8 @@ class ObservationalMemory:
         return ordered
 
     def _loads_of(self, sent: Mapping[str, Sequence[Message]]) -> list[ThreadLoad]:
-        return [ThreadLoad(t, TOKENS_PER_CONVERSATION + sum(self._message_tokens[m.id] for m in messages),
-                           min(m.created_at for m in messages)) for t, messages in sent.items()]
+        return [ThreadLoad(t, self._list_tokens(messages), min(m.created_at for m in messages))
+                for t, messages in sent.items()]
 
     async def _observe_resource(self, take_all: bool, current: str | None = None) -> ObservationOutcome:
         record = self._ensure_record(None)
@@ -683,14 +680,14 @@ class ObservationalMemory:
                        detail=call.suspect.describe())
         before = record.observation_token_count
         message_tokens = 0
+        merge = (merge_thread_section_as_mastra if self.config.thread_sections == "mastra"
+                 else replace_or_append_thread_section)
         for load in batch:
             thread_id = load.thread_id
             shown = self.shown_thread_id(thread_id)
             result = output.threads.get(shown, ObserverOutput(observations=""))
             messages = sent[thread_id]
             observed_at = max(m.created_at for m in messages)
-            merge = (merge_thread_section_as_mastra if self.config.thread_sections == "mastra"
-                     else replace_or_append_thread_section)
             record.active_observations = merge(
                 record.active_observations, shown, result.observations, self._separator(observed_at)
             )
@@ -722,7 +719,7 @@ class ObservationalMemory:
             key = self._key(thread_id)
             if key not in self._generations:  # nothing was ever added: reading must not create a record
                 return None
-            if self.config.follows_v1_31 and not self.resource_scope:
+            if self._steps_as_v1_31:
                 return await self._first_step_v1_31(key)
             record = self._ensure_record(key)
             threshold = self.observation_threshold(key)
@@ -749,7 +746,7 @@ class ObservationalMemory:
         """A step after the first with buffering on; see :meth:`observe` and the module docstring."""
         if key not in self._generations:  # nothing was ever added: reading must not create a record
             return None
-        if self.config.follows_v1_31 and not self.resource_scope:
+        if self._steps_as_v1_31:
             return await self._later_step_v1_31(key)
         threshold = self.observation_threshold(key)
         block_after = self.config.observation_block_after or threshold
@@ -828,7 +825,6 @@ class ObservationalMemory:
         count = max(1, select_activation_boundary(covered, self.config.retention_floor, pending, force))
         outcome = self._apply_activation(key, count, pending, force)
         self._step_pending[key] = max(0, pending - sum(covered[:count]))
-        record.last_buffered_at_tokens = 0
         return outcome
 
     def _activate(self, key: str, pending: int, threshold: int) -> ObservationOutcome | None:
@@ -1067,12 +1063,8 @@ class ObservationalMemory:
         candidate_tokens = sum(self._message_tokens[m.id] for messages in sent.values() for m in messages)
         if not buffer_has_enough(candidate_tokens, self.config.buffer_tokens or 0):
             return None
-        loads = [
-            ThreadLoad(t, TOKENS_PER_CONVERSATION + sum(self._message_tokens[m.id] for m in messages),
-                       min(m.created_at for m in messages))
-            for t, messages in sent.items()
-        ]
-        batches = pack_batches(select_threads(loads, 0, take_all=True), self.config.observation.max_tokens_per_batch)
+        batches = pack_batches(select_threads(self._loads_of(sent), 0, take_all=True),
+                               self.config.observation.max_tokens_per_batch)
         thread_ids = tuple(load.thread_id for batch in batches for load in batch)
         prior = [c.observations for c in record.buffered_observation_chunks]
         parts: dict[str, ThreadChunk] = {}
@@ -1544,8 +1536,11 @@ class ObservationalMemory:
         With no observations yet there are no memory messages at all (1.x injects nothing then).
         """
         memory_messages = actor_memory_messages(self.context_inputs(now, thread_id), self.config.context_layout)
-        tail = [{"role": m.role, "content": m.text()} for m in self.turn_history(thread_id)]
-        return ActorContext(memory_messages, tail)
+        return ActorContext(memory_messages, self.history_messages(thread_id))
+
+    def history_messages(self, thread_id: str | None = None) -> list[dict[str, str]]:
+        """:meth:`turn_history` as chat messages, the raw tail an actor on ``thread_id`` is shown."""
+        return [{"role": m.role, "content": m.text()} for m in self.turn_history(thread_id)]
 
     def context_inputs(self, now: datetime, thread_id: str | None = None) -> ContextInputs:
         """What :meth:`build_context` renders: observations, other threads' raw messages, continuity hints."""
