@@ -51,6 +51,21 @@ function promptText(prompt) {
     .join("\n");
 }
 
+// Continuity hints, so that their reading is compared too. They follow k, half the number of a section's last
+// message (0 without facts): a current task unless k is a multiple of 3, a suggested response when k is even, a
+// second current task when k % 4 == 1 (1.10 keeps the first, 1.27+ the last), and when k % 5 == 2 an inline
+// suggested response on the first fact line (1.10 keeps it in the observations, 1.27+ cuts it out with the line
+// break after it). A section without a hint makes an activation clear the thread's.
+const halfNumber = (facts) => (facts.length ? Math.floor(Number(facts.at(-1).tag.slice(1)) / 2) : 0);
+function hintLines(facts) {
+  const n = halfNumber(facts), first = facts[0]?.tag ?? "none", last = facts.at(-1)?.tag ?? "none";
+  const out = [];
+  if (n % 3 !== 0) out.push(`<current-task>\nPrimary: follow up on ${last}\n</current-task>`);
+  if (n % 2 === 0) out.push(`<suggested-response>\nAsk about ${first}\n</suggested-response>`);
+  if (n % 4 === 1) out.push(`<current-task>\nSecondary: revisit ${first}\n</current-task>`);
+  return out;
+}
+
 export function observerReply(text) {
   const threadStarts = [...text.matchAll(THREAD_OPEN)].map((m) => [m.index, m[1]]);
   const seen = new Set();
@@ -68,12 +83,18 @@ export function observerReply(text) {
     let date = null;
     for (const f of facts) {
       if (f.date !== date) { lines.push(`Date: ${f.date}`); date = f.date; }
-      lines.push(`* 🔴 (${f.time}) fact ${f.tag}: the speaker said ${f.words}`);
+      let line = `* 🔴 (${f.time}) fact ${f.tag}: the speaker said ${f.words}`;
+      if (f === facts[0] && halfNumber(facts) % 5 === 2) line += ` <suggested-response>inline ${facts.at(-1).tag}</suggested-response>`;
+      lines.push(line);
     }
     return lines.join("\n");
   };
-  if (threadStarts.length === 0) return `<observations>\n${section(byThread.get("") ?? [])}\n</observations>`;
-  const parts = [...byThread.entries()].map(([id, facts]) => `<thread id="${id}">\n${section(facts)}\n</thread>`);
+  if (threadStarts.length === 0) {
+    const facts = byThread.get("") ?? [];
+    return [`<observations>\n${section(facts)}\n</observations>`, ...hintLines(facts)].join("\n");
+  }
+  const parts = [...byThread.entries()].map(([id, facts]) =>
+    [`<thread id="${id}">`, section(facts), ...hintLines(facts), "</thread>"].join("\n"));
   return `<observations>\n${parts.join("\n")}\n</observations>`;
 }
 
@@ -81,7 +102,10 @@ export function reflectorReply(text) {
   const tags = [...new Set([...text.matchAll(FACT)].map((m) => m[1]))];
   const date = text.match(DATE_LINE)?.[0] ?? "Date: Jan 1, 2000";
   const kept = tags.filter((_, i) => i % 4 === 0).map((t) => `* 🔴 (00:00) kept fact ${t} from the earlier notes`);
-  return `<observations>\n${date}\n${kept.join("\n")}\n</observations>`;
+  const hints = [];
+  if (tags.length % 2 === 0) hints.push(`<suggested-response>\nReflect on ${tags[0] ?? "none"}\n</suggested-response>`);
+  if (tags.length % 3 === 1) hints.push(`<current-task>\nReview ${tags.at(-1)}\n</current-task>`);
+  return [`<observations>\n${date}\n${kept.join("\n")}\n</observations>`, ...hints].join("\n");
 }
 
 const calls = [];

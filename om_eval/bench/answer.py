@@ -87,7 +87,7 @@ def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs
     )
     other = {memory.shown_thread_id(t): memory.unobserved_messages(t) for t in memory.thread_ids}
     return ContextInputs(text, question.question_date, {k: v for k, v in other.items() if v},
-                         keep_link_labels=memory.config.follows_v1_31, line_history=memory.config.follows_v1_31)
+                         release=memory.config.mastra_release)
 
 
 def actor_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:

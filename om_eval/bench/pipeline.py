@@ -42,11 +42,16 @@ ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_li
 
 #: Revision of the buffered replay's step model (``ObservationalMemory.start_turn`` then ``observe`` per unit);
 #: part of buffered memory keys only, so memories built by an earlier model are not reused. 3: the buffering
-#: boundary survives a reflection generation, as in 1.10. 4: the question's own turn runs its first step.
-BUFFERING_STEPS = 4
+#: boundary survives a reflection generation, as in 1.10. 4: the question's own turn runs its first step. 5: after
+#: an activation at a later step 1.10 only buffers or activates a reflection; an activation replaces the hints.
+BUFFERING_STEPS = 5
 #: Revision of the ``mastra_release=v1_31`` engine rules, part of those memories' keys only. 1: 1.15+'s history
 #: lines, 1.31's resource-scope turn history and cursor fallback, and the question turn's step-0 observation.
-V1_31_RULES = 1
+#: 2: 1.27+'s hint sections, and the hints a reflection gives kept for the thread.
+V1_31_RULES = 2
+#: Revision of the thread-scope hint rules, part of thread-scope memories' keys only. 2: a reflection's suggested
+#: response is no longer kept under 1.10 (1.10 reads it and drops it).
+THREAD_HINT_RULES = 2
 
 
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
@@ -65,6 +70,8 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
         payload["buffering_steps"] = BUFFERING_STEPS
     if om_config.follows_v1_31:
         payload["v1_31_rules"] = V1_31_RULES
+    if om_config.scope == "thread":
+        payload["thread_hint_rules"] = THREAD_HINT_RULES
     return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
 
 

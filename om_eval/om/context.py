@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from om_eval.om.anchors import strip_anchor_ids
+from om_eval.om.config import MastraRelease
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
 from om_eval.om.history_lines import format_history_lines
 from om_eval.om.jstext import WS, js_trim
@@ -91,16 +92,31 @@ class ContextInputs:
     other_conversations: Mapping[str, Sequence[Message]] = field(default_factory=dict)
     current_task: str | None = None
     suggested_response: str | None = None
-    keep_link_labels: bool = False
-    """1.27+: markdown link labels stay in the observations shown."""
-    line_history: bool = False
-    """1.15+: other conversations in the line format."""
+    release: MastraRelease = "v1_10"
+    """Whose rules the context follows (``om.mastra_release``); ``v1_31`` turns on the three below."""
+
+    @property
+    def keep_link_labels(self) -> bool:
+        """1.27+: markdown link labels stay in the observations shown."""
+        return self.release == "v1_31"
+
+    @property
+    def line_history(self) -> bool:
+        """1.15+: other conversations in the line format."""
+        return self.release == "v1_31"
+
+    @property
+    def system_reminders(self) -> bool:
+        """1.11+: the instructions explain ``<system-reminder>`` messages, and the reminder is the shorter one."""
+        return self.release == "v1_31"
 
 
-def _instructions(texts: Mapping[str, str], layout: str) -> str:
+def _instructions(texts: Mapping[str, str], layout: str, inputs: ContextInputs) -> str:
     keys = ["use_specifics", "knowledge_updates", "planned_actions"]
     if layout == "chunked":
         keys.append("most_recent_input")
+    if inputs.system_reminders:
+        keys.append("system_reminders")
     return "\n\n".join(texts[key] for key in keys)
 
 
@@ -123,9 +139,9 @@ def _hints(inputs: ContextInputs) -> list[str]:
     return hints
 
 
-def continuation_reminder() -> dict[str, str]:
-    """The user-role reminder that the history continues from memory."""
-    text = load_prompts("context")["continuation_reminder"]
+def continuation_reminder(*, short: bool = False) -> dict[str, str]:
+    """The user-role reminder that the history continues from memory: 1.1-1.10's, or (``short``) 1.11+'s."""
+    text = load_prompts("context")["continuation_reminder_short" if short else "continuation_reminder"]
     return {"role": "user", "content": f"<system-reminder>\n{text}\n</system-reminder>"}
 
 
@@ -147,13 +163,13 @@ def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[
         parts = ["\n" + texts["preamble"]]
         if shown:
             parts.append("<observations>\n" + "\n\n".join(shown) + "\n</observations>")
-        parts.append(_instructions(texts, layout))
+        parts.append(_instructions(texts, layout, inputs))
         if other:
             parts.append(other)
         parts += _hints(inputs)
         messages = [{"role": "system", "content": "\n\n".join(parts)}]
     elif layout == "chunked":
-        messages = [{"role": "system", "content": texts["preamble"] + "\n\n" + _instructions(texts, layout)}]
+        messages = [{"role": "system", "content": texts["preamble"] + "\n\n" + _instructions(texts, layout, inputs)}]
         if other:
             messages.append({"role": "system", "content": other})
         if shown:
@@ -163,5 +179,5 @@ def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[
     else:
         raise ValueError(f"context_layout={layout!r} is invalid: allowed values are chunked, single")
     if inputs.observations.strip():
-        messages.append(continuation_reminder())
+        messages.append(continuation_reminder(short=inputs.system_reminders))
     return messages

@@ -57,7 +57,12 @@ from om_eval.om.observer import (
     render_observer_request,
     render_observer_system_prompt,
 )
-from om_eval.om.parsing import MultiThreadOutput, ObserverOutput
+from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
+    MultiThreadOutput,
+    ObserverOutput,
+    ReplyReading,
+)
 from om_eval.om.records import (
     BufferedChunk,
     Message,
@@ -449,10 +454,12 @@ class ObservationalMemory:
                 outcome = await self._observe_thread(self._key(thread_id))
             return await self._with_reflection(outcome, thread_id)
 
-    async def _with_reflection(self, outcome: ObservationOutcome, thread_id: str | None) -> ObservationOutcome:
+    async def _with_reflection(
+        self, outcome: ObservationOutcome, thread_id: str | None, *, background_only: bool = False
+    ) -> ObservationOutcome:
         try:
             if self.config.async_reflection_enabled:
-                reflection = await self._maybe_reflect_async(self._key(thread_id))
+                reflection = await self._maybe_reflect_async(self._key(thread_id), background_only=background_only)
             else:
                 reflection = await self._maybe_reflect(thread_id)
         except Exception as error:  # the observation is saved; report the failed reflection, keep memory
@@ -756,9 +763,12 @@ class ObservationalMemory:
             return None
         reminder = key in self._reminded and self.config.observation.activation_counts_reminder
         outcome = self._activate(key, pending + (REMINDER_TOKENS_1_10 if reminder else 0), threshold)
-        if outcome is None and pending >= block_after:
+        if outcome is not None:  # 1.10 then only buffers or activates a reflection, even past block_after
+            return await self._with_reflection(outcome, key, background_only=True)
+        if pending >= block_after:
             outcome = await (self._observe_resource_sync(False) if self.resource_scope else self._observe_thread(key))
-        return None if outcome is None else await self._with_reflection(outcome, key)
+            return await self._with_reflection(outcome, key)
+        return None
 
     # -- 1.31's per-step buffering (thread scope) ------------------------------------------------------------
     #
@@ -912,7 +922,7 @@ class ObservationalMemory:
             call = await call_observer(
                 self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
                 multi_thread=False, previous_observations=previous, new_messages=request.history,
-                **self._observer_rules(),
+                **self._observer_rules(buffered=True),
             )
         except Exception as error:
             replies = getattr(error, "replies", ())
@@ -993,12 +1003,12 @@ class ObservationalMemory:
         record.pending_message_tokens = self.pending_tokens(key)
         record.last_buffered_at_tokens = 0
         record.updated_at = self._now()
+        # The last chunk's hints replace the thread's, an absent one clearing it (1.10 and 1.31 alike: buffered
+        # calls are asked for none, so activation usually clears them).
         hints = activated[-1]
         state = self.thread_state(key)
-        if hints.current_task:  # buffered calls are asked for no hints; a hint given anyway is kept (§1.7)
-            state.current_task = hints.current_task
-        if hints.suggested_continuation:
-            state.suggested_response = hints.suggested_continuation
+        state.current_task = hints.current_task
+        state.suggested_response = hints.suggested_continuation
         self._emit(
             "observation_activated", record, thread_ids=(key,), message_tokens=message_tokens,
             observation_tokens_before=before, observation_tokens_after=record.observation_token_count,
@@ -1047,7 +1057,7 @@ class ObservationalMemory:
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history, **self._observer_rules(),
+            new_messages=request.history, **self._observer_rules(buffered=True),
         )
 
     async def _buffer_observations_resource(self) -> BufferedChunk | None:
@@ -1274,11 +1284,17 @@ class ObservationalMemory:
 
     # -- async reflection (§1.11) ---------------------------------------------------------------------------
 
-    async def _maybe_reflect_async(self, key: str, *, after_observation: bool = True) -> ReflectionOutcome | None:
+    async def _maybe_reflect_async(
+        self, key: str, *, after_observation: bool = True, background_only: bool = False
+    ) -> ReflectionOutcome | None:
         """1.10's ``maybeReflect`` with buffering on: buffer ahead of the threshold, activate above it, and
         reflect synchronously only from ``reflection.block_after`` on. The back-off after a failed reflection
         (an om-eval guard) holds buffering too; its ``reflection_deferred`` event is only emitted after an
-        observation, not at every step."""
+        observation, not at every step.
+
+        ``background_only`` is 1.10's ``maybeAsyncReflect``, its check after an activation at a later step: never
+        synchronous, so above the threshold with nothing buffered it buffers a reflection whatever the size.
+        """
         record = self.record(key)
         if record.buffered_reflection is not None and self._reflected_prefix_changed(record):
             self._discard_buffered_reflection(record)
@@ -1295,7 +1311,7 @@ class ObservationalMemory:
             return self._activate_reflection(key)
         if held:
             return await self._maybe_reflect(key) if after_observation else None  # emits reflection_deferred
-        if tokens < self.config.reflection_block_after:
+        if background_only or tokens < self.config.reflection_block_after:
             await self._buffer_reflection(key)  # activated at the next check, as after 1.10's background run
             return None
         return await self._maybe_reflect(key)
@@ -1322,7 +1338,7 @@ class ObservationalMemory:
             result = await reflect_observations(
                 self.reflector, ref.model, text, target=max(target, 1), start_level=level, counter=self.counter,
                 variant=self.config.prompt_variant, instruction=ref.instruction, skip_continuation_hints=True,
-                **self._reflector_rules(),
+                **self._reflector_rules(buffered=True),
             )
         except Exception as error:
             self._hold_reflection(key, before)
@@ -1474,8 +1490,7 @@ class ObservationalMemory:
             )
             return ReflectionOutcome(False, result, record.generation_count)
         new_record = self._new_generation(key, record, result.observations, result.tokens)
-        if not self.resource_scope and result.suggested_response and thread_id is not None:
-            self.thread_state(thread_id).suggested_response = result.suggested_response
+        self._keep_reflection_hints(thread_id, result)
         if result.below_target:
             self._reflection_hold.pop(key, None)
             self._reflection_failures.pop(key, None)
@@ -1487,14 +1502,30 @@ class ObservationalMemory:
         )
         return ReflectionOutcome(True, result, new_record.generation_count)
 
-    def _observer_rules(self) -> dict[str, Any]:
-        """How Observer replies are read, by ``reply_checks`` and ``mastra_release``."""
-        return {"checks": self.config.reply_checks, "strategy": self.config.degenerate_strategy}
+    def _keep_reflection_hints(self, thread_id: str | None, result: ReflectionResult) -> None:
+        """1.27+ keeps the hints a synchronous reflection gives for a thread-scope record (an absent one keeps the
+        thread's); 1.10 reads the suggested response and drops it."""
+        if not self.config.follows_v1_31 or self.resource_scope or thread_id is None:
+            return
+        state = self.thread_state(thread_id)
+        state.current_task = result.current_task or state.current_task
+        state.suggested_response = result.suggested_response or state.suggested_response
 
-    def _reflector_rules(self) -> dict[str, Any]:
-        """How Reflector replies are read: as the Observer's, and 1.31's input without anchors and empty rule."""
+    def _observer_rules(self, *, buffered: bool = False) -> dict[str, Any]:
+        """How Observer replies are read, by ``reply_checks`` and ``mastra_release``: 1.27+ reads the hints of a
+        call that asks for them (not a buffered one) as hint sections."""
+        tags: tuple[str, ...] = ()
+        if self.config.follows_v1_31 and not buffered:
+            tags = CONTINUATION_HINT_TAGS + (("thread-title",) if self.config.observation.thread_title else ())
+        return {"checks": self.config.reply_checks, "reading": ReplyReading(self.config.degenerate_strategy, tags)}
+
+    def _reflector_rules(self, *, buffered: bool = False) -> dict[str, Any]:
+        """How Reflector replies are read: as the Observer's (no thread title), and 1.31's input without anchors and
+        empty rule."""
         newer = self.config.follows_v1_31
-        return {**self._observer_rules(), "anchor_ids": not newer, "empty_fails": newer}
+        tags = CONTINUATION_HINT_TAGS if newer and not buffered else ()
+        return {"checks": self.config.reply_checks, "reading": ReplyReading(self.config.degenerate_strategy, tags),
+                "anchor_ids": not newer, "empty_fails": newer}
 
     def _reflection_due(self, tokens: int) -> bool:
         """Above the threshold; 1.31 also reflects at it."""
@@ -1551,8 +1582,7 @@ class ObservationalMemory:
             other_conversations=self.other_conversations(thread_id),
             current_task=state.current_task if state else None,
             suggested_response=state.suggested_response if state else None,
-            keep_link_labels=self.config.follows_v1_31,
-            line_history=self.config.follows_v1_31,
+            release=self.config.mastra_release,
         )
 
     def turn_history(self, thread_id: str | None = None) -> list[Message]:

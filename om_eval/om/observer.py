@@ -24,11 +24,10 @@ from om_eval.om.config import ModelSettings, ReplyChecks
 from om_eval.om.jstext import utf16_len, utf16_prefix
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
-    DegenerateStrategy,
+    READING_1_10,
     MultiThreadOutput,
     ObserverOutput,
-    parse_multi_thread_output,
-    parse_observer_output,
+    ReplyReading,
 )
 from om_eval.om.prompts import fill, load_prompts
 from om_eval.om.records import Message
@@ -296,11 +295,11 @@ def _usable_single(output: ObserverOutput, raw: str) -> bool:
     return not output.degenerate and (bool(output.observations) or "<observations>" in raw)
 
 
-def _single_problem(raw: str, strategy: DegenerateStrategy = "v1.10") -> str | None:
+def _single_problem(raw: str, reading: ReplyReading) -> str | None:
     """What makes a single-thread answer unusable, or ``None``."""
     if not raw.strip():
         return "empty reply"
-    output = parse_observer_output(raw, degenerate_strategy=strategy)
+    output = reading.observer(raw)
     if output.degenerate:
         return "degenerate (repetition loop)"
     if not _usable_single(output, raw):
@@ -308,30 +307,30 @@ def _single_problem(raw: str, strategy: DegenerateStrategy = "v1.10") -> str | N
     return None
 
 
-def _multi_problem(raw: str, thread_ids: Sequence[str], strategy: DegenerateStrategy = "v1.10") -> str | None:
+def _multi_problem(raw: str, thread_ids: Sequence[str], reading: ReplyReading) -> str | None:
     """What makes a multi-thread answer unusable, or ``None``."""
     if not raw.strip():
         return "empty reply"
-    if _read_multi(raw, thread_ids, strategy) is not None:
+    if _read_multi(raw, thread_ids, reading) is not None:
         return None
-    if parse_multi_thread_output(raw, degenerate_strategy=strategy).degenerate:
+    if reading.multi_thread(raw).degenerate:
         return "degenerate (repetition loop)"
     return "no <observations> for any thread of the batch"
 
 
-def _read_multi(raw: str, thread_ids: Sequence[str], strategy: DegenerateStrategy = "v1.10") -> MultiThreadOutput | None:
+def _read_multi(raw: str, thread_ids: Sequence[str], reading: ReplyReading) -> MultiThreadOutput | None:
     """The multi-thread answer, or None when it is unusable.
 
     Usable: at least one thread of the batch answered; or an explicit, empty ``<observations>`` block (nothing
     to note). A reply whose thread blocks name none of the batch's threads would otherwise mark the whole batch
     observed with nothing recorded. A one-thread batch answered in single-thread format is attributed to it.
     """
-    multi = parse_multi_thread_output(raw, degenerate_strategy=strategy)
+    multi = reading.multi_thread(raw)
     if multi.degenerate:
         return None
     if any(thread_id in multi.threads for thread_id in thread_ids) or (not thread_ids and multi.threads):
         return multi
-    single = parse_observer_output(raw, degenerate_strategy=strategy)
+    single = reading.observer(raw)
     if single.observations:
         if len(thread_ids) == 1 and not multi.threads:
             return MultiThreadOutput({thread_ids[0]: single}, degenerate=False)
@@ -339,22 +338,22 @@ def _read_multi(raw: str, thread_ids: Sequence[str], strategy: DegenerateStrateg
     return multi if "<observations>" in raw and not multi.threads else None
 
 
-def _observations_of(raw: str, *, multi_thread: bool, thread_ids: Sequence[str], strategy: DegenerateStrategy) -> str:
+def _observations_of(raw: str, *, multi_thread: bool, thread_ids: Sequence[str], reading: ReplyReading) -> str:
     """The observation text of a usable answer; every thread's observations joined for a multi-thread one."""
     if not multi_thread:
-        return parse_observer_output(raw, degenerate_strategy=strategy).observations
-    multi = _read_multi(raw, thread_ids, strategy)
+        return reading.observer(raw).observations
+    multi = _read_multi(raw, thread_ids, reading)
     return "\n".join(output.observations for output in multi.threads.values()) if multi else ""
 
 
 def _parsed(
-    raw: str, *, multi_thread: bool, thread_ids: Sequence[str], strategy: DegenerateStrategy
+    raw: str, *, multi_thread: bool, thread_ids: Sequence[str], reading: ReplyReading
 ) -> ObserverOutput | MultiThreadOutput:
     if multi_thread:
-        multi = _read_multi(raw, thread_ids, strategy)
+        multi = _read_multi(raw, thread_ids, reading)
         assert multi is not None
         return multi
-    return parse_observer_output(raw, degenerate_strategy=strategy)
+    return reading.observer(raw)
 
 
 async def call_observer(
@@ -368,7 +367,7 @@ async def call_observer(
     previous_observations: str = "",
     new_messages: str = "",
     checks: ReplyChecks = "om_eval",
-    strategy: DegenerateStrategy = "v1.10",
+    reading: ReplyReading = READING_1_10,
 ) -> ObserverCall:
     """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
 
@@ -380,20 +379,20 @@ async def call_observer(
     is refused (never cached) and retried too. If no attempt gives a usable answer that is not a repeat, the last
     usable repeat is returned with :attr:`ObserverCall.suspect` set, rather than failing.
 
-    With ``checks="mastra"`` only 1.10's rule applies (see :func:`_call_observer_as_mastra`). ``strategy`` is the
-    repetition-loop detector (:func:`~om_eval.om.parsing.detect_degenerate`).
+    With ``checks="mastra"`` only 1.10's rule applies (see :func:`_call_observer_as_mastra`). ``reading`` is the
+    repetition-loop detector and hint rule the replies are read with.
     """
     messages = [{"role": "system", "content": system_prompt}, *user_messages]
     if checks == "mastra":
-        return await _call_observer_as_mastra(model, settings, messages, multi_thread=multi_thread, strategy=strategy)
+        return await _call_observer_as_mastra(model, settings, messages, multi_thread=multi_thread, reading=reading)
 
     def problem(raw: str) -> str | None:
-        return _multi_problem(raw, thread_ids, strategy) if multi_thread else _single_problem(raw, strategy)
+        return _multi_problem(raw, thread_ids, reading) if multi_thread else _single_problem(raw, reading)
 
     def suspicion(raw: str) -> Suspicion | None:
         if not previous_observations:
             return None
-        reply = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, strategy=strategy)
+        reply = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
         return find_repetition(reply, previous_observations, new_messages)
 
     def refusal(raw: str) -> str | None:
@@ -417,10 +416,10 @@ async def call_observer(
         if found is not None:
             kept = (reply.text, found)
             continue
-        output = _parsed(reply.text, multi_thread=multi_thread, thread_ids=thread_ids, strategy=strategy)
+        output = _parsed(reply.text, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
         return ObserverCall(output, tuple(replies))
     if kept is not None:
-        output = _parsed(kept[0], multi_thread=multi_thread, thread_ids=thread_ids, strategy=strategy)
+        output = _parsed(kept[0], multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
         return ObserverCall(output, tuple(replies), suspect=kept[1])
     kind = "multi-thread " if multi_thread else ""
     raise ObserverOutputError(
@@ -436,14 +435,12 @@ async def _call_observer_as_mastra(
     messages: Sequence[Mapping[str, str]],
     *,
     multi_thread: bool,
-    strategy: DegenerateStrategy,
+    reading: ReplyReading,
 ) -> ObserverCall:
     """1.10's Observer call: a degenerate reply is retried once and a second one raises; any other reply, even an
     empty one or one naming none of the batch's threads, is applied as parsed (no repeat check)."""
-    reader = parse_multi_thread_output if multi_thread else parse_observer_output
-
     def parse(raw: str) -> ObserverOutput | MultiThreadOutput:
-        return reader(raw, degenerate_strategy=strategy)
+        return reading.multi_thread(raw) if multi_thread else reading.observer(raw)
 
     def problem(raw: str) -> str | None:
         return "degenerate (repetition loop)" if parse(raw).degenerate else None

@@ -13,34 +13,48 @@ the degenerate check and the line cut are checked against the published package 
 ``tests/om/test_mastra_differential.py`` (the multi-thread and Reflector parsers are not exported by it and
 follow its source).
 
+Hint sections (1.27+, ``hint_tags``): 1.27 turned ``<current-task>``, ``<suggested-response>`` (and the thread title
+when asked for) into "extractor sections". A hint is then the *last* such tag anywhere in the reply (a JSON object in
+``<extracted-values>`` taking precedence), and every hint section is cut out of the reply, wherever it sits, before
+the observations are read. Without ``hint_tags`` the 1.10 rules above apply (first match, line-anchored for a
+single thread); 1.31 itself reads buffered replies that way, because it asks them for no hints.
+
 One deliberate departure: where 1.10 would cut a long line between the two halves of a surrogate pair (leaving a
 lone surrogate no UTF-8 encoder accepts), the cut comes one unit earlier.
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Final, Literal
 
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.jstext import LINE_START, WS, js_trim, utf16_len, utf16_prefix
 
 __all__ = [
+    "CONTINUATION_HINT_TAGS",
     "MAX_OBSERVATION_LINE_CHARS",
+    "READING_1_10",
     "DegenerateStrategy",
     "MultiThreadOutput",
     "ObserverOutput",
     "ReflectorOutput",
+    "ReplyReading",
     "count_observation_lines",
     "detect_degenerate",
     "extract_list_items",
+    "extracted_hints",
     "is_degenerate",
     "is_degenerate_strict",
     "parse_multi_thread_output",
     "parse_observer_output",
     "parse_reflector_output",
     "sanitize_lines",
+    "strip_hint_sections",
 ]
 
 DegenerateStrategy = Literal["v1.10", "v1.31", "head"]
@@ -93,6 +107,16 @@ _CURRENT_TASK = re.compile(r"<current-task>(.*?)</current-task>", _FLAGS)
 _SUGGESTED_RESPONSE = re.compile(r"<suggested-response>(.*?)</suggested-response>", _FLAGS)
 _THREAD_TITLE = re.compile(r"<thread-title>(.*?)</thread-title>", _FLAGS)
 _THREAD_BLOCK = re.compile(rf'<thread[{WS}]+id="([^"]+)">(.*?)</thread>', _FLAGS)
+
+# 1.27+ hint sections.
+#: The continuation hints that 1.27+ reads as extractor sections (``observation.thread_title`` adds "thread-title").
+CONTINUATION_HINT_TAGS: Final = ("current-task", "suggested-response")
+_EXTRACTED_VALUES = re.compile(r"<extracted-values>(.*?)</extracted-values>", _FLAGS)
+_EXTRACTED_VALUES_SECTION = re.compile(rf"[ \t]*<extracted-values>.*?</extracted-values>[{WS}]*", _FLAGS)
+#: 1.31 skips an ``<extracted-values>`` block that still holds the placeholder of its own prompt.
+_EXTRACTED_VALUES_PLACEHOLDER = "Write only the extracted values JSON object here."
+#: A hint that looks like JSON is decoded first (a quoted string loses its quotes), as 1.31's value parser does.
+_JSON_LIKE = re.compile(r"(?:[\[{\"-]|\d|true\b|false\b|null\b)", re.ASCII)
 
 # HEAD short-line loop: these short lines are structure, not content.
 _XML_TAG_LINE = re.compile(r"^\s*</?[a-z][^>]*>\s*$", re.IGNORECASE)
@@ -148,6 +172,8 @@ class ReflectorOutput:
     observations: str
     suggested_response: str | None = None
     degenerate: bool = False
+    current_task: str | None = None
+    """Only read with ``hint_tags`` (1.27+ keeps a Reflector's current task; 1.10 ignores it)."""
 
 
 # --------------------------------------------------------------------------- sanitising (§2.7)
@@ -409,28 +435,114 @@ def extract_list_items(text: str) -> str:
     return js_trim("\n".join(line for line in text.split("\n") if _LIST_ITEM.match(line)))
 
 
+# --------------------------------------------------------------------------- 1.27+ hint sections
+
+
+@lru_cache(maxsize=16)
+def _tag(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"<{tag}>(.*?)</{tag}>", _FLAGS)
+
+
+@lru_cache(maxsize=16)
+def _tag_section(tag: str) -> re.Pattern[str]:
+    return re.compile(rf"[ \t]*<{tag}>.*?</{tag}>[{WS}]*", _FLAGS)
+
+
+def _reject_constant(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")  # JSON.parse refuses NaN and Infinity
+
+
+def _json(text: str) -> object:
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+def _hint_value(raw: str) -> str:
+    """A tag's trimmed text; decoded when it is a JSON string literal."""
+    if _JSON_LIKE.match(raw):
+        try:
+            value = _json(raw)
+        except ValueError:
+            value = None
+        if isinstance(value, str):
+            return value
+    return raw
+
+
+def extracted_hints(text: str, tags: Sequence[str]) -> dict[str, str]:
+    """The hint values a 1.27+ reply gives for ``tags``, as 1.31 records them.
+
+    Per tag: a non-empty string in a JSON object inside ``<extracted-values>`` (the last such block wins); else the
+    last ``<tag>…</tag>`` anywhere, trimmed, when not empty (a JSON string literal is decoded). Values of another
+    type, and blocks that are not a JSON object, are skipped (1.31 logs them as extraction failures).
+    """
+    values: dict[str, str] = {}
+    for match in _EXTRACTED_VALUES.finditer(text):
+        body = js_trim(match.group(1))
+        if not body or body.startswith(_EXTRACTED_VALUES_PLACEHOLDER):
+            continue
+        try:
+            found = _json(body)
+        except ValueError:
+            continue
+        if not isinstance(found, dict):
+            continue
+        for tag in tags:
+            value = found.get(tag)
+            if isinstance(value, str) and value:
+                values[tag] = value
+    for tag in tags:
+        if tag in values:
+            continue
+        matches = _tag(tag).findall(text)
+        raw = js_trim(matches[-1]) if matches else ""
+        if raw:
+            values[tag] = _hint_value(raw)
+    return values
+
+
+def strip_hint_sections(text: str, tags: Sequence[str]) -> str:
+    """``text`` without any ``<extracted-values>`` block or ``tags`` section, wherever it sits: each goes with the
+    spaces and tabs before it and all whitespace after it (so a section inside a line joins it to the next).
+
+    No ``tags``, no change: 1.10 has no such sections. (1.31 would still cut ``<extracted-values>`` from a buffered
+    reply, which asks for no hints; no model writes one unasked.)
+    """
+    if not tags:
+        return text
+    text = _EXTRACTED_VALUES_SECTION.sub("", text)
+    for tag in tags:
+        text = _tag_section(tag).sub("", text)
+    return text
+
+
 # --------------------------------------------------------------------------- Observer (§2.5)
 
 
-def parse_observer_output(text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10") -> ObserverOutput:
+def parse_observer_output(
+    text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10", hint_tags: Sequence[str] = ()
+) -> ObserverOutput:
     """Parse one single-thread Observer response.
 
     Args:
         text: The model's raw output.
         degenerate_strategy: Which repetition detector to run first.
+        hint_tags: 1.27+'s hint sections (:data:`CONTINUATION_HINT_TAGS`): read by :func:`extracted_hints` and cut
+            out before the rest is parsed. Empty: 1.10's first line-anchored match.
 
     Returns:
         The parsed result; ``ObserverOutput("", degenerate=True)`` when the detector fired.
     """
     if detect_degenerate(text, degenerate_strategy):
         return ObserverOutput(observations="", degenerate=True)
+    values = extracted_hints(text, hint_tags)
+    text = strip_hint_sections(text, hint_tags)
     blocks = _observation_blocks(text)
     observations = blocks if blocks is not None else extract_list_items(text)
     return ObserverOutput(
         observations=sanitize_lines(observations),
-        current_task=_first_group(_CURRENT_TASK_ANCHORED, text),
-        suggested_response=_first_group(_SUGGESTED_RESPONSE_ANCHORED, text),
-        thread_title=_first_group(_THREAD_TITLE_ANCHORED, text),
+        current_task=values.get("current-task") or _first_group(_CURRENT_TASK_ANCHORED, text),
+        suggested_response=values.get("suggested-response") or _first_group(_SUGGESTED_RESPONSE_ANCHORED, text),
+        thread_title=values.get("thread-title") or _first_group(_THREAD_TITLE_ANCHORED, text),
     )
 
 
@@ -443,20 +555,21 @@ def _take_tag(pattern: re.Pattern[str], block: str, observations: str) -> tuple[
     return _non_empty(match.group(1)), pattern.sub("", observations, count=1)
 
 
-def _parse_thread_block(block: str) -> ObserverOutput:
-    current_task, body = _take_tag(_CURRENT_TASK, block, block)
+def _parse_thread_block(block: str, hint_tags: Sequence[str]) -> ObserverOutput:
+    values = extracted_hints(block, hint_tags)
+    current_task, body = _take_tag(_CURRENT_TASK, block, strip_hint_sections(block, hint_tags))
     suggested_response, body = _take_tag(_SUGGESTED_RESPONSE, block, body)
     thread_title, body = _take_tag(_THREAD_TITLE, block, body)
     return ObserverOutput(
         observations=sanitize_lines(js_trim(body)),
-        current_task=current_task,
-        suggested_response=suggested_response,
-        thread_title=thread_title,
+        current_task=values.get("current-task") or current_task,
+        suggested_response=values.get("suggested-response") or suggested_response,
+        thread_title=values.get("thread-title") or thread_title,
     )
 
 
 def parse_multi_thread_output(
-    text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10"
+    text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10", hint_tags: Sequence[str] = ()
 ) -> MultiThreadOutput:
     """Parse one batched Observer response that covers several threads.
 
@@ -464,11 +577,13 @@ def parse_multi_thread_output(
     ``<thread id="X">…</thread>`` block in it. In each, the first ``<current-task>``, ``<suggested-response>``
     and ``<thread-title>`` (no line anchoring) are extracted and, unless empty, removed; the trimmed, sanitised
     remainder is that thread's observations. Blocks with an empty body are skipped; a repeated id keeps the last
-    block (at the first one's position).
+    block (at the first one's position). With ``hint_tags`` (1.27+) every hint section is cut from a block first and
+    a hint read by :func:`extracted_hints` (the last match) wins.
 
     Args:
         text: The model's raw output.
         degenerate_strategy: Which repetition detector to run first.
+        hint_tags: 1.27+'s hint sections (:data:`CONTINUATION_HINT_TAGS`).
 
     Returns:
         The per-thread results; ``MultiThreadOutput({}, degenerate=True)`` when the detector fired.
@@ -480,33 +595,66 @@ def parse_multi_thread_output(
     threads: dict[str, ObserverOutput] = {}
     for thread_id, body in _THREAD_BLOCK.findall(scope):
         if body:
-            threads[thread_id] = _parse_thread_block(body)
+            threads[thread_id] = _parse_thread_block(body, hint_tags)
     return MultiThreadOutput(threads=threads)
 
 
 # --------------------------------------------------------------------------- Reflector (§3.6)
 
 
-def parse_reflector_output(text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10") -> ReflectorOutput:
+def parse_reflector_output(
+    text: str, *, degenerate_strategy: DegenerateStrategy = "v1.10", hint_tags: Sequence[str] = ()
+) -> ReflectorOutput:
     """Parse one Reflector response.
 
     Observations come from the line-anchored ``<observations>`` blocks; without any, from the list lines; without
-    those, the whole trimmed output (unlike the Observer, which would keep nothing). ``<current-task>`` is ignored
-    (per-thread metadata is preserved elsewhere); the first ``<suggested-response>`` (unanchored) is returned.
-    Anchor ids are stripped and lines sanitised (no trim after that, as in 1.10).
+    those, the whole trimmed output (unlike the Observer, which would keep nothing). Anchor ids are stripped and
+    lines sanitised (no trim after that, as in 1.10). Without ``hint_tags`` (1.10) ``<current-task>`` is ignored
+    (per-thread metadata is preserved elsewhere) and the first ``<suggested-response>`` (unanchored) is returned.
+    With them (1.27+) the hint sections are cut out first, and both hints are what 1.31 keeps for the thread: the
+    values :func:`extracted_hints` reads.
 
     Args:
         text: The model's raw output.
         degenerate_strategy: Which repetition detector to run first.
+        hint_tags: 1.27+'s hint sections (:data:`CONTINUATION_HINT_TAGS`).
 
     Returns:
         The parsed result; ``ReflectorOutput("", degenerate=True)`` when the detector fired.
     """
     if detect_degenerate(text, degenerate_strategy):
         return ReflectorOutput(observations="", degenerate=True)
-    blocks = _observation_blocks(text)
-    observations = blocks if blocks is not None else (extract_list_items(text) or js_trim(text))
+    values = extracted_hints(text, hint_tags)
+    body = strip_hint_sections(text, hint_tags)
+    blocks = _observation_blocks(body)
+    observations = blocks if blocks is not None else (extract_list_items(body) or js_trim(body))
+    suggested = values.get("suggested-response") if hint_tags else _first_group(_SUGGESTED_RESPONSE, text)
     return ReflectorOutput(
         observations=sanitize_lines(strip_anchor_ids(observations)),
-        suggested_response=_first_group(_SUGGESTED_RESPONSE, text),
+        suggested_response=suggested,
+        current_task=values.get("current-task"),
     )
+
+
+# --------------------------------------------------------------------------- one reading rule for a whole call
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyReading:
+    """How one call's replies are read: the repetition detector and 1.27+'s hint sections (none: 1.10's rules)."""
+
+    degenerate_strategy: DegenerateStrategy = "v1.10"
+    hint_tags: tuple[str, ...] = ()
+
+    def observer(self, text: str) -> ObserverOutput:
+        return parse_observer_output(text, degenerate_strategy=self.degenerate_strategy, hint_tags=self.hint_tags)
+
+    def multi_thread(self, text: str) -> MultiThreadOutput:
+        return parse_multi_thread_output(text, degenerate_strategy=self.degenerate_strategy, hint_tags=self.hint_tags)
+
+    def reflector(self, text: str) -> ReflectorOutput:
+        return parse_reflector_output(text, degenerate_strategy=self.degenerate_strategy, hint_tags=self.hint_tags)
+
+
+#: 1.10's reading: its repetition detector and the first-match hints.
+READING_1_10: Final = ReplyReading()

@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings, ReplyChecks
@@ -34,11 +34,11 @@ from om_eval.om.jstext import js_trim
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import extraction_instructions, observer_guidelines
 from om_eval.om.parsing import (
-    DegenerateStrategy,
+    READING_1_10,
     ReflectorOutput,
+    ReplyReading,
     count_observation_lines,
     has_observations_block,
-    parse_reflector_output,
 )
 from om_eval.om.prompts import load_prompts
 from om_eval.om.tokens import TokenCounter
@@ -154,14 +154,13 @@ class ReflectionAttempt:
 
 
 @dataclass(frozen=True)
-class _Reading:
+class _Checked:
     """What one Reflector answer holds, and what is wrong with it (``problem`` is ``None`` when usable)."""
 
     problem: str | None
     degenerate: bool = False
     tokens: int | None = None
-    observations: str = ""
-    suggested_response: str | None = None
+    output: ReflectorOutput = field(default_factory=lambda: ReflectorOutput(""))
 
 
 @dataclass(frozen=True)
@@ -175,6 +174,8 @@ class ReflectionResult:
     level: int
     suggested_response: str | None
     attempts: tuple[ReflectionAttempt, ...]
+    current_task: str | None = None
+    """Read only with 1.27+'s hint sections; 1.31 keeps it for the thread."""
 
     @property
     def below_target(self) -> bool:
@@ -199,7 +200,7 @@ async def reflect_observations(
     guidance: str | None = None,
     skip_continuation_hints: bool = False,
     checks: ReplyChecks = "om_eval",
-    strategy: DegenerateStrategy = "v1.10",
+    reading: ReplyReading = READING_1_10,
     anchor_ids: bool = True,
     empty_fails: bool = False,
 ) -> ReflectionResult:
@@ -208,7 +209,8 @@ async def reflect_observations(
     An attempt fails, and the ladder moves on, when its answer is degenerate, empty, has no observation lines
     although ``observations`` has some, or has fewer than :func:`min_reflection_tokens` tokens. With
     ``checks="mastra"`` only a degenerate answer fails (and an empty one, with ``empty_fails``, as in 1.31), and the
-    last attempt is the result (see :func:`_ladder_as_mastra`). ``strategy`` is the repetition-loop detector;
+    last attempt is the result (see :func:`_ladder_as_mastra`). ``reading`` is the repetition-loop detector and hint
+    rule the replies are read with;
     ``anchor_ids`` shows the observations with anchor ids (1.9-1.10) or without (1.12+).
 
     Raises:
@@ -229,19 +231,19 @@ async def reflect_observations(
 
     if checks == "mastra":
         return await _ladder_as_mastra(ask, input_tokens, target, range(start_level, max_level + 1), counter,
-                                       strategy=strategy, empty_fails=empty_fails and bool(observations.strip()))
+                                       reading=reading, empty_fails=empty_fails and bool(observations.strip()))
     floor = min_reflection_tokens(input_tokens, target)
     structured = count_observation_lines(observations) > 0
     attempts: list[ReflectionAttempt] = []
-    best: tuple[int, int, str, str | None] | None = None  # tokens, level, text, suggested response
+    best: tuple[int, int, ReflectorOutput] | None = None  # tokens, level, answer
 
-    def read(raw: str) -> _Reading:
+    def check(raw: str) -> _Checked:
         """One answer, parsed and checked."""
-        parsed = parse_reflector_output(raw, degenerate_strategy=strategy)
+        parsed = reading.reflector(raw)
         if parsed.degenerate:
-            return _Reading("degenerate (repetition loop)", degenerate=True)
+            return _Checked("degenerate (repetition loop)", degenerate=True)
         if not parsed.observations.strip():
-            return _Reading("empty reflection")
+            return _Checked("empty reflection")
         tokens = counter.count_text(parsed.observations)
         problem = None
         if structured and count_observation_lines(parsed.observations) == 0:
@@ -250,18 +252,17 @@ async def reflect_observations(
             problem = "no complete <observations> block (cut off, or untagged: its dates and threads would be lost)"
         elif tokens < floor:
             problem = f"{tokens} tokens, below the floor of {floor} for {input_tokens} tokens in (target {target})"
-        return _Reading(problem, tokens=tokens, observations=parsed.observations,
-                        suggested_response=parsed.suggested_response)
+        return _Checked(problem, tokens=tokens, output=parsed)
 
     for level in range(start_level, max_level + 1):
-        reply = await ask(level, lambda raw: read(raw).problem)
-        reading = read(reply.text)
-        attempts.append(ReflectionAttempt(level, reading.tokens, reading.degenerate, reply, reading.problem))
-        if reading.problem is not None or reading.tokens is None:
+        reply = await ask(level, lambda raw: check(raw).problem)
+        checked = check(reply.text)
+        attempts.append(ReflectionAttempt(level, checked.tokens, checked.degenerate, reply, checked.problem))
+        if checked.problem is not None or checked.tokens is None:
             continue
-        tokens = reading.tokens
+        tokens = checked.tokens
         if best is None or tokens < best[0]:
-            best = (tokens, level, reading.observations, reading.suggested_response)
+            best = (tokens, level, checked.output)
         if tokens < target:
             break
 
@@ -272,8 +273,9 @@ async def reflect_observations(
             f"({reasons}); the observations were kept unchanged",
             attempts,
         )
-    tokens, level, text, suggested = best
-    return ReflectionResult(text, tokens, input_tokens, target, level, suggested, tuple(attempts))
+    tokens, level, output = best
+    return ReflectionResult(output.observations, tokens, input_tokens, target, level, output.suggested_response,
+                            tuple(attempts), output.current_task)
 
 
 async def _ladder_as_mastra(
@@ -283,7 +285,7 @@ async def _ladder_as_mastra(
     levels: Sequence[int],
     counter: TokenCounter,
     *,
-    strategy: DegenerateStrategy,
+    reading: ReplyReading,
     empty_fails: bool,
 ) -> ReflectionResult:
     """1.10's ladder: stop at the first non-degenerate attempt under ``target``; the last attempt is the result,
@@ -297,25 +299,24 @@ async def _ladder_as_mastra(
         return "empty reflection" if empty_fails and not parsed.observations.strip() else None
 
     attempts: list[ReflectionAttempt] = []
-    observations, tokens, suggested = "", 0, None
+    output, tokens = ReflectorOutput(""), 0
     for level in levels:
-        reply = await ask(level, lambda raw: failure(parse_reflector_output(raw, degenerate_strategy=strategy)))
-        parsed = parse_reflector_output(reply.text, degenerate_strategy=strategy)
+        reply = await ask(level, lambda raw: failure(reading.reflector(raw)))
+        parsed = reading.reflector(reply.text)
         if (problem := failure(parsed)) is not None:
-            observations, tokens, suggested = "", 0, None
+            output, tokens = ReflectorOutput(""), 0
             attempts.append(ReflectionAttempt(level, None, parsed.degenerate, reply, problem))
             continue
-        observations, suggested = parsed.observations, parsed.suggested_response
-        tokens = counter.count_text(observations)
+        output, tokens = parsed, counter.count_text(parsed.observations)
         attempts.append(ReflectionAttempt(level, tokens, False, reply))
         if tokens < target:
             break
-    if empty_fails and not observations.strip():
+    if empty_fails and not output.observations.strip():
         reasons = "; ".join(f"level {a.level}: {a.problem}" for a in attempts)
         raise ReflectionError(f"every reflection attempt failed ({reasons}); the observations were kept unchanged",
                               attempts)
-    return ReflectionResult(observations, tokens, input_tokens, target, attempts[-1].level, suggested,
-                            tuple(attempts))
+    return ReflectionResult(output.observations, tokens, input_tokens, target, attempts[-1].level,
+                            output.suggested_response, tuple(attempts), output.current_task)
 
 
 def attempt_levels(result: ReflectionResult) -> Sequence[int]:

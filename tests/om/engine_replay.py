@@ -83,11 +83,32 @@ def _prompt_text(messages: Sequence[ChatMessage]) -> str:
     return "\n".join(str(m["content"]) for m in messages if m["role"] != "system")
 
 
+Fact = tuple[str, str, str, str]  # tag, day, time, words
+
+
+def _half_number(facts: list[Fact]) -> int:
+    return int(facts[-1][0][1:]) // 2 if facts else 0
+
+
+def _hint_lines(facts: list[Fact]) -> list[str]:
+    """The JS rule's continuity hints for one section (see ``hintLines`` in the script)."""
+    n = _half_number(facts)
+    first, last = (facts[0][0], facts[-1][0]) if facts else ("none", "none")
+    out = []
+    if n % 3:
+        out.append(f"<current-task>\nPrimary: follow up on {last}\n</current-task>")
+    if n % 2 == 0:
+        out.append(f"<suggested-response>\nAsk about {first}\n</suggested-response>")
+    if n % 4 == 1:
+        out.append(f"<current-task>\nSecondary: revisit {first}\n</current-task>")
+    return out
+
+
 def observer_reply(text: str) -> str:
-    """One observation line per tagged message, in the ``<thread>`` block the tag sits in (the JS rule)."""
+    """One observation line per tagged message, in the ``<thread>`` block the tag sits in, and hints (the JS rule)."""
     starts = [(m.start(), m.group(1)) for m in THREAD_OPEN.finditer(text)]
     seen: set[str] = set()
-    by_thread: dict[str, list[tuple[str, str, str, str]]] = {}
+    by_thread: dict[str, list[Fact]] = {}
     for m in TAG.finditer(text):
         if m.group(1) in seen:
             continue
@@ -98,28 +119,39 @@ def observer_reply(text: str) -> str:
                 thread = shown
         by_thread.setdefault(thread, []).append((m.group(1), m.group(2), m.group(3), m.group(4).strip()))
 
-    def section(facts: list[tuple[str, str, str, str]]) -> str:
+    def section(facts: list[Fact]) -> str:
         lines, date = [], None
-        for tag, day, time, words in facts:
+        for index, (tag, day, time, words) in enumerate(facts):
             if day != date:
                 lines.append(f"Date: {day}")
                 date = day
-            lines.append(f"* 🔴 ({time}) fact {tag}: the speaker said {words}")
+            line = f"* 🔴 ({time}) fact {tag}: the speaker said {words}"
+            if index == 0 and _half_number(facts) % 5 == 2:
+                line += f" <suggested-response>inline {facts[-1][0]}</suggested-response>"
+            lines.append(line)
         return "\n".join(lines)
 
     if not starts:
-        return f"<observations>\n{section(by_thread.get('', []))}\n</observations>"
-    parts = [f'<thread id="{shown}">\n{section(facts)}\n</thread>' for shown, facts in by_thread.items()]
+        facts = by_thread.get("", [])
+        return "\n".join([f"<observations>\n{section(facts)}\n</observations>", *_hint_lines(facts)])
+    parts = ["\n".join([f'<thread id="{shown}">', section(facts), *_hint_lines(facts), "</thread>"])
+             for shown, facts in by_thread.items()]
     return "<observations>\n" + "\n".join(parts) + "\n</observations>"
 
 
 def reflector_reply(text: str) -> str:
-    """Every fourth fact seen, under the first date line (the JS rule)."""
+    """Every fourth fact seen, under the first date line, and hints (the JS rule)."""
     tags = list(dict.fromkeys(FACT.findall(text)))
     date = DATE_LINE.search(text)
     kept = [f"* 🔴 (00:00) kept fact {t} from the earlier notes" for i, t in enumerate(tags) if i % 4 == 0]
-    return "<observations>\n" + (date.group(0) if date else "Date: Jan 1, 2000") + "\n" + "\n".join(kept) + (
+    hints = []
+    if len(tags) % 2 == 0:
+        hints.append(f"<suggested-response>\nReflect on {tags[0] if tags else 'none'}\n</suggested-response>")
+    if len(tags) % 3 == 1:
+        hints.append(f"<current-task>\nReview {tags[-1]}\n</current-task>")
+    body = "<observations>\n" + (date.group(0) if date else "Date: Jan 1, 2000") + "\n" + "\n".join(kept) + (
         "\n</observations>")
+    return "\n".join([body, *hints])
 
 
 @dataclass

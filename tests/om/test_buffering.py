@@ -563,3 +563,41 @@ def test_1_31_marks_where_the_chunks_not_yet_activated_begin() -> None:
     requests = [str(c.messages[-2]["content"]) for c in model.calls_for("observer")]
     marked = [r for r in requests if "--- BUFFERED (pending activation) ---" in r]
     assert marked and len(marked) < len(requests)  # only once observations are active and a chunk waits
+
+
+@pytest.mark.parametrize(("release", "after"), [("v1_10", "reflection_buffered"), ("v1_31", "reflection")])
+def test_an_activation_at_a_later_step_reflects_synchronously_only_under_1_31(release: str, after: str) -> None:
+    # The first activation lifts the observations far past reflection.block_after (1.2 x 200) with nothing
+    # buffered: 1.10's check after it (maybeAsyncReflect) only starts a buffered reflection; 1.31 reflects at once.
+    config = replace(thread_config(observation_tokens=200), mastra_release=release)
+    memory = ObservationalMemory(config, observer=ScriptedModel(), token_counter=CharRatioCounter())
+    feed(memory, 40)
+    found = kinds(memory)
+    first = found.index("observation_activated")
+    assert memory.events[first].observation_tokens_after > 240
+    assert found[first + 1] == after
+    assert "reflection" not in found[:first]
+
+
+class _HintingModel(ScriptedModel):
+    """The scripted model with fixed hints after every answer; buffered answers get their own."""
+
+    async def complete(self, messages, *, stage, settings):
+        reply = await super().complete(messages, stage=stage, settings=settings)
+        buffered = any(load_prompts("observer_request")["hints_skipped"] in str(m["content"]) for m in messages)
+        observations = reply.text[: reply.text.index("</observations>") + len("</observations>")]
+        task = "" if buffered else "<current-task>\nSync task\n</current-task>\n"
+        return replace(reply, text=observations + "\n" + task + "<suggested-response>\nFrom " + stage
+                       + (" (buffered)" if buffered else "") + "\n</suggested-response>")
+
+
+def test_activation_replaces_the_thread_hints_and_clears_an_absent_one() -> None:
+    memory = ObservationalMemory(thread_config(), observer=_HintingModel(), token_counter=CharRatioCounter())
+    feed(memory, 4)
+    run(memory.observe("t1", force=True))  # a synchronous observation leaves both hints
+    hints = memory.thread_state("t1")
+    assert (hints.current_task, hints.suggested_response) == ("Sync task", "From observer")
+    feed(memory, 60, start=4)
+    assert "observation_activated" in kinds(memory)
+    assert hints.current_task is None  # the last activated chunk had none
+    assert hints.suggested_response == "From observer (buffered)"

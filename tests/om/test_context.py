@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 
 import pytest
@@ -122,6 +123,20 @@ def test_chunked_layout_golden() -> None:
     assert "🟡" not in messages[2]["content"] and "Dr. Lima" in messages[2]["content"]
     assert messages[4]["content"] == "<current-task>\nPlan the weekend\n</current-task>"
     assert_golden("context_chunked.txt", "\n\n=====\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages))
+
+
+def test_v1_31_context_golden() -> None:
+    """1.11+: a fifth instruction paragraph on system reminders and the shorter reminder; 1.27+ link labels."""
+    inputs = ContextInputs(OBSERVATIONS + "\n* 🔴 (11:00) Read [the guide](https://example.com)", NOW,
+                           current_task="Plan the weekend", release="v1_31")
+    messages = build_actor_context(inputs, "chunked")
+    older = build_actor_context(dataclasses.replace(inputs, release="v1_10"), "chunked")
+    assert [m["role"] for m in messages] == [m["role"] for m in older]
+    assert messages[0]["content"].startswith(older[0]["content"] + "\n\nSYSTEM REMINDERS:")
+    assert len(messages[-1]["content"]) < len(older[-1]["content"]) and "<system-reminder>" in messages[-1]["content"]
+    assert "[the guide](https://example.com)" in messages[-3]["content"]
+    assert messages[1:-1] != older[1:-1]  # only the link label differs in between
+    assert_golden("context_v1_31.txt", "\n\n=====\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages))
 
 
 def test_single_layout_golden() -> None:

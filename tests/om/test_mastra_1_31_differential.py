@@ -35,6 +35,7 @@ from om_eval.om.context import optimize_for_context
 from om_eval.om.history_lines import format_history_lines
 from om_eval.om.jstext import js_trim, utf16_len
 from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
     detect_degenerate,
     is_degenerate,
     parse_observer_output,
@@ -71,8 +72,22 @@ VERSION = ENGINE_PACKAGES_1_31["@mastra/memory"]
 _NODE_SCRIPT = r"""
 // Written by om-eval's tests/om/test_mastra_1_31_differential.py: evaluates cases with @mastra/memory 1.31.
 const om = await import("@mastra/memory/processors");
+// 1.31's default observation extractors: the two continuation hints, built as its own factories build them.
+const hints = ["current-task", "suggested-response"].map((name) =>
+  new om.Extractor({ name, instructions: "hint", metadataKeyPath: name === "current-task" ? "currentTask" : "suggestedResponse" }, true));
+// What a synchronous observation stores for the thread: the extracted value, else the parsed hint (sync.ts).
+const stored = (r, slug, parsed) => {
+  const value = r.extractedValues?.[slug];
+  return (value !== undefined && value !== null && value !== "" ? value : parsed) ?? null;
+};
 const handlers = {
   parseObserverOutput: (text) => ({ degenerate: Boolean(om.parseObserverOutput(text).degenerate) }),
+  parseObserverOutputWithHints: (text) => {
+    const r = om.parseObserverOutput(text, hints);
+    return { observations: r.observations, currentTask: stored(r, "current-task", r.currentTask),
+             suggestedResponse: stored(r, "suggested-response", r.suggestedContinuation),
+             threadTitle: r.threadTitle ?? null, degenerate: Boolean(r.degenerate) };
+  },
   optimizeObservationsForContext: (text) => om.optimizeObservationsForContext(text),
   formatMessagesForObserver: (messages, maxPartLength) =>
     om.formatMessagesForObserver(
@@ -376,9 +391,50 @@ def _our_history(specs: list[dict[str, Any]], max_part_length: int | None) -> st
     return format_history_lines(messages, max_part_length)
 
 
+# --------------------------------------------------------------------------- generated replies with hint sections
+
+#: Hint sections as models write them, and as they go wrong: line-anchored or inside a line, upper case, empty,
+#: blank, JSON-quoted, twice, unclosed, nested, and 1.27's ``<extracted-values>`` JSON object (valid or not).
+HINT_SECTIONS = [
+    "<current-task>\nPrimary: plan the trip\n</current-task>", "<current-task>\nSecondary: pack\n</current-task>",
+    "<suggested-response>\nAsk about Lisbon\n</suggested-response>", "<suggested-response>Say hi 👋</suggested-response>",
+    " <current-task>inline task</current-task> ", "<CURRENT-TASK>\nLoud\n</Current-Task>", "<current-task></current-task>",
+    "<current-task>\n   \n</current-task>", '<current-task>"quoted task"</current-task>',
+    '<suggested-response>"half" quoted</suggested-response>', "<current-task>42</current-task>",
+    "<current-task>[1, 2]</current-task>", "<current-task>null</current-task>", "<suggested-response>- step</suggested-response>",
+    "<current-task>\nunclosed", "</current-task>", "<current-<current-task>x</current-task>task>y</current-task>",
+    "\t<suggested-response>\n\t tabbed \n</suggested-response>\u00a0\n\n",
+    '<extracted-values>{"current-task": "from json", "suggested-response": ""}</extracted-values>',
+    '<extracted-values>\n{"suggested-response": "json reply", "current-task": 7}\n</extracted-values>',
+    '<extracted-values>{"current-task": "  "}</extracted-values>', "<extracted-values>not json</extracted-values>",
+    "<extracted-values>[1]</extracted-values>", "<extracted-values>{\"current-task\": NaN}</extracted-values>",
+    "<extracted-values>Write only the extracted values JSON object here.</extracted-values>",
+    "<thread-title>Trip</thread-title>",
+]
+
+
+def _hinted_reply(rng: random.Random) -> list[Any]:
+    """1.10's generated Observer reply with hint sections put in at line starts, inside lines and between tags."""
+    text = _observer_output(rng, _random_now(rng))
+    for _ in range(rng.randint(0, 5)):
+        cut = rng.randint(0, len(text))
+        if rng.random() < 0.5 and "\n" in text:
+            cut = rng.choice([i + 1 for i, ch in enumerate(text) if ch == "\n"])
+        text = text[:cut] + rng.choice(HINT_SECTIONS) + rng.choice(["\n", "", " ", "\r\n"]) + text[cut:]
+    return [text]
+
+
+def _our_hinted_reply(text: str) -> dict[str, Any]:
+    parsed = parse_observer_output(text, degenerate_strategy="v1.31", hint_tags=CONTINUATION_HINT_TAGS)
+    return {"observations": parsed.observations, "currentTask": parsed.current_task,
+            "suggestedResponse": parsed.suggested_response, "threadTitle": parsed.thread_title,
+            "degenerate": parsed.degenerate}
+
+
 DEGENERATE_CASES = 1_400
 OPTIMIZE_CASES = 1_200
 HISTORY_CASES = 1_000
+HINT_CASES = 1_000
 
 
 COMPARISONS = [
@@ -386,13 +442,15 @@ COMPARISONS = [
     Comparison("optimizeObservationsForContext", lambda text: optimize_for_context(text, keep_link_labels=True),
                _repeat(OPTIMIZE_CASES, lambda rng: [_link_optimize_input(rng)])),
     Comparison("formatMessagesForObserver", _our_history, _repeat(HISTORY_CASES, _history_case)),
+    Comparison("parseObserverOutputWithHints", _our_hinted_reply, _repeat(HINT_CASES, _hinted_reply)),
 ]
 #: Extra views on the answers of one reference call: 1.31's Reflector runs the same detector on its raw output
 #: (the parser is not exported, so its flag is checked against parseObserverOutput's on the same texts).
 VIEWS = {"parseReflectorOutput (degenerate)": ("parseObserverOutput", _reflector_flag)}
 NAMES = {"parseObserverOutput": "parseObserverOutput (degenerate)",
          "optimizeObservationsForContext": "optimizeObservationsForContext",
-         "formatMessagesForObserver": "formatMessagesForObserver (1.15+ history lines)"}
+         "formatMessagesForObserver": "formatMessagesForObserver (1.15+ history lines)",
+         "parseObserverOutputWithHints": "parseObserverOutput (1.27+ hint sections, as stored)"}
 
 
 @pytest.fixture(scope="module")
@@ -514,3 +572,19 @@ def test_a_long_period_loop_is_caught_as_in_1_31(oracle: Oracle) -> None:
     assert detect_degenerate(text, "v1.31")
     (answer,) = oracle.run([("parseObserverOutput", [text])])
     assert answer["ok"] == _degenerate_flag(text) == _reflector_flag(text) == {"degenerate": True}
+
+
+def test_hint_cases_tell_the_two_readings_apart(reference: Batch) -> None:
+    """Most generated replies read differently under 1.10's rules, so the comparison above can fail; Mastra's
+    answers take values from the JSON block and from a later section over an earlier one."""
+    cases, answers = reference.cases["parseObserverOutputWithHints"], reference.answers["parseObserverOutputWithHints"]
+    differ, from_json, last_wins = 0, 0, 0
+    for (text,), answer in zip(cases, answers, strict=True):
+        old = parse_observer_output(text, degenerate_strategy="v1.31")
+        got = answer["ok"]
+        differ += (got["observations"], got["currentTask"], got["suggestedResponse"]) != (
+            old.observations, old.current_task, old.suggested_response)
+        from_json += got["currentTask"] == "from json"
+        last_wins += got["currentTask"] == "Secondary: pack" and "Primary: plan the trip" in text.split("Secondary")[0]
+    assert differ > len(cases) // 2
+    assert from_json > 10 and last_wins > 0

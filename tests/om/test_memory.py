@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 import asyncio
 import json
 from dataclasses import replace
@@ -11,7 +10,13 @@ from datetime import datetime, timedelta
 import pytest
 
 from om_eval.demo import make_conversation
-from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om import (
+    Message,
+    ObservationalMemory,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 from om_eval.om.observer import ObserverOutputError
 from om_eval.om.scripted import ScriptedModel, ScriptedModelError
 from om_eval.om.threads import obscure_thread_id
@@ -553,3 +558,29 @@ def test_thread_sections_switch_chooses_the_merge(sections: str) -> None:
     assert ('<thread id="b">\n\n</thread>' in memory.record().active_observations) is (sections == "mastra")
     assert OMConfig.from_dict(config.to_dict()) == config
     assert ("thread_sections" in config.to_dict()) is (sections == "mastra")
+
+
+class _ReflectorHints(ScriptedModel):
+    """The scripted model; its Reflector also gives both hints, after its observations."""
+
+    async def complete(self, messages, *, stage, settings):
+        reply = await super().complete(messages, stage=stage, settings=settings)
+        if stage != "reflector":
+            return reply
+        return replace(reply, text=reply.text + "\n<current-task>\nReflected task\n</current-task>"
+                       "\n<suggested-response>\nReflected reply\n</suggested-response>")
+
+
+@pytest.mark.parametrize(("release", "kept"), [("v1_10", False), ("v1_31", True)])
+def test_the_hints_of_a_reflection_are_kept_for_the_thread_only_under_1_31(release: str, kept: bool) -> None:
+    config = OMConfig(observation=ObservationConfig(buffer_tokens=False), mastra_release=release)
+    memory = ObservationalMemory(config, observer=_ReflectorHints())
+    memory.add_messages(make_conversation(1, 6, seed=3)[0].messages)
+    thread = memory.thread_ids[0]
+    run(memory.observe(thread, force=True))
+    state = memory.thread_state(thread)
+    before = (state.current_task, state.suggested_response)
+    assert all(before)
+    assert run(memory.reflect(thread)).applied
+    after = (state.current_task, state.suggested_response)
+    assert after == (("Reflected task", "Reflected reply") if kept else before)

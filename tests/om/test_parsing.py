@@ -9,20 +9,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
     MAX_OBSERVATION_LINE_CHARS,
     MultiThreadOutput,
     ObserverOutput,
     ReflectorOutput,
     count_observation_lines,
     detect_degenerate,
-    is_degenerate_v1_31,
     extract_list_items,
+    extracted_hints,
     is_degenerate,
     is_degenerate_strict,
+    is_degenerate_v1_31,
     parse_multi_thread_output,
     parse_observer_output,
     parse_reflector_output,
     sanitize_lines,
+    strip_hint_sections,
 )
 
 CANONICAL = """<observations>
@@ -533,3 +536,63 @@ def test_v131_counts_only_lines_of_24_characters_or_more_and_needs_twenty() -> N
 
     assert not is_degenerate_v1_31(one_line_repeated(19))  # 19 counted lines: too few to judge
     assert is_degenerate_v1_31(one_line_repeated(20)) and not is_degenerate(one_line_repeated(20))
+
+
+# --------------------------------------------------------------------------- 1.27+ hint sections
+
+HINTED = """<observations>
+Date: Dec 4, 2025
+* 🔴 (14:30) User asked about <suggested-response>inline</suggested-response>
+* 🔴 (14:31) User booked the vet
+</observations>
+<current-task>
+Primary: first
+</current-task>
+<current-task>
+Primary: last
+</current-task>
+"""
+
+
+def test_hint_sections_take_the_last_match_and_leave_the_observations() -> None:
+    old = parse_observer_output(HINTED)
+    new = parse_observer_output(HINTED, hint_tags=CONTINUATION_HINT_TAGS)
+    assert (old.current_task, old.suggested_response) == ("Primary: first", None)
+    assert "<suggested-response>inline</suggested-response>" in old.observations
+    assert (new.current_task, new.suggested_response) == ("Primary: last", "inline")
+    # The inline section goes with the spaces before it and the line break after it: two lines become one.
+    assert new.observations == "Date: Dec 4, 2025\n* 🔴 (14:30) User asked about* 🔴 (14:31) User booked the vet"
+
+
+def test_a_json_object_in_extracted_values_wins_over_the_tags() -> None:
+    text = HINTED + '<extracted-values>{"current-task": "From JSON", "suggested-response": 3}</extracted-values>'
+    assert extracted_hints(text, CONTINUATION_HINT_TAGS) == {"current-task": "From JSON", "suggested-response": "inline"}
+    assert extracted_hints('<current-task>"quoted"</current-task>', CONTINUATION_HINT_TAGS) == {"current-task": "quoted"}
+    assert extracted_hints("<current-task> </current-task>", CONTINUATION_HINT_TAGS) == {}
+    assert "extracted-values" not in strip_hint_sections(text, CONTINUATION_HINT_TAGS)
+    assert strip_hint_sections(text, ()) == text  # 1.10 has no such sections
+
+
+def test_reflector_hint_sections_keep_both_hints_and_strip_them() -> None:
+    text = "<observations>\n* 🔴 (09:00) kept <current-task>x</current-task>\n</observations>\n" + (
+        "<suggested-response>\nReply\n</suggested-response>")
+    old = parse_reflector_output(text)
+    new = parse_reflector_output(text, hint_tags=CONTINUATION_HINT_TAGS)
+    assert (old.current_task, old.suggested_response) == (None, "Reply") and "<current-task>" in old.observations
+    assert (new.current_task, new.suggested_response) == ("x", "Reply")
+    # The cut joins the closing tag to the line, so the block is gone and the list line is what is left.
+    assert new.observations == "* 🔴 (09:00) kept</observations>"
+
+
+def test_multi_thread_hint_sections_are_cut_from_every_block() -> None:
+    text = """<observations>
+<thread id="a">
+* 🔴 (09:00) fact one
+<current-task>first</current-task>
+<current-task>second</current-task>
+</thread>
+</observations>"""
+    old = parse_multi_thread_output(text).threads["a"]
+    new = parse_multi_thread_output(text, hint_tags=CONTINUATION_HINT_TAGS).threads["a"]
+    assert old.current_task == "first" and "<current-task>second</current-task>" in old.observations
+    assert new.current_task == "second" and new.observations == "* 🔴 (09:00) fact one"

@@ -70,8 +70,10 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "knowledge_updates",
         "planned_actions",
         "most_recent_input",
+        "system_reminders",
         "other_conversations_intro",
         "continuation_reminder",
+        "continuation_reminder_short",
     ],
 }
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.om.config import ModelSettings
-from om_eval.om.parsing import count_observation_lines
+from om_eval.om.parsing import ReplyReading, count_observation_lines
 from om_eval.om.reflector import (
     MIN_KEPT_SHARE,
     ReflectionError,
@@ -224,7 +224,7 @@ def test_1_31_ladder_fails_an_empty_attempt_and_never_empties_memory() -> None:
     def as_1_31(answers: list[str]):  # noqa: ANN202
         return asyncio.run(reflect_observations(QueueModel(answers), SETTINGS, OBSERVATIONS, target=50, start_level=2,
                                                 counter=COUNTER, checks="mastra", empty_fails=True,
-                                                strategy="v1.31"))
+                                                reading=ReplyReading("v1.31")))
 
     result = as_1_31([wrap(""), wrap(lines(30))])
     assert [a.problem for a in result.attempts] == ["empty reflection", None] and result.observations == lines(30)
