@@ -47,8 +47,9 @@ ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_li
 BUFFERING_STEPS = 5
 #: Revision of the ``mastra_release=v1_31`` engine rules, part of those memories' keys only. 1: 1.15+'s history
 #: lines, 1.31's resource-scope turn history and cursor fallback, and the question turn's step-0 observation.
-#: 2: 1.27+'s hint sections, and the hints a reflection gives kept for the thread.
-V1_31_RULES = 2
+#: 2: 1.27+'s hint sections, and the hints a reflection gives kept for the thread. 3: 1.27+'s hint prompts
+#: (sections, none for buffered calls, prior values), 1.31's skip of a reflection of unchanged observations.
+V1_31_RULES = 3
 #: Revision of the thread-scope hint rules, part of thread-scope memories' keys only. 2: a reflection's suggested
 #: response is no longer kept under 1.10 (1.10 reads it and drops it).
 THREAD_HINT_RULES = 2

@@ -285,7 +285,7 @@ class RunJob:
                             observed_message_tokens=stats.observed_message_tokens or None,
                             observation_cycles=stats.observation_cycles if stats.observed_message_tokens else None,
                             raw_tail_tokens=raw_tail_tokens(build.memory, question))
-                if build.stats.reflection_errors:
+                if build.stats.reflection_errors and not self.spec.om.keeps_going_after_failed_reflection:
                     # The memory is not the one the configuration asks for: an error, retried on resume from a
                     # fresh build (the degraded snapshot is not kept; good replies come back from the cache).
                     held.held = None

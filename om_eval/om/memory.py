@@ -264,6 +264,8 @@ class ObservationalMemory:
         self._threads: dict[str, ThreadState] = {}
         self._generations: dict[str, list[OMRecord]] = {}
         self._reflection_hold: dict[str, int] = {}
+        # 1.31 (keeps_going_after_failed_reflection): observation tokens at which threshold reflection is skipped.
+        self._reflection_suppressed: dict[str, int] = {}
         self._reflection_failures: dict[str, int] = {}
         self._observed_ids: set[str] = set()
         self._latest_time: datetime | None = None
@@ -550,12 +552,14 @@ class ObservationalMemory:
             previous_observations=previous,
             previous_truncated=truncated,
             hints={"": self._hints_for(thread_id)},
+            hint_blocks=self.config.follows_v1_31,
         )
         system = render_observer_system_prompt(
             self.config.prompt_variant,
             multi_thread=False,
             instruction=obs.instruction,
             thread_title=obs.thread_title,
+            hint_tags=self._hint_tags(),
         )
         before = record.observation_token_count
         try:
@@ -669,7 +673,7 @@ class ObservationalMemory:
         )
         system = render_observer_system_prompt(
             self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
-            thread_title=obs.thread_title,
+            thread_title=obs.thread_title, hint_tags=self._hint_tags(),
         )
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
@@ -912,11 +916,12 @@ class ObservationalMemory:
             history=self._history(candidates),
             previous_observations=previous,
             previous_truncated=truncated,
-            hints={"": self._hints_for(key)},
+            hints={} if self.config.follows_v1_31 else {"": self._hints_for(key)},  # 1.31 shows a buffered call none
             skip_continuation_hints=True,
         )
         system = render_observer_system_prompt(
-            self.config.prompt_variant, multi_thread=False, instruction=obs.instruction, thread_title=obs.thread_title
+            self.config.prompt_variant, multi_thread=False, instruction=obs.instruction, thread_title=obs.thread_title,
+            hint_tags=self._hint_tags(buffered=True),
         )
         try:
             call = await call_observer(
@@ -1047,12 +1052,12 @@ class ObservationalMemory:
             previous_observations=previous[0],
             previous_truncated=previous[1],
             thread_count=len(batch),
-            hints={shown[t]: self._hints_for(t) for t in shown},
+            hints={} if self.config.follows_v1_31 else {shown[t]: self._hints_for(t) for t in shown},
             skip_continuation_hints=True,
         )
         system = render_observer_system_prompt(
             self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
-            thread_title=obs.thread_title,
+            thread_title=obs.thread_title, hint_tags=self._hint_tags(buffered=True),
         )
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
@@ -1442,6 +1447,8 @@ class ObservationalMemory:
         if not self._reflection_due(record.observation_token_count):
             return None
         key = self._key(thread_id)
+        if self._reflection_suppressed.get(key) == record.observation_token_count:
+            return None  # 1.31: the same observations failed or stayed too large at the last try
         hold = self._reflection_hold.get(key)
         if hold is not None and record.observation_token_count <= hold:
             self._emit(
@@ -1469,7 +1476,7 @@ class ObservationalMemory:
                 self.reflector, ref.model, record.active_observations,
                 target=ref.observation_tokens, start_level=self.config.reflection_start_level(),
                 counter=self.counter, variant=self.config.prompt_variant, instruction=ref.instruction,
-                guidance=guidance, **self._reflector_rules(),
+                guidance=guidance, prior_hints=self._prior_hints(thread_id), **self._reflector_rules(),
             )
         except Exception as error:  # degenerate ladder or provider failure: memory stays as it is
             self._hold_reflection(key, before)
@@ -1494,6 +1501,7 @@ class ObservationalMemory:
         if result.below_target:
             self._reflection_hold.pop(key, None)
             self._reflection_failures.pop(key, None)
+            self._reflection_suppressed.pop(key, None)
         else:
             self._hold_reflection(key, result.tokens)
         self._emit(
@@ -1511,21 +1519,35 @@ class ObservationalMemory:
         state.current_task = result.current_task or state.current_task
         state.suggested_response = result.suggested_response or state.suggested_response
 
+    def _hint_tags(self, *, buffered: bool = False, reflector: bool = False) -> tuple[str, ...] | None:
+        """The hints a call asks for as 1.27+'s sections under ``mastra_release=v1_31`` (the thread title too when
+        asked for, never of the Reflector; none for a buffered call); ``None`` is 1.10's way of asking."""
+        if not self.config.follows_v1_31:
+            return None
+        if buffered:
+            return ()
+        title = self.config.observation.thread_title and not reflector
+        return CONTINUATION_HINT_TAGS + (("thread-title",) if title else ())
+
+    def _prior_hints(self, thread_id: str | None) -> dict[str, str]:
+        """The thread's hints so far by tag, which a 1.27+ reflection is shown."""
+        hints = self._hints_for(thread_id) if thread_id is not None and self.config.follows_v1_31 else ThreadHints()
+        pairs = (("current-task", hints.current_task), ("suggested-response", hints.suggested_response))
+        return {tag: value for tag, value in pairs if value}
+
     def _observer_rules(self, *, buffered: bool = False) -> dict[str, Any]:
         """How Observer replies are read, by ``reply_checks`` and ``mastra_release``: 1.27+ reads the hints of a
         call that asks for them (not a buffered one) as hint sections."""
-        tags: tuple[str, ...] = ()
-        if self.config.follows_v1_31 and not buffered:
-            tags = CONTINUATION_HINT_TAGS + (("thread-title",) if self.config.observation.thread_title else ())
-        return {"checks": self.config.reply_checks, "reading": ReplyReading(self.config.degenerate_strategy, tags)}
+        reading = ReplyReading(self.config.degenerate_strategy, self._hint_tags(buffered=buffered) or ())
+        return {"checks": self.config.reply_checks, "reading": reading}
 
     def _reflector_rules(self, *, buffered: bool = False) -> dict[str, Any]:
-        """How Reflector replies are read: as the Observer's (no thread title), and 1.31's input without anchors and
-        empty rule."""
+        """How the Reflector is asked and read: hints as the Observer's (no thread title), and 1.31's input without
+        anchors and empty rule."""
         newer = self.config.follows_v1_31
-        tags = CONTINUATION_HINT_TAGS if newer and not buffered else ()
-        return {"checks": self.config.reply_checks, "reading": ReplyReading(self.config.degenerate_strategy, tags),
-                "anchor_ids": not newer, "empty_fails": newer}
+        tags = self._hint_tags(buffered=buffered, reflector=True)
+        return {"checks": self.config.reply_checks, "reading": ReplyReading(self.config.degenerate_strategy, tags or ()),
+                "anchor_ids": not newer, "empty_fails": newer, "hint_tags": tags}
 
     def _reflection_due(self, tokens: int) -> bool:
         """Above the threshold; 1.31 also reflects at it."""
@@ -1537,7 +1559,10 @@ class ObservationalMemory:
 
     def _hold_reflection(self, key: str, tokens: int) -> None:
         """Wait for growth before the next automatic reflection; the wait doubles with each failure in a row.
-        1.10 (``reply_checks="mastra"``) never waits: it reflects again at the next check."""
+        1.10 (``reply_checks="mastra"``) never waits: it reflects again at the next check; 1.31 only skips a
+        threshold reflection while the observations stay at ``tokens``."""
+        if self.config.keeps_going_after_failed_reflection:
+            self._reflection_suppressed[key] = tokens
         if self.config.reply_checks == "mastra":
             return
         ref = self.config.reflection
@@ -1661,6 +1686,7 @@ class ObservationalMemory:
             # Queue order decides tie-breaks in thread selection and the order of other conversations.
             "queues": {t: [m.id for m in q.messages] for t, q in self._queues.items()},
             "reflection_hold": dict(self._reflection_hold),
+            "reflection_suppressed": dict(self._reflection_suppressed),
             "reflection_failures": dict(self._reflection_failures),
         }
 
@@ -1696,6 +1722,7 @@ class ObservationalMemory:
         memory._generations = {k: [OMRecord.from_dict(r) for r in gens] for k, gens in data["generations"].items()}
         if same_counter:
             memory._reflection_hold = dict(data.get("reflection_hold", {}))
+            memory._reflection_suppressed = dict(data.get("reflection_suppressed", {}))
             memory._reflection_failures = dict(data.get("reflection_failures", {}))
         else:
             for generations in memory._generations.values():

@@ -24,6 +24,7 @@ from om_eval.om.config import ModelSettings, ReplyChecks
 from om_eval.om.jstext import utf16_len, utf16_prefix
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
     READING_1_10,
     MultiThreadOutput,
     ObserverOutput,
@@ -76,24 +77,82 @@ def _custom(instruction: str | None) -> list[str]:
     return ["=== CUSTOM INSTRUCTIONS ===", instruction.strip()] if instruction and instruction.strip() else []
 
 
+#: Each 1.27+ hint tag and the ``observer_shared`` key with what goes inside it.
+HINT_TEXT_KEYS = {
+    "current-task": "current_task_hint",
+    "suggested-response": "suggested_response_hint",
+    "thread-title": "thread_title_hint",
+}
+
+
+def _legacy_hint_blocks(shared: Mapping[str, str]) -> str:
+    return "\n\n".join(f"<{tag}>\n{shared[HINT_TEXT_KEYS[tag]]}\n</{tag}>" for tag in CONTINUATION_HINT_TAGS)
+
+
+def hint_sections_text(hint_tags: Sequence[str]) -> str:
+    """1.27+'s optional sections for ``hint_tags`` (the intro, then per tag what goes in it and when); "" for none."""
+    if not hint_tags:
+        return ""
+    shared = load_prompts("observer_shared")
+    sections = [
+        f"<{tag}>\n{shared[HINT_TEXT_KEYS[tag]]}\n{fill(shared['hint_section_note'], tag=tag)}\n</{tag}>"
+        for tag in hint_tags
+    ]
+    return shared["hint_sections_intro"] + "\n" + "\n\n".join(sections)
+
+
+def observer_output_format(variant: str | None = None, hint_tags: Sequence[str] | None = None) -> str:
+    """The observation format (``variant``'s own, else the shared one) and how to give the hints.
+
+    ``hint_tags=None`` is 1.1-1.10: the format with its ``<current-task>`` and ``<suggested-response>`` blocks.
+    A sequence is 1.27+: the format up to its hint blocks, then :func:`hint_sections_text` (nothing for a call that
+    asks for no hints).
+    """
+    shared = load_prompts("observer_shared")
+    own = load_prompts(f"observer_{variant}").get("output_format") if variant else None
+    text = own or shared["output_format"] + "\n\n" + _legacy_hint_blocks(shared)
+    if hint_tags is None:
+        return text
+    head = text.split("\n\n<current-task>", 1)[0]
+    sections = hint_sections_text(hint_tags)
+    return head + "\n\n" + sections if sections else head
+
+
 def render_observer_system_prompt(
-    variant: str, *, multi_thread: bool, instruction: str | None = None, thread_title: bool = False
+    variant: str,
+    *,
+    multi_thread: bool,
+    instruction: str | None = None,
+    thread_title: bool = False,
+    hint_tags: Sequence[str] | None = None,
 ) -> str:
     """The Observer's system prompt for one variant, single- or multi-thread (§2.1).
 
     In a multi-thread prompt, a variant with its own ``multi_thread_output`` (the 1.1-1.3 layout) shows only that
     block: the two-thread example and the marker legend. The others show the standard format block, then the
     shared two-thread example.
+
+    ``hint_tags`` (``mastra_release=v1_31``) asks for the hints as 1.27+ does, as optional sections after the
+    format: the thread title is one of them rather than a paragraph of its own, and a call that asks for no hints
+    (an empty sequence) describes none, shows a two-thread example without them and closes without them.
     """
     shared = load_prompts("observer_shared")
     variant_data = load_prompts(f"observer_{variant}")
-    title = "\n\n" + shared["thread_title_format"] if thread_title else ""
-    if multi_thread and "multi_thread_output" in variant_data:
-        format_sections = [variant_data["multi_thread_output"] + title]
-    elif multi_thread:
-        format_sections = [shared["output_format"] + title, shared["multi_thread_output"]]
+    if hint_tags is not None:
+        hinted = bool(set(hint_tags) & set(CONTINUATION_HINT_TAGS))
+        example = shared["multi_thread_output"] if hinted else shared["multi_thread_output_plain"]
+        output = observer_output_format(variant, hint_tags)
+        format_sections = [output, example] if multi_thread else [output]
+        closing = shared["closing"] + (" " + shared["closing_hints"] if hinted else "")
     else:
-        format_sections = [(variant_data.get("output_format") or shared["output_format"]) + title]
+        title = "\n\n" + shared["thread_title_format"] if thread_title else ""
+        if multi_thread and "multi_thread_output" in variant_data:
+            format_sections = [variant_data["multi_thread_output"] + title]
+        elif multi_thread:
+            format_sections = [observer_output_format() + title, shared["multi_thread_output"]]
+        else:
+            format_sections = [observer_output_format(variant) + title]
+        closing = shared["closing"] + " " + shared["closing_hints"]
 
     sections = [shared["identity"], shared["extraction_lead"] + "\n\n" + extraction_instructions(variant)]
     if multi_thread:
@@ -104,7 +163,7 @@ def render_observer_system_prompt(
         sections += ["=== OUTPUT FORMAT ===", *format_sections]
         sections += ["=== GUIDELINES ===", observer_guidelines(variant)]
         sections += ["=== IMPORTANT: THREAD ATTRIBUTION ===", shared["thread_attribution"]]
-    sections.append(shared["closing"])
+    sections.append(closing)
     sections += _custom(instruction)
     return "\n\n".join(sections)
 
@@ -199,6 +258,11 @@ class ThreadHints:
         )
         return [f"- prior {name}: {value}" for name, value in pairs if value]
 
+    def blocks(self) -> list[str]:
+        """1.27+'s second listing of the two continuation hints: each in its tags."""
+        pairs = (("current-task", self.current_task), ("suggested-response", self.suggested_response))
+        return [f"<{name}>\n{value}\n</{name}>" for name, value in pairs if value]
+
 
 @dataclass(frozen=True)
 class ObserverRequest:
@@ -212,6 +276,8 @@ class ObserverRequest:
     hints: Mapping[str, ThreadHints] = field(default_factory=dict)
     """Prior hints keyed by thread id as shown to the model ('' for a single thread)."""
     skip_continuation_hints: bool = False
+    hint_blocks: bool = False
+    """1.27+: a single thread's prior hints are listed, then repeated as their tag blocks."""
 
 
 def _previous_section(request: ObserverRequest, texts: Mapping[str, str]) -> list[str]:
@@ -236,6 +302,8 @@ def _metadata_section(request: ObserverRequest, texts: Mapping[str, str]) -> lis
             lines.append("</thread>")
         else:
             lines.extend(hint_lines)
+            if request.hint_blocks:
+                lines.extend(hints.blocks())
     if not lines:
         return []
     return [texts["prior_metadata_heading"], "\n".join(lines), texts["prior_metadata_note"]]

@@ -25,15 +25,21 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings, ReplyChecks
 from om_eval.om.jstext import js_trim
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
-from om_eval.om.observer import extraction_instructions, observer_guidelines
+from om_eval.om.observer import (
+    extraction_instructions,
+    hint_sections_text,
+    observer_guidelines,
+    observer_output_format,
+)
 from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
     READING_1_10,
     ReflectorOutput,
     ReplyReading,
@@ -81,20 +87,29 @@ def compression_guidance(level: int) -> str:
     return load_prompts("reflector")["compression"][f"level_{level}"]
 
 
-def render_reflector_system_prompt(variant: str, instruction: str | None = None) -> str:
-    """The Reflector's system prompt, embedding the active Observer variant's instructions (§3.1)."""
+def render_reflector_system_prompt(
+    variant: str, instruction: str | None = None, hint_tags: Sequence[str] | None = None
+) -> str:
+    """The Reflector's system prompt, embedding the active Observer variant's instructions (§3.1).
+
+    With ``hint_tags`` (``mastra_release=v1_31``) the Observer's format in it asks for the hints as 1.27+'s optional
+    sections (none for a call that asks for no hints), and the closing format section repeats that whole format
+    where 1.10 describes the reflection's own.
+    """
     texts = load_prompts("reflector")
     shared = load_prompts("observer_shared")
+    observer_format = observer_output_format(hint_tags=hint_tags)
     observer_block = "\n\n".join(
         [
             shared["extraction_lead"],
             extraction_instructions(variant),
             "=== OUTPUT FORMAT ===",
-            shared["output_format"],
+            observer_format,
             "=== GUIDELINES ===",
             observer_guidelines(variant),
         ]
     )
+    hinted = hint_tags is None or bool(set(hint_tags) & set(CONTINUATION_HINT_TAGS))
     sections = [
         texts["identity"],
         texts["observer_instructions_intro"],
@@ -105,8 +120,8 @@ def render_reflector_system_prompt(variant: str, instruction: str | None = None)
         texts["assertions"],
         texts["thread_attribution"],
         "=== OUTPUT FORMAT ===",
-        texts["output_format"],
-        texts["closing"],
+        texts["output_format"] if hint_tags is None else observer_format,
+        texts["closing"] + (" " + texts["closing_hints"] if hinted else ""),
     ]
     if instruction and instruction.strip():
         sections += ["=== CUSTOM INSTRUCTIONS ===", instruction.strip()]
@@ -120,9 +135,14 @@ def render_reflector_request(
     guidance: str | None = None,
     skip_continuation_hints: bool = False,
     anchor_ids: bool = True,
+    hint_tags: Sequence[str] = (),
+    prior_hints: Mapping[str, str] | None = None,
 ) -> str:
     """The user message: the observations (anchored, as 1.9-1.10 show them; or, with ``anchor_ids=False``, as 1.12+
-    do: blank-line runs squeezed, trimmed), the task, optional guidance, the level's compression text."""
+    do: blank-line runs squeezed, trimmed), the task, optional guidance, the level's compression text.
+
+    1.27+ (``hint_tags``) adds the thread's hints so far (``prior_hints``, by tag) and the optional sections.
+    """
     texts = load_prompts("reflector")
     shown = inject_anchor_ids(observations) if anchor_ids else js_trim(_BLANK_RUNS.sub("\n\n", observations))
     sections = [texts["request_heading"], shown, "---", texts["request_task"]]
@@ -130,6 +150,11 @@ def render_reflector_request(
         sections += [texts["specific_guidance_heading"], guidance.strip()]
     if level:
         sections.append(compression_guidance(level))
+    prior = [f"<{tag}>\n{prior_hints[tag]}\n</{tag}>" for tag in hint_tags if (prior_hints or {}).get(tag)]
+    if prior:
+        sections += [texts["prior_values_heading"], "\n\n".join(prior), texts["prior_values_note"]]
+    if hint_tags:
+        sections += [texts["additional_sections_heading"], hint_sections_text(hint_tags)]
     if skip_continuation_hints:
         sections.append(texts["hints_skipped"])
     return "\n\n".join(sections)
@@ -203,6 +228,8 @@ async def reflect_observations(
     reading: ReplyReading = READING_1_10,
     anchor_ids: bool = True,
     empty_fails: bool = False,
+    hint_tags: Sequence[str] | None = None,
+    prior_hints: Mapping[str, str] | None = None,
 ) -> ReflectionResult:
     """Run the compression ladder from ``start_level`` until an attempt is below ``target`` (§3.5).
 
@@ -211,19 +238,20 @@ async def reflect_observations(
     ``checks="mastra"`` only a degenerate answer fails (and an empty one, with ``empty_fails``, as in 1.31), and the
     last attempt is the result (see :func:`_ladder_as_mastra`). ``reading`` is the repetition-loop detector and hint
     rule the replies are read with;
-    ``anchor_ids`` shows the observations with anchor ids (1.9-1.10) or without (1.12+).
+    ``anchor_ids`` shows the observations with anchor ids (1.9-1.10) or without (1.12+); ``hint_tags`` and
+    ``prior_hints`` ask for the hints as 1.27+ does (:func:`render_reflector_request`).
 
     Raises:
         ReflectionError: every attempt failed (never with ``checks="mastra"``).
     """
     input_tokens = counter.count_text(observations)
-    system_prompt = render_reflector_system_prompt(variant, instruction)
+    system_prompt = render_reflector_system_prompt(variant, instruction, hint_tags)
     max_level = min(MAX_COMPRESSION_LEVEL, start_level + LADDER_HEIGHT)
 
     def ask(level: int, check: Callable[[str], str | None]) -> Awaitable[ModelReply]:
         request = render_reflector_request(
             observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints,
-            anchor_ids=anchor_ids,
+            anchor_ids=anchor_ids, hint_tags=hint_tags or (), prior_hints=prior_hints,
         )
         messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": request}]
         # Each rung is a different request, so every rung is its own cache entry without an attempt number.

@@ -38,9 +38,11 @@ def mastra_departures(config: Mapping[str, Any]) -> list[str]:
     if judge.get("no_verdict", "error") != "wrong":
         found.append("a reply without a verdict is unjudged (Mastra: wrong)")
     replay = (config.get("om") or {}).get("replay") or {}
-    if replay.get("pending_accounting", "exact") != "mastra_dev":
-        found.append(f"pending tokens counted as {replay.get('pending_accounting', 'exact')} (Mastra's data: "
-                     "mastra_dev)")
+    # The published runs came from the dev code (mastra_dev); a 1.31 engine is compared with the package (mastra_step).
+    newer = (config.get("om") or {}).get("mastra_release") == "v1_31"
+    expected, source = ("mastra_step", "the 1.31 package") if newer else ("mastra_dev", "Mastra's data")
+    if replay.get("pending_accounting", "exact") != expected:
+        found.append(f"pending tokens counted as {replay.get('pending_accounting', 'exact')} ({source}: {expected})")
     if (config.get("om") or {}).get("reply_checks", "om_eval") != "mastra":
         found.append("om-eval's observer/reflector robustness rules (repeat check, smallest reflection kept, junk "
                      "never applied; Mastra: om.reply_checks=mastra)")

@@ -89,3 +89,18 @@ def test_om_v1_31_is_default_with_the_1_31_rules(tmp_path: Path) -> None:
                    observation=plain.observation) == plain
     assert replace(newer.observation, previous_observer_tokens=2000) == plain.observation
     assert replace(newer.reflection, start_level=0) == plain.reflection
+
+
+def test_the_1_31_strict_harness_is_the_strict_one_on_the_1_31_engine(tmp_path: Path) -> None:
+    def resolved(experiment: str) -> dict:
+        return OmegaConf.to_container(compose_run(tmp_path, experiment=experiment), resolve=True)
+
+    older, newer = resolved("mastra_gpt4o_strict"), resolved("mastra_v1_31_strict")
+    spec = spec_from_config(newer)
+    assert spec.om.follows_v1_31 and spec.om.reply_checks == "mastra" and spec.om.thread_sections == "mastra"
+    assert spec.om.keeps_going_after_failed_reflection
+    assert spec.om.reflection.start_level == "auto" and spec.om.prompt_variant == "current"
+    for harness in ("judge", "dataset"):
+        assert newer[harness] == older[harness], harness
+    assert newer["models"]["judge"] == older["models"]["judge"]
+    assert spec_from_config(older).om.mastra_release == "v1_10"

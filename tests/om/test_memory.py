@@ -584,3 +584,25 @@ def test_the_hints_of_a_reflection_are_kept_for_the_thread_only_under_1_31(relea
     assert run(memory.reflect(thread)).applied
     after = (state.current_task, state.suggested_response)
     assert after == (("Reflected task", "Reflected reply") if kept else before)
+
+
+def test_as_mastra_1_31_skips_reflecting_the_same_observations_again() -> None:
+    # 1.31 as Mastra runs it: a failed reflection leaves the memory unreflected, the run goes on, and threshold
+    # reflection waits until the observations change (1.10 would apply the empty result; om-eval's checks retry
+    # the question).
+    model = ScriptedModel(faults={"reflector": ["degenerate"] * 100})
+    config = resource_config(reflection=ReflectionConfig(observation_tokens=300), reply_checks="mastra",
+                             mastra_release="v1_31")
+    memory = ObservationalMemory(config, observer=model)
+    for minute in range(12):
+        memory.add_message(one_message(f"I collect vintage maps of city number {minute}. They hang in my hall.",
+                                       thread=f"t{minute}", minutes=minute))
+    outcome = run(memory.observe(force=True))
+    assert outcome is not None and outcome.reflection_error and len(memory.generations()) == 1
+    calls = len(model.calls_for("reflector"))
+    assert run(memory._maybe_reflect(None)) is None and len(model.calls_for("reflector")) == calls
+    tokens = memory.record().observation_token_count
+    assert memory.snapshot()["reflection_suppressed"] == {memory._key(None): tokens}
+    assert config.keeps_going_after_failed_reflection
+    assert not replace(config, mastra_release="v1_10").keeps_going_after_failed_reflection
+    assert not replace(config, reply_checks="om_eval").keeps_going_after_failed_reflection

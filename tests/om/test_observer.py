@@ -19,11 +19,18 @@ from om_eval.om.observer import (
     format_message_time,
     format_messages,
     format_thread_blocks,
+    observer_output_format,
     question_emoji_of,
     render_observer_request,
     render_observer_system_prompt,
 )
-from om_eval.om.parsing import MultiThreadOutput, ObserverOutput, parse_multi_thread_output, parse_observer_output
+from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
+    MultiThreadOutput,
+    ObserverOutput,
+    parse_multi_thread_output,
+    parse_observer_output,
+)
 from om_eval.om.prompts import load_prompts
 from om_eval.om.records import Message
 from om_eval.om.scripted import ScriptedModel
@@ -287,3 +294,27 @@ def test_as_mastra_no_repeat_check_and_other_threads_are_accepted() -> None:
     call = run(call_observer(QueueModel([other]), SETTINGS, "s", [], multi_thread=True, thread_ids=("a1",),
                              checks="mastra"))
     assert set(call.output.threads) == {"zz"}  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("hint_tags", "name"), [(CONTINUATION_HINT_TAGS, "sync"), ((), "buffered"),
+                                                 ((*CONTINUATION_HINT_TAGS, "thread-title"), "titled")])
+def test_1_27_hint_sections_golden(hint_tags: tuple[str, ...], name: str) -> None:
+    """1.27+: the hints as optional sections after the format; a buffered call asks for none at all."""
+    older = render_observer_system_prompt("current", multi_thread=True)
+    prompt = render_observer_system_prompt("current", multi_thread=True, hint_tags=hint_tags,
+                                           thread_title="thread-title" in hint_tags)
+    head = observer_output_format("current", ())
+    assert head in older and head in prompt  # the format itself is the same
+    for tag in hint_tags:
+        assert f"<{tag}>" in prompt.split("=== GUIDELINES ===")[0]
+    if not hint_tags:
+        assert "<current-task>" not in prompt and "<suggested-response>" not in prompt
+    assert_golden(f"observer_current_multi_v1_31_{name}.txt", prompt)
+
+
+def test_1_27_sync_request_repeats_the_prior_hints_as_blocks() -> None:
+    request = ObserverRequest(history="h", hints={"": ThreadHints("Plan the trip", "Ask about dates")},
+                              hint_blocks=True)
+    task = render_observer_request(request)[0]["content"]
+    listed = "- prior current-task: Plan the trip\n- prior suggested-response: Ask about dates"
+    assert listed + "\n<current-task>\nPlan the trip\n</current-task>\n<suggested-response>\nAsk about dates\n" in task

@@ -14,6 +14,8 @@ from importlib.resources import files
 
 import pytest
 
+from om_eval.om.observer import observer_output_format
+
 PACKAGE = "om_eval.om.prompts"
 
 EXPECTED_KEYS: dict[str, list[str]] = {
@@ -21,12 +23,19 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "identity",
         "extraction_lead",
         "output_format",
+        "current_task_hint",
+        "suggested_response_hint",
+        "thread_title_hint",
+        "hint_sections_intro",
+        "hint_section_note",
         "thread_title_format",
         "guidelines",
         "thread_attribution",
         "closing",
+        "closing_hints",
         "multi_thread_input",
         "multi_thread_output",
+        "multi_thread_output_plain",
     ],
     "observer_current.toml": ["extraction", "additions"],
     "observer_current_v1_3.toml": ["extraction_from", "guidelines", "output_format", "multi_thread_output"],
@@ -55,10 +64,14 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "thread_attribution",
         "output_format",
         "closing",
+        "closing_hints",
         "request_heading",
         "request_task",
         "specific_guidance_heading",
         "hints_skipped",
+        "prior_values_heading",
+        "prior_values_note",
+        "additional_sections_heading",
         "compression.level_1",
         "compression.level_2",
         "compression.level_3",
@@ -94,6 +107,7 @@ PLACEHOLDERS: dict[tuple[str, str], set[str]] = {
     ("observer_legacy.toml", "extraction"): {"question_emoji"},
     ("observer_condensed.toml", "extraction"): {"question_emoji"},
     ("observer_request.toml", "multi_history_intro"): {"thread_count"},
+    ("observer_shared.toml", "hint_section_note"): {"tag"},
 }
 
 SECTION_HEADINGS = (
@@ -205,7 +219,7 @@ def test_size_bands() -> None:
 
 
 def test_output_format_line_counts() -> None:
-    shared = text("observer_shared.toml", "output_format").splitlines()
+    shared = observer_output_format().splitlines()  # with its hint blocks, as 1.1-1.10 show it
     assert 35 <= len(shared) <= 50, len(shared)
     condensed = text("observer_condensed.toml", "output_format").splitlines()
     assert 35 <= len(condensed) <= 45, len(condensed)
@@ -215,11 +229,13 @@ def test_output_format_line_counts() -> None:
 
 
 def test_output_formats_show_all_tags() -> None:
-    for name in ("observer_shared.toml", "observer_current_v1_3.toml", "observer_condensed.toml", "reflector.toml"):
+    for name in ("observer_current_v1_3.toml", "observer_condensed.toml", "reflector.toml"):
         fmt = text(name, "output_format")
         for tag in ("observations", "current-task", "suggested-response"):
             assert f"<{tag}>" in fmt and f"</{tag}>" in fmt, (name, tag)
-    shared = text("observer_shared.toml", "output_format")
+    shared = observer_output_format()
+    for tag in ("observations", "current-task", "suggested-response"):
+        assert f"<{tag}>" in shared and f"</{tag}>" in shared, tag
     for marker in ("🔴", "🟡", "🟢", "✅", "Date: Mon D, YYYY", "* ->", "Primary:", "Secondary:", "waiting for user"):
         assert marker in shared, marker
 

@@ -9,7 +9,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.om.config import ModelSettings
-from om_eval.om.parsing import ReplyReading, count_observation_lines
+from om_eval.om.observer import observer_output_format
+from om_eval.om.parsing import (
+    CONTINUATION_HINT_TAGS,
+    ReplyReading,
+    count_observation_lines,
+)
 from om_eval.om.reflector import (
     MIN_KEPT_SHARE,
     ReflectionError,
@@ -232,3 +237,19 @@ def test_1_31_ladder_fails_an_empty_attempt_and_never_empties_memory() -> None:
         as_1_31([wrap(""), LOOP, wrap("")])
     # 1.10 applied the empty attempt: it was under target.
     assert reflect_as_mastra(QueueModel([wrap("")]), target=50).observations == ""
+
+
+def test_1_27_reflector_prompts_golden() -> None:
+    """1.27+: the closing format repeats the Observer's with its hint sections; the request carries the thread's
+    hints so far and the sections; a buffered call's prompts mention no hint."""
+    system = render_reflector_system_prompt("current", hint_tags=CONTINUATION_HINT_TAGS)
+    closing_format = system.split("=== OUTPUT FORMAT ===")[-1]
+    assert observer_output_format(hint_tags=CONTINUATION_HINT_TAGS) in closing_format
+    plain = render_reflector_system_prompt("current", hint_tags=())
+    assert "<current-task>" not in plain and "<suggested-response>" not in plain
+    request = render_reflector_request(OBSERVATIONS, 1, anchor_ids=False, hint_tags=CONTINUATION_HINT_TAGS,
+                                       prior_hints={"current-task": "Book the vet"})
+    assert "## Prior Extracted Values\n\n<current-task>\nBook the vet\n</current-task>" in request
+    assert request.index("## Prior Extracted Values") < request.index("## Additional Output Sections")
+    assert_golden("reflector_v1_31_system.txt", system)
+    assert_golden("reflector_v1_31_request.txt", request)

@@ -27,6 +27,9 @@ def test_the_published_setup_names_what_om_eval_changed(tmp_path: Path) -> None:
 
 def test_the_strict_preset_keeps_only_what_om_eval_cannot_reproduce(tmp_path: Path) -> None:
     assert mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict")) == list(ALWAYS)
+    assert mastra_departures(resolved(tmp_path, "mastra_v1_31_strict")) == list(ALWAYS)
+    dev = mastra_departures(resolved(tmp_path, "mastra_v1_31_strict", "om.replay.pending_accounting=mastra_dev"))
+    assert dev[0] == "pending tokens counted as mastra_dev (the 1.31 package: mastra_step)"
     loose = mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict", "om.replay.pending_accounting=exact"))
     assert loose[0].startswith("pending tokens counted as exact")
 
