@@ -23,7 +23,7 @@ SLOW_MODULES = (
     "tests/om/test_mastra_pair_replay.py",
     "tests/om/test_mastra_engine_differential.py",
     "tests/om/test_tokenx_differential.py",
-    "tests/report/test_runs_cli.py",
+    "tests/cli/test_runs.py",
     "tests/experiment/test_pending_accounting_sweep.py",
 )
 

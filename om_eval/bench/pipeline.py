@@ -22,9 +22,9 @@ from typing import Any
 from om_eval.bench.answer import answer_question
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
 from om_eval.common.files import safe_file_name
+from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
-from om_eval.llm.secrets import redact_secrets
 from om_eval.om.config import ModelSettings, OMConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel

@@ -68,7 +68,7 @@ def redact_override(override: str) -> str:
     The label is shown in the console, the store, reports, exports and the HTML view, so
     ``+models.actor.provider_options.api_key=sk-...`` must read ``...api_key=***`` everywhere.
     """
-    from om_eval.llm.secrets import REDACTED, is_secret_key
+    from om_eval.common.secrets import REDACTED, is_secret_key
 
     key, sep, _ = override.partition("=")
     if not sep:

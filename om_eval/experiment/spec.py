@@ -20,9 +20,15 @@ from typing import Any
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.replay import ReplayConfig
+from om_eval.common.secrets import redact_secrets
 from om_eval.llm.request import canonical_json
-from om_eval.llm.secrets import redact_secrets
-from om_eval.om.config import ConfigError, ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.config import (
+    ConfigError,
+    ModelSettings,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 from om_eval.om.prompts import prompt_set_hash
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.

@@ -3,10 +3,10 @@
 Importing this package does not import litellm; the first call does.
 """
 
+from om_eval.common.secrets import redact_secrets
 from om_eval.llm.client import ClientSettings, LLMCallError, LLMClient, build_request
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.llm.request import LLMRequest, cache_key
-from om_eval.llm.secrets import redact_secrets
 
 __all__ = [
     "CallRecord",

@@ -49,8 +49,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from om_eval.common.secrets import redact_secrets
 from om_eval.llm.request import LLMRequest
-from om_eval.llm.secrets import redact_secrets
 
 __all__ = ["CacheStats", "CachedResponse", "ResponseCache", "default_cache_dir"]
 

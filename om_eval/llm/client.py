@@ -335,9 +335,9 @@ class LLMClient:
         return max(delay, min(hinted, self.settings.backoff_max_s)) if hinted is not None else delay
 
     async def _send(self, request: LLMRequest) -> tuple[ModelReply, float | None]:
-        from om_eval.llm._litellm import litellm_module
+        from om_eval.llm.providers import litellm_with_providers
 
-        litellm = litellm_module()
+        litellm = litellm_with_providers()
         timeout = self.settings.timeout_s
         response = await asyncio.wait_for(
             litellm.acompletion(**request.litellm_kwargs(), timeout=timeout, num_retries=0),

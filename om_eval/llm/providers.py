@@ -11,9 +11,11 @@ import asyncio
 import os
 import threading
 import time
+from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
+from om_eval.llm._litellm import litellm_module
 from om_eval.om.scripted import ScriptedModel, ScriptedModelError
 
 DEFAULT_SCRIPTED = "om-eval"
@@ -98,6 +100,15 @@ def _lazy_local_class() -> type:
             return await get_local_provider().acompletion(*args, **kwargs)
 
     return LazyLocalProvider
+
+
+@lru_cache(maxsize=1)
+def litellm_with_providers() -> ModuleType:
+    """litellm, configured (:func:`~om_eval.llm._litellm.litellm_module`) and with our offline providers: what a
+    model call goes through."""
+    litellm = litellm_module()
+    register_providers(litellm)
+    return litellm
 
 
 def register_providers(litellm: ModuleType) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from om_eval.llm.secrets import redact_secrets
+from om_eval.common.secrets import redact_secrets
 
 #: Bump when the key's layout changes, so old entries are never served for new requests.
 KEY_VERSION = 1

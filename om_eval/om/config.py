@@ -16,7 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from om_eval.om.thresholds import resolve_block_after, resolve_buffer_tokens, resolve_retention_floor
+from om_eval.common.secrets import redact_secrets
+from om_eval.om.thresholds import (
+    resolve_block_after,
+    resolve_buffer_tokens,
+    resolve_retention_floor,
+)
 
 Scope = Literal["thread", "resource"]
 PromptVariant = Literal["current", "current_v1_3", "legacy", "condensed"]
@@ -87,8 +92,6 @@ class ModelSettings:
 
     def __repr__(self) -> str:
         # Provider options may carry credentials (an api_key, an Authorization header); never show them.
-        from om_eval.llm.secrets import redact_secrets  # imported late: llm depends on this module
-
         return (f"ModelSettings(model={self.model!r}, temperature={self.temperature!r}, "
                 f"max_output_tokens={self.max_output_tokens!r}, "
                 f"provider_options={redact_secrets(self.provider_options)!r})")

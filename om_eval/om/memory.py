@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from om_eval.common.secrets import redact_secrets
 from om_eval.om.config import OMConfig
 from om_eval.om.context import (
     ContextInputs,
@@ -192,10 +193,6 @@ _REFLECTED_PREFIX = "buffered_reflection_prefix_sha256"
 
 def _stored_config(config: OMConfig) -> dict[str, Any]:
     """The config as records and snapshots keep it: provider options may carry credentials, never stored."""
-    from om_eval.llm.secrets import (
-        redact_secrets,  # imported late: the llm layer sits above the engine
-    )
-
     return redact_secrets(config.to_dict())
 
 

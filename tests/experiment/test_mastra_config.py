@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from om_eval.cli import _demo_parser
+from om_eval.cli.demo import add_parser as add_demo_parser
 from om_eval.experiment.app import CONFIG_DIR
 from om_eval.experiment.spec import spec_from_config
 from om_eval.om.config import PROMPT_VARIANTS, ConfigError
@@ -47,7 +47,7 @@ def test_every_prompt_variant_is_selectable(variant: str, tmp_path: Path) -> Non
 
 def test_the_demo_offers_every_prompt_variant() -> None:
     commands = argparse.ArgumentParser().add_subparsers()
-    _demo_parser(commands)
+    add_demo_parser(commands)
     demo = commands.choices["demo"]
     (variant,) = [action for action in demo._actions if action.dest == "variant"]
     assert tuple(variant.choices) == PROMPT_VARIANTS

@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 
 from om_eval.llm.cache import CachedResponse, ResponseCache, default_cache_dir
-from om_eval.llm.cache_cli import add_cache_parser, run_cache_command
+from om_eval.cli.cache import add_parser as add_cache_parser
+from om_eval.cli.cache import run as run_cache_command
 from om_eval.llm.request import LLMRequest, cache_key
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -570,7 +571,7 @@ def test_cli_clear_asks_unless_told_yes(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_cache_modules_import_neither_litellm_nor_rich() -> None:
-    code = "import sys, om_eval.llm.cache, om_eval.llm.cache_cli; "
+    code = "import sys, om_eval.llm.cache, om_eval.cli.cache; "
     code += "sys.exit(any(m in sys.modules for m in ('litellm', 'rich')))"
     assert subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT).returncode == 0
 

@@ -189,7 +189,7 @@ def test_request_building_and_provider_options() -> None:
 
 
 def test_engine_runs_through_the_client(tmp_path: Path) -> None:
-    from om_eval.demo import make_conversation
+    from om_eval.data.conversation import make_conversation
     from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
 
     model = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from om_eval.demo import make_conversation
+from om_eval.data.conversation import make_conversation
 from om_eval.om import (
     Message,
     ObservationalMemory,

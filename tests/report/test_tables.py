@@ -247,10 +247,10 @@ def test_compact_cells():
 def test_report_cli_has_a_wide_switch():
     import argparse
 
-    from om_eval.report.cli import add_report_parsers
+    from om_eval.cli.report import add_parser
 
     parser = argparse.ArgumentParser()
-    add_report_parsers(parser.add_subparsers(dest="command"))
+    add_parser(parser.add_subparsers(dest="command"))
     assert parser.parse_args(["report", "--wide"]).wide is True
     assert parser.parse_args(["report"]).wide is False
 

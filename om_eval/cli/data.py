@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from om_eval.data.records import Dataset
 
-__all__ = ["add_data_parser", "run_data_command"]
+__all__ = ["add_parser", "run", "summarise"]
 
 DATA_EXAMPLES = """examples:
   om-eval data synth --size mini --out results/lme-mini.json             # every type + abstention, a few KB
@@ -31,7 +31,7 @@ $LONGMEMEVAL_DIR, then the Hugging Face hub (xiaowu0162/longmemeval-cleaned, pin
 """
 
 
-def add_data_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``data`` command and its verbs (``synth``, ``check``) to ``subparsers``."""
     data = subparsers.add_parser(
         "data",
@@ -195,7 +195,7 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_data_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``om-eval data <verb>``; returns the exit code (1 when a dataset fails to load or validate)."""
     if args.data_command == "synth":
         return _run_synth(args)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from om_eval.common.secrets import REDACTED, is_secret_key, redact_secrets
 from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.request import LLMRequest, cache_key
-from om_eval.llm.secrets import REDACTED, is_secret_key, redact_secrets
 from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig
 
 SECRET = "sk-live-7f3a9c1e5b"

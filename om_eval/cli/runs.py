@@ -14,7 +14,7 @@ Memory snapshots and cached model calls are shared between runs and stay.
 """
 
 
-def add_runs_parser(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> None:
     runs = commands.add_parser("runs", help="list or remove stored runs", epilog=RUNS_EXAMPLES,
                                description="List the runs of a results folder, or remove some.",
                                formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -27,7 +27,7 @@ def add_runs_parser(commands: argparse._SubParsersAction) -> None:
     remove.add_argument("--yes", action="store_true", help="do not ask for confirmation")
 
 
-def run_runs_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from om_eval.report.detail import find_run
     from om_eval.store import Catalog
 

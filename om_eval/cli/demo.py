@@ -9,14 +9,55 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-
-from om_eval.demo import make_conversation
-from om_eval.om.config import ConfigError, ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.data.conversation import make_conversation
+from om_eval.om.config import (
+    ConfigError,
+    ModelSettings,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 from om_eval.om.memory import ObservationalMemory
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+DEMO_EXAMPLES = """examples:
+  om-eval demo                                  # the local model (needs om-eval[local]), a short conversation
+  om-eval demo --model scripted                 # 24 sessions with the offline scripted model, in seconds
+  om-eval demo --model scripted --variant legacy --message-tokens 4000 --observation-tokens 3000
+  om-eval demo --model openai/gpt-4o-mini --show-context     # any litellm model id (needs its API key)
+  om-eval demo --model scripted --scope thread --save-snapshot results/demo-memory.json
+"""
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    demo = commands.add_parser(
+        "demo",
+        help="feed a synthetic multi-session conversation through Observational Memory",
+        description="Feed a seeded synthetic conversation through OM with the offline scripted model and show "
+        "what the memory did: observations, reflections, token counts and the actor's context.",
+        epilog=DEMO_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument("--model", default="local",
+                      help="a config in configs/model (local, scripted, gpt-4o-mini, ...) or a litellm model id")
+    demo.add_argument("--sessions", type=int, help="number of sessions (local: 3, otherwise 24)")
+    demo.add_argument("--pairs", type=int, help="user/assistant pairs per session (local: 3, otherwise 6)")
+    demo.add_argument("--seed", type=int, default=7, help="seed of the synthetic conversation")
+    demo.add_argument("--scope", choices=("resource", "thread"), default="resource")
+    demo.add_argument("--variant", choices=("current", "current_v1_3", "legacy", "condensed"),
+                      help="observer prompt variant (local: condensed, otherwise current)")
+    demo.add_argument("--message-tokens", type=int, help="observation threshold (local: 1200, otherwise 6000)")
+    demo.add_argument("--observation-tokens", type=int, help="reflection threshold (local: 1500, otherwise 3000)")
+    demo.add_argument("--batch-tokens", type=int, help="max tokens per observer batch")
+    demo.add_argument("--cache-dir", help="model-answer cache folder (default: om-eval cache path)")
+    demo.add_argument("--no-cache", action="store_true", help="call the model even for answers already cached")
+    demo.add_argument("--show-context", action="store_true", help="print the actor's full context at the end")
+    demo.add_argument("--save-snapshot", metavar="PATH", help="write the memory snapshot as JSON")
 
 
 @dataclass(frozen=True)
@@ -67,6 +108,14 @@ def _status(memory: ObservationalMemory, client: object, thread: str | None) -> 
 
 
 async def _ingest(memory: ObservationalMemory, client: object, size: DemoSize, seed: int, console: Console) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
     sessions = make_conversation(size.sessions, size.pairs, seed=seed)
     columns = (TextColumn("[bold]ingesting"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
@@ -82,6 +131,8 @@ async def _ingest(memory: ObservationalMemory, client: object, size: DemoSize, s
 
 
 def _summary(memory: ObservationalMemory, client: object) -> Table:
+    from rich.table import Table
+
     table = Table(title="What the memory did")
     for column in ("event", "count", "model calls", "detail"):
         table.add_column(column, justify="right" if column in ("count", "model calls") else "left")
@@ -100,7 +151,9 @@ def _summary(memory: ObservationalMemory, client: object) -> Table:
     return table
 
 
-def run_demo(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
     console = Console()
     from om_eval.llm import ClientSettings, LLMCallError, LLMClient
     from om_eval.llm.cache import ResponseCache

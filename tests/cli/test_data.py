@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from om_eval.data.cli import add_data_parser, run_data_command
+from om_eval.cli.data import add_parser as add_data_parser
+from om_eval.cli.data import run as run_data_command
 
 
 def _run(argv: list[str]) -> int:
@@ -43,7 +44,7 @@ def test_check_reports_bad_files(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 
 def test_importing_the_data_cli_stays_light() -> None:
-    code = ("import sys, om_eval.data.cli\n"
+    code = ("import sys, om_eval.cli.data\n"
             "heavy = [m for m in ('pandas', 'datasets', 'rich', 'tiktoken', 'litellm', 'huggingface_hub') "
             "if m in sys.modules]\nprint(heavy); sys.exit(bool(heavy))\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

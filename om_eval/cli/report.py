@@ -1,4 +1,4 @@
-"""``om-eval report`` and ``om-eval plot``: tables and figures from every run in a results folder."""
+"""``om-eval report``: the per-category table of every run in a results folder, or a paired comparison."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ REPORT_EXAMPLES = """examples:
 """
 
 
-def add_report_parsers(commands: argparse._SubParsersAction) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> None:
     report = commands.add_parser(
         "report", help="per-category table across runs, or a paired comparison of two runs",
         description="Summarise the runs stored under a results folder.", epilog=REPORT_EXAMPLES,
@@ -32,14 +32,6 @@ def add_report_parsers(commands: argparse._SubParsersAction) -> None:
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
 
-    plot = commands.add_parser("plot", help="grouped bars, accuracy vs observation tokens, cost vs accuracy",
-                               description="Draw the comparison plots of the stored runs (deterministic PNGs).")
-    plot.add_argument("--results", default="results", help="results folder (default: results)")
-    plot.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
-    plot.add_argument("--out", help="output folder (default: <results>/plots)")
-    plot.add_argument("--seed", type=int, default=0)
-    plot.add_argument("--n-boot", type=int, default=1000)
-
 
 def _judge_agreement(results: str, runs: list[dict[str, Any]]) -> list[str]:
     """One line per pair of judges that graded the same answers of a run (after ``om-eval rejudge``)."""
@@ -51,7 +43,7 @@ def _judge_agreement(results: str, runs: list[dict[str, Any]]) -> list[str]:
     return agreement_lines(pairs, {r["run_id"]: r["label"] for r in runs})
 
 
-def _load(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def load_runs(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from om_eval.store import Catalog
 
     with Catalog(results) as catalog:
@@ -80,14 +72,21 @@ def _with_suspects(results: Any, table: Any, items: list[dict[str, Any]]) -> Any
     return with_suspect_note(table, suspect_counts(items, events))
 
 
-def run_report(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from om_eval.report import comparison_to_rich, paired_comparison, summary_table, to_csv, to_markdown, to_rich
+    from om_eval.report import (
+        comparison_to_rich,
+        paired_comparison,
+        summary_table,
+        to_csv,
+        to_markdown,
+        to_rich,
+    )
 
     console = Console()
     if args.compare:
-        runs, items = _load(args.results, list(args.compare))
+        runs, items = load_runs(args.results, list(args.compare))
         a, b = runs
         comparison = paired_comparison(
             [i for i in items if i["run_id"] == a["run_id"]], [i for i in items if i["run_id"] == b["run_id"]],
@@ -95,7 +94,7 @@ def run_report(args: argparse.Namespace) -> int:
         )
         console.print(comparison_to_rich(comparison))
         return 0
-    runs, items = _load(args.results, args.runs)
+    runs, items = load_runs(args.results, args.runs)
     if not runs:
         console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
@@ -122,25 +121,4 @@ def run_report(args: argparse.Namespace) -> int:
     if args.csv:
         to_csv(table, args.csv)
         console.print(f"CSV written to {args.csv}")
-    return 0
-
-
-def run_plot(args: argparse.Namespace) -> int:
-    from om_eval.report import plot_accuracy_vs_tokens, plot_categories, plot_cost_vs_accuracy, summary_table
-
-    runs, items = _load(args.results, args.runs)
-    if not runs:
-        print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
-        return 1
-    out = Path(args.out or Path(args.results) / "plots")
-    out.mkdir(parents=True, exist_ok=True)
-    table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
-    written = [
-        plot_categories(table, out / "accuracy_by_category.png", n_boot=args.n_boot, seed=args.seed),
-        plot_accuracy_vs_tokens(table, out / "accuracy_vs_observation_tokens.png", n_boot=args.n_boot,
-                                seed=args.seed),
-        plot_cost_vs_accuracy(table, out / "cost_vs_accuracy.png", n_boot=args.n_boot, seed=args.seed),
-    ]
-    for path in written:
-        print(path)
     return 0

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from om_eval.llm.cache import CacheStats
 
-__all__ = ["add_cache_parser", "run_cache_command"]
+__all__ = ["add_parser", "run"]
 
 CACHE_EXAMPLES = """examples:
   om-eval cache path                      # where responses are stored
@@ -26,7 +26,7 @@ The default directory is $OM_EVAL_CACHE_DIR/llm, else $XDG_CACHE_HOME/om-eval/ll
 """
 
 
-def add_cache_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``cache`` command and its verbs (``stats``, ``clear``, ``path``) to ``subparsers``."""
     cache = subparsers.add_parser(
         "cache",
@@ -78,7 +78,7 @@ def _print_stats(cache_root: str, stats: CacheStats) -> None:
     Console().print(table)
 
 
-def run_cache_command(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run ``om-eval cache <verb>``; returns the exit code (1 when a clear is declined)."""
     from om_eval.llm.cache import ResponseCache
 

@@ -1,0 +1,36 @@
+"""The ``om-eval`` command line: one module per command, each with ``add_parser(commands)`` and ``run(args)``.
+
+Heavy imports stay inside the commands' ``run`` so that ``--help`` is instant; ``run`` hands everything after it to
+Hydra (:mod:`om_eval.cli.run`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: The commands, in the order ``--help`` lists them; each is the module ``om_eval.cli.<name>``.
+COMMANDS = ("run", "demo", "report", "plot", "show", "view", "rejudge", "runs", "cache", "data")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["run"] and not ({"-h", "--help"} & set(argv[1:2])):
+        from om_eval.cli.run import run_hydra
+
+        return run_hydra(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="om-eval",
+        description="Reproduce, sweep and explain Observational Memory scores on LongMemEval.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    modules = {name: importlib.import_module(f"om_eval.cli.{name}") for name in COMMANDS}
+    for module in modules.values():
+        module.add_parser(commands)
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    return modules[args.command].run(args)
