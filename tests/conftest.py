@@ -10,9 +10,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest  # noqa: E402
 
-#: Modules whose tests start processes, sweeps, kills or external tools: the slow lane. ``pytest -m "not slow"``
-#: is the fast lane (about a minute); the README's test command runs both.
-SLOW_MODULES = (
+#: Modules whose tests start processes, sweeps, kills or external tools: the ``integration`` lane.
+#: ``pytest -m "not integration"`` is the fast lane (about a minute); the README's test command runs both.
+INTEGRATION_MODULES = (
     "tests/reliability/",
     "tests/experiment/test_run.py",
     "tests/experiment/test_run_errors.py",
@@ -32,14 +32,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     root = config.rootpath
     for item in items:
         path = item.path.relative_to(root).as_posix()
-        if path.startswith(SLOW_MODULES):
-            item.add_marker(pytest.mark.slow)
+        if path.startswith(INTEGRATION_MODULES):
+            item.add_marker(pytest.mark.integration)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-golden", action="store_true",
+                     help="rewrite the golden files under tests/golden/; the run fails if any of them changed")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    import tests.golden as golden
+
+    if os.environ.get("OM_EVAL_UPDATE_GOLDEN"):
+        raise pytest.UsageError("OM_EVAL_UPDATE_GOLDEN is gone: pass --update-golden instead (the run then fails "
+                                "if a golden file changed, so review the diff and run again)")
+    golden.UPDATE = bool(config.getoption("--update-golden"))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from tests.golden import CHANGED
+
+    if CHANGED and session.exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    from tests.golden import REWRITTEN
+    from tests.golden import CHANGED
 
-    if REWRITTEN:
+    if CHANGED:
         terminalreporter.write_line(
-            f"OM_EVAL_UPDATE_GOLDEN=1: {len(REWRITTEN)} golden file(s) rewritten, none compared; unset it to test",
-            red=True, bold=True)
+            f"--update-golden: {len(CHANGED)} golden file(s) changed, so this run fails: {', '.join(CHANGED)}; "
+            "review the diff, then run again without the option", red=True, bold=True)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from om_eval.store import Catalog
+
 
 def run_cli(results: Path, *overrides: str) -> subprocess.CompletedProcess:
     command = [sys.executable, "-m", "om_eval.cli", "run", *overrides, f"run.results_dir={results}",
@@ -32,8 +34,9 @@ def test_a_missing_judge_template_and_a_bad_option_are_messages(tmp_path: Path) 
     assert "om-eval run: om.observation.message_tokens=-5 is invalid" in done.stderr
 
 
-def test_a_failed_job_in_a_worker_process_fails_the_sweep(tmp_path: Path) -> None:
-    # Under joblib (and Ray) a job runs in another process: its failure must still reach the exit code.
+def test_a_joblib_sweep_fails_on_a_failed_job_and_loses_no_rows(tmp_path: Path) -> None:
+    # Under joblib (and Ray) a job runs in another process: its failure must still reach the exit code, and two
+    # jobs writing at once must land every row (the run-level "parallel jobs lose no rows" test).
     failing = run_cli(tmp_path, "-m", "experiment=smoke", "om.observation.message_tokens=-5,100",
                       "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     assert failing.returncode == 1, failing.stderr[-2000:]
@@ -42,3 +45,6 @@ def test_a_failed_job_in_a_worker_process_fails_the_sweep(tmp_path: Path) -> Non
                       "hydra/launcher=joblib", "hydra.launcher.n_jobs=2")
     assert passing.returncode == 0, passing.stderr[-2000:]
     assert not list((tmp_path / "hydra").glob("failed-jobs-*"))  # the sweep's failure folder is cleaned up
+    with Catalog(tmp_path) as catalog:
+        assert len(catalog.runs()) == 2 and len(catalog.items()) == 2 * 7
+        assert catalog.query("SELECT count(DISTINCT run_id) AS n FROM llm_calls")[0]["n"] == 2

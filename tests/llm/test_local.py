@@ -335,7 +335,7 @@ def _real_model_or_skip() -> None:
         pytest.skip(f"the local model's weight packages are not installed: {exc}")
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_real_local_model_through_litellm_gives_parseable_observations(monkeypatch: pytest.MonkeyPatch) -> None:
     _real_model_or_skip()
     import litellm
@@ -361,7 +361,7 @@ def test_real_local_model_through_litellm_gives_parseable_observations(monkeypat
     assert "Pixel" in parsed.observations or "Ana" in parsed.observations, text
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_real_model_reuses_cached_prefixes_without_changing_outputs() -> None:
     """An unrelated call in between must not cost the re-evaluation of a prompt seen before (RAM state cache)."""
     _real_model_or_skip()
