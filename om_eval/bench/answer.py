@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 
 from om_eval.bench.replay import eval_thread_id
+from om_eval.common.files import short_hash
 from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
 from om_eval.om.context import (
@@ -42,10 +43,7 @@ def actor_prompts() -> dict[str, Any]:
 
 def actor_prompt_hash() -> str:
     """Identity of the actor's prompt file (its exact bytes)."""
-    import hashlib
-
-    data = resources.files("om_eval.bench.prompts").joinpath("actor.toml").read_bytes()
-    return hashlib.sha256(data).hexdigest()[:16]
+    return short_hash(resources.files("om_eval.bench.prompts").joinpath("actor.toml").read_bytes())
 
 
 def memory_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:

@@ -23,7 +23,6 @@ numbers are higher, 0.924 oracle with GPT-4o against 0.870 without) and the ``us
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import tomllib
@@ -35,6 +34,7 @@ from typing import Any
 
 from om_eval.bench.answer import ask_actor
 from om_eval.bench.trace import EvidenceTrace
+from om_eval.common.files import short_hash
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, ModelSettings
 from om_eval.om.model import ChatModel
@@ -110,8 +110,7 @@ def baseline_prompts() -> dict[str, Any]:
 
 def baseline_prompt_hash() -> str:
     """Identity of the reader's prompt file (its exact bytes)."""
-    data = resources.files("om_eval.bench.prompts").joinpath("baseline.toml").read_bytes()
-    return hashlib.sha256(data).hexdigest()[:16]
+    return short_hash(resources.files("om_eval.bench.prompts").joinpath("baseline.toml").read_bytes())
 
 
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")

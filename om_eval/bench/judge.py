@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from om_eval.common.files import atomic_write
 from om_eval.data.records import QUESTION_TYPES, Question
 from om_eval.llm.client import LLMCallError, LLMClient, build_request
 from om_eval.om.config import ConfigError, ModelSettings
@@ -164,13 +165,6 @@ def _fetch(url: str, timeout: float) -> bytes:
         return response.read()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -215,7 +209,7 @@ def _read_pinned(
     if expected is not None and actual != expected:
         raise TemplateHashMismatch(RAW_URL, expected, actual)
     if actual == PINNED_SHA256:
-        _write_atomic(cached, data)
+        atomic_write(cached, data)
     return data, RAW_URL
 
 

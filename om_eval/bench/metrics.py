@@ -37,6 +37,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from om_eval.common.files import atomic_writer
+
 __all__ = [
     "OFFICIAL_TYPE_ORDER",
     "longmemeval_metrics",
@@ -234,14 +236,10 @@ def metric_report(
 
 
 def _write_lines(path: str | os.PathLike[str], lines: Iterable[str]) -> Path:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
+    with atomic_writer(path) as handle:
         for line in lines:
             handle.write(line + "\n")
-    os.replace(tmp, target)
-    return target
+    return Path(path)
 
 
 def _read_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -9,10 +9,7 @@ replaying anything.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import os
-import tempfile
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -21,7 +18,7 @@ from typing import Any
 
 from om_eval.bench.answer import answer_question
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
-from om_eval.common.files import safe_file_name
+from om_eval.common.files import atomic_writer, safe_file_name, short_hash
 from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
@@ -73,7 +70,7 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
         payload["v1_31_rules"] = V1_31_RULES
     if om_config.scope == "thread":
         payload["thread_hint_rules"] = THREAD_HINT_RULES
-    return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
+    return short_hash(canonical_json(payload))
 
 
 def haystack_hash(question: Question) -> str:
@@ -81,7 +78,7 @@ def haystack_hash(question: Question) -> str:
     sessions = [
         [s.session_id, s.date_text, [[t.role, t.content] for t in s.turns]] for s in question.sessions
     ]
-    return hashlib.sha256(canonical_json(sessions).encode("utf-8")).hexdigest()[:12]
+    return short_hash(canonical_json(sessions), 12)
 
 
 class SnapshotStore:
@@ -104,17 +101,8 @@ class SnapshotStore:
 
     def put(self, key: str, question_id: str, data: dict[str, Any]) -> Path:
         path = self._path(key, question_id)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handle, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as file:
-                json.dump(data, file, ensure_ascii=False)
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            Path(temp).unlink(missing_ok=True)
-            raise
+        with atomic_writer(path, fsync=True) as file:
+            json.dump(data, file, ensure_ascii=False)
         return path
 
 
@@ -208,7 +196,7 @@ class QuestionRun:
 
 def hypothesis_hash(hypothesis: str | None) -> str | None:
     """Which answer a verdict is about (verdicts of an earlier answer to the same question do not count)."""
-    return None if hypothesis is None else hashlib.sha256(hypothesis.encode("utf-8")).hexdigest()[:16]
+    return None if hypothesis is None else short_hash(hypothesis)
 
 
 def pack_messages(messages: Sequence[dict[str, str]]) -> bytes:

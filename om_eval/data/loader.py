@@ -25,6 +25,7 @@ from typing import Any
 
 import ijson
 
+from om_eval.common.files import short_hash
 from om_eval.data.records import (
     DATE_PATTERN,
     QUESTION_TYPES,
@@ -731,8 +732,7 @@ def _describe_ids(ids: list[str]) -> str:
     ordered = sorted(ids)
     if len(ordered) <= 20:
         return "ids=" + ",".join(ordered)
-    digest = hashlib.sha256("\n".join(ordered).encode()).hexdigest()[:16]
-    return f"ids={len(ordered)}@sha256:{digest}"
+    return f"ids={len(ordered)}@sha256:{short_hash(chr(10).join(ordered))}"
 
 
 def select(

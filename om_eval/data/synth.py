@@ -26,6 +26,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from om_eval.common.files import atomic_writer
 from om_eval.data.records import QUESTION_TYPES, format_lme_date
 
 __all__ = [
@@ -810,17 +811,14 @@ def write_dataset(records: Iterable[dict[str, Any] | SynthQuestion], path: str |
     replaces ``path`` only once complete, so a killed generation never leaves a truncated dataset behind.
     """
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(target.name + ".partial")
     count = 0
-    with open(partial, "w", encoding="utf-8") as handle:
+    with atomic_writer(target) as handle:
         for record in records:
             if isinstance(record, SynthQuestion):
                 record = record.record
             handle.write(("[\n" if count == 0 else ",\n") + json.dumps(record))
             count += 1
         handle.write("\n]\n" if count else "[]\n")
-    os.replace(partial, target)
     return target
 
 

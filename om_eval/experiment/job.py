@@ -9,7 +9,6 @@ new questions once reached; questions in flight finish and are saved.
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import warnings
@@ -23,8 +22,13 @@ from typing import Any
 from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.judge import Judge
-from om_eval.bench.metrics import longmemeval_metrics, write_eval_results_jsonl, write_hypotheses_jsonl
+from om_eval.bench.metrics import (
+    longmemeval_metrics,
+    write_eval_results_jsonl,
+    write_hypotheses_jsonl,
+)
 from om_eval.bench.pipeline import answer_and_judge, build_memory, memory_hash
+from om_eval.common.files import open_lock, safe_file_name, try_lock
 from om_eval.data import load_dataset, mini_fixture_path, select
 from om_eval.data.loader import dataset_from_records
 from om_eval.data.records import Dataset, Question
@@ -33,7 +37,6 @@ from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
-from om_eval.common.files import safe_file_name
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import prompt_set_hash
 from om_eval.om.tokens import make_counter
@@ -158,14 +161,10 @@ async def build_lock(results: Path, memory_key: str, question_id: str, poll_s: f
     """
     folder = results / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    fd = os.open(folder / f"{memory_key}-{safe_file_name(question_id)}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock(folder / f"{memory_key}-{safe_file_name(question_id)}.lock")
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                await asyncio.sleep(poll_s)
+        while not try_lock(fd):
+            await asyncio.sleep(poll_s)
         yield
     finally:
         os.close(fd)  # closing drops the lock

@@ -12,7 +12,6 @@ resolved config drops what only shapes a memory (``om``, ``prompt``, the observe
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.replay import ReplayConfig
+from om_eval.common.files import short_hash
 from om_eval.common.secrets import redact_secrets
 from om_eval.llm.request import canonical_json
 from om_eval.om.config import (
@@ -94,7 +94,7 @@ class RunSpec:
             payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
         else:
             payload["prompts"] = {"om": prompt_set_hash(), "actor": actor_prompt_hash(), "judge": judge_templates}
-        return hashlib.sha256(canonical_json(payload).encode("utf-8")).hexdigest()[:16]
+        return short_hash(canonical_json(payload))
 
     @property
     def hosted_models(self) -> list[str]:

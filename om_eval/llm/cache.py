@@ -49,6 +49,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from om_eval.common.files import atomic_write
 from om_eval.common.secrets import redact_secrets
 from om_eval.llm.request import LLMRequest
 
@@ -178,24 +179,6 @@ class CacheStats:
         }
 
 
-def _write_atomic(path: Path, data: bytes, *, fsync: bool) -> None:
-    """Write ``data`` to a temporary file next to ``path``, optionally fsync it, and rename it onto ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f".{path.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            if fsync:
-                os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 def _brief(value: Any) -> Any:
@@ -330,7 +313,7 @@ class ResponseCache:
         }
         body = json.dumps(payload, indent=1, ensure_ascii=False, default=repr).encode("utf-8")
         header = _MAGIC + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n"
-        _write_atomic(Path(path), header + body, fsync=self._fsync)
+        atomic_write(path, header + body, fsync=self._fsync)
 
     def discard(self, key: str) -> bool:
         """Remove the entry for ``key`` (a reply its caller found unusable). Returns whether there was one."""
@@ -397,7 +380,7 @@ class ResponseCache:
                 "pid": os.getpid(),
                 "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             }
-            _write_atomic(self._stats_dir / self._stats_name, json.dumps(record).encode("utf-8"), fsync=False)
+            atomic_write(self._stats_dir / self._stats_name, json.dumps(record).encode("utf-8"))
             self._flushed = current
         except OSError as error:  # a read-only or full disk must never break a lookup
             log.warning("could not write cache counters under %s: %s", self._stats_dir, error)
@@ -459,7 +442,7 @@ class ResponseCache:
         """
         with self._lock:
             self._stats_dir.mkdir(parents=True, exist_ok=True)
-            _write_atomic(self._stats_dir / "epoch", secrets.token_hex(8).encode("ascii"), fsync=self._fsync)
+            atomic_write(self._stats_dir / "epoch", secrets.token_hex(8).encode("ascii"), fsync=self._fsync)
             for item in os.scandir(self._stats_dir):
                 if item.name.endswith(".json") or item.name.endswith(".tmp"):
                     try:

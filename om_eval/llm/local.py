@@ -37,11 +37,13 @@ import shlex
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
+
+from om_eval.common.files import held_lock
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from litellm import ModelResponse
@@ -410,21 +412,6 @@ def _verify_existing(spec: LocalModelSpec, path: Path) -> bool:
     raise LocalModelError(f"{path} keeps changing while it is being verified; is another process writing it?")
 
 
-@contextlib.contextmanager
-def _interprocess_lock(path: Path) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows: atomic replace still keeps the file whole
-        yield
-        return
-    with open(path, "a+b") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
-
-
 def _assemble(spec: LocalModelSpec, parts: Sequence[Path], target: Path) -> None:
     for stale in target.parent.glob(f".{target.name}.*.tmp"):  # left by killed writers; we hold the lock
         with contextlib.suppress(OSError):
@@ -504,7 +491,7 @@ def ensure_weights(
             return target
         parts = locate_parts(spec)
         directory.mkdir(parents=True, exist_ok=True)
-        with _interprocess_lock(target.with_name(target.name + ".lock")):
+        with held_lock(target.with_name(target.name + ".lock")):
             if _verify_existing(spec, target):  # another process assembled it meanwhile
                 return target
             _assemble(spec, parts, target)

@@ -48,8 +48,16 @@ from pathlib import Path
 from typing import Any
 
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
+from om_eval.common.files import atomic_write
 from om_eval.report import _format as fmt
-from om_eval.report.tables import BASELINE_READERS, CAVEAT_MARK, Accuracy, ReportTable, RunSummary, summary_table
+from om_eval.report.tables import (
+    BASELINE_READERS,
+    CAVEAT_MARK,
+    Accuracy,
+    ReportTable,
+    RunSummary,
+    summary_table,
+)
 
 __all__ = ["PALETTE", "VariantStyle", "accuracy_vs_tokens_figure", "categories_figure", "cost_vs_accuracy_figure",
            "plot_accuracy_vs_tokens", "plot_categories", "plot_cost_vs_accuracy", "variant_color",
@@ -218,12 +226,7 @@ def _save(figure: Any, path: str | os.PathLike[str]) -> Path:
     with _style():  # some settings (path simplification, hatch width) are read when drawing
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(buffer.getvalue())
-    os.replace(tmp, target)
-    return target
+    return atomic_write(path, buffer.getvalue())
 
 
 def _percent_err(acc: Accuracy) -> tuple[float, float]:

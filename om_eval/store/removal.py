@@ -7,12 +7,12 @@ snapshots and the response cache are shared by every run with the same memory or
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from om_eval.common.files import open_lock, try_lock
 from om_eval.store.writer import STORE_DIR, StoreBusyError
 
 #: Files DuckDB and the writer keep beside a run file.
@@ -37,12 +37,10 @@ def remove_run(results_dir: Path | str, run_id: str) -> Removed:
     if not store.exists():
         raise FileNotFoundError(f"no run file {store}")
     lock = store.with_name(store.name + ".lock")
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock(lock)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the writer's own lock: held while a job runs
-        except BlockingIOError:
-            raise StoreBusyError(f"run {run_id} is being written by another process; stop it first") from None
+        if not try_lock(fd):  # the writer's own lock: held while a job runs
+            raise StoreBusyError(f"run {run_id} is being written by another process; stop it first")
         removed = [store]
         store.unlink()
         for suffix in SIDECARS:

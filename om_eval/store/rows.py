@@ -15,6 +15,7 @@ from typing import Any
 
 import duckdb
 
+from om_eval.common.files import short_hash
 from om_eval.store.schema import TABLES
 
 
@@ -116,10 +117,8 @@ def judgment_row(run_id: str, question_id: str, judgment: Mapping[str, Any] | An
 
 def judge_key(identity: str | Mapping[str, Any]) -> str:
     """Short, stable name of a judge: the sha256 of its canonical identity JSON."""
-    import hashlib
-
     text = identity if isinstance(identity, str) else to_json(identity, sort_keys=True)
-    return hashlib.sha256(json.dumps(json.loads(text), sort_keys=True).encode("utf-8")).hexdigest()[:12]
+    return short_hash(json.dumps(json.loads(text), sort_keys=True), 12)
 
 
 def snapshot_row(memory_key: str, question_id: str, snapshot: Any, stats: Any) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from typing import Any
 
 import duckdb
 
+from om_eval.common.files import atomic_write, open_lock, try_lock
 from om_eval.store.rows import (
     call_row,
     event_row,
@@ -349,9 +350,7 @@ class RunStore:
         if not lines:
             self._journal.unlink(missing_ok=True)
             return
-        temp = self._journal.with_name(self._journal.name + ".tmp")
-        temp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-        os.replace(temp, self._journal)
+        atomic_write(self._journal, "".join(line + "\n" for line in lines))
 
     def _recover_journal(self) -> int:
         """Move calls of interrupted attempts from the journal into ``llm_calls``; returns how many."""
@@ -590,18 +589,18 @@ def _signature(path: Path) -> tuple[Any, ...]:
 
 def _acquire_lock(path: Path) -> int:
     lock_path = path.with_name(path.name + ".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock(lock_path)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        locked = try_lock(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    if not locked:
         holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown process"
         os.close(fd)
         raise StoreBusyError(
             f"{path} is being written by another process ({holder}): another process is running this same "
-            "configuration. Let it finish (its finished questions will be skipped) or stop it first.") from None
-    except BaseException:
-        os.close(fd)
-        raise
+            "configuration. Let it finish (its finished questions will be skipped) or stop it first.")
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
     return fd

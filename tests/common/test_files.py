@@ -30,3 +30,40 @@ def test_every_id_gives_a_short_plain_name(identifier: str) -> None:
 def test_distinct_ids_get_distinct_names(first: str, second: str) -> None:
     if first != second:
         assert safe_file_name(first) != safe_file_name(second)
+
+
+def test_short_hash_is_the_sha256_prefix_of_the_utf8_text() -> None:
+    import hashlib
+
+    from om_eval.common.files import short_hash
+
+    assert short_hash("é") == hashlib.sha256("é".encode()).hexdigest()[:16] == short_hash("é".encode())
+    assert len(short_hash(b"x", 12)) == 12
+
+
+def test_an_atomic_write_replaces_the_file_whole_or_not_at_all(tmp_path) -> None:
+    import pytest
+
+    from om_eval.common.files import atomic_write, atomic_writer
+
+    target = tmp_path / "deep" / "file.txt"
+    atomic_write(target, "first")
+    with pytest.raises(RuntimeError), atomic_writer(target) as handle:
+        handle.write("half of the second")
+        raise RuntimeError("killed mid-write")
+    assert target.read_text(encoding="utf-8") == "first"
+    assert [p.name for p in target.parent.iterdir()] == ["file.txt"]  # no temporary file left behind
+    atomic_write(target, b"\x00bytes", fsync=True)
+    assert target.read_bytes() == b"\x00bytes"
+
+
+def test_a_lock_is_exclusive_between_descriptors_and_freed_by_closing(tmp_path) -> None:
+    import os
+
+    from om_eval.common.files import open_lock, try_lock
+
+    first, second = open_lock(tmp_path / "x.lock"), open_lock(tmp_path / "x.lock")
+    assert try_lock(first) and not try_lock(second)
+    os.close(first)
+    assert try_lock(second)
+    os.close(second)

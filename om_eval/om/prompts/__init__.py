@@ -5,11 +5,12 @@ Placeholders are written ``{name}`` and filled with :func:`fill` (plain replacem
 
 from __future__ import annotations
 
-import hashlib
 import tomllib
 from functools import lru_cache
 from importlib import resources
 from typing import Any
+
+from om_eval.common.files import short_hash
 
 PROMPT_FILES = (
     "observer_shared",
@@ -41,13 +42,12 @@ def fill(template: str, **values: object) -> str:
 
 def text_hash(text: str) -> str:
     """Short, stable identity of a rendered prompt (first 16 hex digits of its sha256)."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+    return short_hash(text)
 
 
 def prompt_set_hash(names: tuple[str, ...] = PROMPT_FILES) -> str:
     """Identity of the prompt files ``names`` (their exact bytes): changes to any wording change it."""
-    digest = hashlib.sha256()
+    parts = []
     for name in names:
-        digest.update(name.encode("utf-8") + b"\0")
-        digest.update(resources.files(__name__).joinpath(f"{name}.toml").read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+        parts += [name.encode("utf-8"), b"\0", resources.files(__name__).joinpath(f"{name}.toml").read_bytes(), b"\0"]
+    return short_hash(b"".join(parts))
