@@ -20,13 +20,12 @@ from typing import Any
 
 import pytest
 
-from om_eval.bench import judge as judge_module
+from om_eval.bench import official_templates as judge_module
 from om_eval.bench.judge import (
     HOUSE_TEMPLATES,
     HOUSE_TEMPLATES_SHA256,
     OFFICIAL_JUDGE_SETTINGS,
     PINNED_SHA256,
-    RAW_URL,
     Judge,
     JudgeResult,
     OfficialTemplateError,
@@ -40,6 +39,7 @@ from om_eval.bench.judge import (
     parse_label,
     parse_verdict,
 )
+from om_eval.bench.official_templates import RAW_URL
 from om_eval.data.records import QUESTION_TYPES, Question
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import ClientSettings, LLMClient
