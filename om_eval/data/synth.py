@@ -23,6 +23,7 @@ import string
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
@@ -85,135 +86,22 @@ class SynthQuestion:
 
 # ---------------------------------------------------------------------------------------------- filler text
 
-_TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("home networking", ("router", "mesh node", "firmware", "subnet", "access point", "cable run", "signal strength",
-                         "guest network")),
-    ("container gardening", ("potting mix", "drainage layer", "seedling", "trellis", "compost", "watering schedule",
-                             "terracotta pot", "mulch")),
-    ("spreadsheet formulas", ("pivot table", "lookup column", "named range", "conditional format", "helper column",
-                              "validation rule", "array formula", "summary chart")),
-    ("bicycle maintenance", ("chain", "derailleur", "brake pad", "tyre pressure", "cassette", "cable tension",
-                             "bottom bracket", "spoke tension")),
-    ("learning to draw", ("sketchbook", "contour line", "shading", "perspective grid", "gesture drawing", "charcoal",
-                          "proportion", "negative space")),
-    ("personal budgeting", ("emergency fund", "monthly budget", "savings goal", "expense tracker", "subscription",
-                            "interest rate", "spending category", "sinking fund")),
-    ("writing a cover letter", ("opening paragraph", "job description", "closing line", "achievement", "tone",
-                                "hiring manager", "employment gap", "keyword")),
-    ("python scripting", ("list comprehension", "virtual environment", "function signature", "exception",
-                          "unit test", "dictionary", "generator", "import path")),
-    ("home workouts", ("resistance band", "warm-up", "plank", "rest interval", "squat", "mobility drill", "kettlebell",
-                       "cool-down")),
-    ("meal planning", ("batch cooking", "grocery list", "leftovers", "freezer bag", "sheet pan", "spice blend",
-                       "lentil stew", "portion size")),
-    ("public speaking", ("opening line", "slide deck", "speaker notes", "pause", "audience question", "rehearsal",
-                         "eye contact", "closing remark")),
-    ("sleep habits", ("bedtime routine", "screen time", "caffeine", "afternoon nap", "blackout curtain",
-                      "wake-up time", "sleep diary", "white noise")),
-    ("ancient astronomy", ("star chart", "solstice", "observatory", "eclipse record", "constellation",
-                           "calendar stone", "lunar cycle", "horizon marker")),
-    ("job interviews", ("behavioural question", "portfolio", "salary range", "follow-up email", "reference check",
-                        "panel interview", "case study", "thank-you note")),
-    ("learning a language", ("flashcard", "verb tense", "listening practice", "pronunciation", "vocabulary list",
-                             "language exchange", "grammar drill", "reading passage")),
-    ("car maintenance", ("oil change", "tyre rotation", "wiper blade", "coolant", "battery terminal", "air filter",
-                         "brake fluid", "service interval")),
-    ("photo editing", ("exposure slider", "white balance", "crop", "layer mask", "histogram", "colour grade",
-                       "export setting", "preset")),
-    ("apartment cleaning", ("baking soda", "microfibre cloth", "grout", "descaler", "laundry routine", "closet",
-                            "window track", "vacuum filter")),
-    ("team management", ("one-on-one", "sprint review", "feedback", "roadmap", "status update", "delegation",
-                         "retrospective", "team charter")),
-    ("travel packing", ("carry-on", "packing cube", "toiletry bag", "travel adapter", "itinerary", "boarding pass",
-                        "layover", "rain jacket")),
-    ("birdwatching", ("binoculars", "field guide", "migration", "bird feeder", "bird call", "nesting box", "wetland",
-                      "tally sheet")),
-    ("writing fiction", ("plot outline", "point of view", "dialogue", "chapter", "character arc", "first draft",
-                         "subplot", "opening scene")),
-    ("home coffee", ("grinder", "pour-over", "bloom", "water temperature", "burr setting", "filter paper",
-                     "brew ratio", "gooseneck kettle")),
-    ("data visualisation", ("bar chart", "colour palette", "axis label", "legend", "scatter plot", "annotation",
-                            "dashboard", "tooltip")),
-    ("indoor plant care", ("humidity tray", "repotting", "leaf", "root ball", "grow light", "fertiliser", "cutting",
-                           "watering can")),
-    ("chess improvement", ("opening", "endgame", "tactic puzzle", "pawn structure", "time control", "blunder",
-                           "middlegame", "rook")),
-    ("small business marketing", ("newsletter", "landing page", "customer review", "social post", "brand voice",
-                                  "promo code", "email list", "target audience")),
-    ("woodworking", ("chisel", "dovetail joint", "sanding block", "wood glue", "hand plane", "clamp", "finish coat",
-                     "cutting list")),
-    ("hiking preparation", ("trail map", "water filter", "blister kit", "switchback", "elevation gain",
-                            "trekking pole", "daypack", "weather window")),
-    ("music theory", ("chord progression", "scale", "interval", "time signature", "cadence", "key signature",
-                      "melody", "rhythm")),
-    ("bread baking", ("dough", "proofing basket", "crumb", "levain", "crust", "hydration", "scoring blade", "loaf")),
-    ("climate science basics", ("greenhouse gas", "carbon cycle", "ocean current", "ice core", "feedback loop",
-                                "albedo", "emission", "weather model")),
-    ("home office ergonomics", ("monitor height", "chair", "keyboard tray", "wrist rest", "desk lamp", "posture",
-                                "footrest", "cable tray")),
-    ("podcast production", ("microphone", "episode outline", "audio level", "intro music", "guest booking",
-                            "show notes", "noise gate", "recording room")),
+# The word lists are data (om_eval/data/synth_words.json), in the order the generator draws from them: reordering a
+# list changes every generated dataset.
+_WORDS: dict[str, Any] = json.loads(
+    resources.files("om_eval.data").joinpath("synth_words.json").read_text(encoding="utf-8")
 )
-_ADJ = ("practical", "reliable", "simple", "gentle", "consistent", "flexible", "careful", "steady", "thorough",
-        "useful", "clear", "modest", "balanced", "quick", "patient", "sturdy", "affordable", "sensible", "focused",
-        "small", "gradual", "deliberate", "predictable", "manageable", "effective", "thoughtful", "solid",
-        "lightweight", "common", "noticeable")
-_ADV = ("usually", "often", "gradually", "carefully", "quickly", "gently", "regularly", "slowly", "occasionally",
-        "consistently", "briefly", "rarely", "comfortably", "steadily")
-_VERB = ("check", "adjust", "compare", "organise", "review", "measure", "simplify", "schedule", "test", "track",
-         "prepare", "clean", "label", "rotate", "limit", "replace", "practise", "note", "sort", "plan", "repeat",
-         "group", "balance", "protect", "revisit")
-_CONN = ("In practice", "As a rule of thumb", "For most people", "On the other hand", "In my experience",
-         "To begin with", "After that", "Once that is done", "If time is short", "Over a few weeks",
-         "In the long run", "As a next step", "Generally speaking", "If you can")
-_GOAL = ("save time", "avoid mistakes", "stay motivated", "keep things tidy", "see steady progress",
-         "reduce stress", "make better decisions", "build confidence", "keep costs down", "catch problems early",
-         "stay organised", "notice what works")
-_WHEN = ("every morning", "once a week", "before bed", "on weekends", "after lunch", "at the end of each month",
-         "every few days", "twice a week", "on quiet evenings", "before a busy week")
-_FEEL = ("a bit overwhelmed", "curious", "stuck", "excited", "unsure", "motivated", "confused", "impatient",
-         "hopeful", "rusty")
 
-_USER_TEMPLATES = (
-    "I've been reading about {topic} and I'm {feel} about the {noun}.",
-    "Can you explain how the {noun} relates to the {noun2} in {topic}?",
-    "What is a {adj} way to {verb} my {noun} {when}?",
-    "Is it worth it to {verb} the {noun} if I want to {goal}?",
-    "My {noun} never seems {adj} enough, and I'm not sure why.",
-    "Could you give me a {adj} checklist for {topic}?",
-    "How often should I {verb} the {noun} when I'm new to {topic}?",
-    "I tried to {verb} the {noun} last time, but the {noun2} got in the way.",
-    "Which matters more for {topic}: the {noun} or the {noun2}?",
-    "Do you have tips to {goal} with {topic}?",
-    "I only have a little time {when}, so what should I focus on with the {noun}?",
-    "Is there a {adj} mistake people make with the {noun}?",
-    "I'm {feel} because my {noun} keeps changing whenever I {verb} the {noun2}.",
-    "Could you walk me through the {noun} step by step?",
-)
-_ASSISTANT_TEMPLATES = (
-    "{conn}, the {noun} is {adv} the {adj} place to start.",
-    "A {adj} approach is to {verb} the {noun} before you {verb2} the {noun2}.",
-    "Many people find that the {noun} works best when the {noun2} stays {adj}.",
-    "If you {verb} the {noun} {when}, you will {adv} {goal}.",
-    "{conn}, try to {verb} one {noun} at a time so you can {goal}.",
-    "Keep a short note of the {noun} and the {noun2}; it makes it easier to {goal}.",
-    "The {noun} and the {noun2} are related: when one changes, the other {adv} follows.",
-    "It helps to {verb} the {noun} {when}, even if it feels {adj} at first.",
-    "Avoid changing the {noun} and the {noun2} together, because then it is hard to tell what helped.",
-    "A {adj} {noun} is usually better than a perfect one that you never {verb}.",
-    "{conn}, set aside ten minutes {when} to {verb} the {noun}.",
-    "When the {noun} feels {adj}, {verb} the {noun2} first and then review the result.",
-    "For {topic}, a {adj} routine beats an ambitious one that is hard to keep.",
-    "You can {adv} {verb} the {noun} with a {adj} {noun2} to {goal}.",
-    "If the {noun2} is the bottleneck, {verb} it before you touch the {noun}.",
-    "Write down what you expect from the {noun}, then {verb} it and compare.",
-    "Most beginners in {topic} underestimate the {noun}, so give it a little extra attention.",
-    "It is normal for the {noun} to feel {adj} for a while; progress tends to come {adv}.",
-    "One {adj} trick is to {verb} the {noun} right after you {verb2} the {noun2}.",
-    "{conn}, ask yourself whether the {noun} really helps you {goal}.",
-    "A {adj} checklist for the {noun} could be: {verb} it, {verb2} the {noun2}, and repeat {when}.",
-    "People who {verb} the {noun} {when} {adv} report that it is easier to {goal}.",
-)
+
+def _words(key: str) -> tuple[str, ...]:
+    return tuple(_WORDS[key])
+
+
+#: (topic, nouns of that topic) for the off-topic chat.
+_TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = tuple((name, tuple(nouns)) for name, nouns in _WORDS["topics"])
+_ADJ, _ADV, _VERB, _CONN = _words("adj"), _words("adv"), _words("verb"), _words("conn")
+_GOAL, _WHEN, _FEEL = _words("goal"), _words("when"), _words("feel")
+_USER_TEMPLATES, _ASSISTANT_TEMPLATES = _words("user_templates"), _words("assistant_templates")
 _GENERIC_SLOTS = {"adj": _ADJ, "adv": _ADV, "verb": _VERB, "verb2": _VERB, "conn": _CONN, "goal": _GOAL,
                   "when": _WHEN, "feel": _FEEL}
 
@@ -281,82 +169,39 @@ class _Filler:
 # ------------------------------------------------------------------------------------------- planted facts
 # Pools of fact values. None of them occurs in the filler vocabulary above (tests check it on generated data).
 
-_PET_KINDS = ("corgi", "tortoise", "cockatiel", "ferret", "Maine Coon", "hedgehog", "bearded dragon", "greyhound")
-_PET_NAMES = ("Ziggy", "Sir Reginald", "Gizmo", "Bartholomew", "Professor Fluff", "Archimedes", "Winnifred",
-              "Captain Socks", "Pumpernickel", "Zelda", "Humphrey", "Kazoo")
-_DEGREES = ("Marine Biology", "Industrial Design", "Medieval History", "Chemical Engineering",
-            "Landscape Architecture", "Applied Linguistics", "Nutrition Science", "Astrophysics",
-            "Business Administration", "Forensic Accounting", "Urban Planning", "Ethnomusicology")
-_SCHOOLS = ("Brookhaven University", "the University of Westmere", "Calder State College",
-            "Northfield Institute of Technology", "St. Aldric's College", "Lakemont University")
-_TRANSPORT = ("on the Red Line train", "by bike along the canal path", "on the number 42 bus",
-              "by car on the ring road", "on the harbour ferry")
-_ITEMS = ("standing desk", "espresso machine", "hiking boots", "noise-cancelling headphones", "air purifier",
-          "sewing machine", "e-reader", "telescope")
-_STORES = ("Harbor Lane Outfitters", "Kessler & Finch", "Bramblewood Market", "the Tin Lantern Co-op",
-           "Ostrava Home Goods", "Pelican Point Electronics", "Gallagher's Emporium", "Quayside Supply Depot")
-_RELATIVES = ("sister", "brother", "cousin", "best friend")
-_PEOPLE = ("Marisol", "Tobias", "Ingrid", "Desmond", "Priya", "Anselm", "Rosalind", "Caspian")
-_RARE_JOBS = ("glassblower", "cartographer", "beekeeper", "sommelier", "luthier", "falconer", "stenographer",
-              "puppeteer")
-_PLACE_KINDS = ("ramen shops", "independent bookstores", "rooftop bars", "bakeries", "jazz clubs", "taquerias")
-_TRAVEL_CITIES = ("Lisbon", "Kyoto", "Montreal", "Edinburgh", "Buenos Aires", "Tallinn", "Oaxaca", "Melbourne")
-_VENUES = ("The Copper Kettle", "Lantern & Loaf", "Blue Heron House", "Casa Membrillo", "The Gilded Spoon",
-           "Saffron Alley", "Old Mill Corner", "Nightjar Room", "Foxglove Hall", "Harbor Ember", "Juniper Steps",
-           "Marble Arch Cellar", "The Velvet Owl", "Cinder & Sage")
-_ORDINALS = ("first", "second", "third", "fourth")
-_DISHES = ("focaccia", "lemon drizzle cake", "stuffed peppers", "pork shoulder", "granola", "roasted cauliflower",
-           "cornbread", "apple crumble")
-_GENRES = ("science fiction", "historical mystery", "climate fiction", "gothic horror", "literary thriller")
-_TITLES = ("The Salt Cartographer", "Nine Lanterns South", "A Map of Quiet Rivers", "The Orchard Engine",
-           "Glass Tides", "The Last Ferry to Arden", "Letters from Hollow Point", "The Clockmaker's Winter")
-_AUTHORS = ("Imogen Vale", "Theo Marchetti", "Ruth Okonkwo", "Daniel Szabo", "Maren Lindqvist", "Kenji Arakawa",
-            "Beatrix Holloway", "Lucian Ferreira")
-_CAMERAS = ("Fujifilm X-T4", "Sony A7 III", "Nikon Z6", "Canon EOS R6", "Olympus OM-D E-M10", "Pentax K-3")
-_PHOTO_STYLES = ("street", "landscape", "wildlife", "astro", "portrait")
-_DIETS = ("pescatarian", "low-FODMAP", "gluten-free", "plant-based", "Mediterranean")
-_INSTRUMENTS = ("cello", "ukulele", "banjo", "accordion", "harmonica", "trumpet")
-_GROUP_VENUES = ("the Willow Street community center", "Foxley Music Hall", "the Eastbank library annex",
-                 "St. Brendan's parish hall")
-_MS_CATEGORIES = (
-    # (plural noun for the question, question verb phrase, one-item sentence, two-item sentence, items)
-    ("board games", "did I buy", "I picked up a copy of the board game {0} this week.",
-     "I picked up copies of the board games {0} and {1} this week.",
-     ("Tidal Lanterns", "Copper Orchard", "Sky Harbor", "Moonlit Market", "Glasswing", "Ember Vale", "Paper Foxes",
-      "Iron Meadow", "Salt & Signal", "Quiet Comets")),
-    ("museums", "did I visit", "I spent the afternoon at {0}.", "I spent the weekend visiting {0} and {1}.",
-     ("the Museum of Lost Clocks", "the Harwick Textile Museum", "the Glass Flower Gallery",
-      "the Museum of Tin Toys", "the Lighthouse Keepers Museum", "the Brass Instrument Archive",
-      "the Museum of Paper Kites", "the Old Ropeworks Museum")),
-    ("model kits", "did I finish building", "I finished building the {0} model kit.",
-     "I finished building the {0} and {1} model kits.",
-     ("Apollo lunar module", "HMS Beagle", "Flying Scotsman", "Spitfire Mk IX", "Tower Bridge", "Sopwith Camel",
-      "Golden Hind", "Cutty Sark")),
-    ("charity runs", "did I take part in", "I ran the {0} for charity.", "I ran the {0} and the {1} for charity.",
-     ("Harbor Lights 5K", "Pumpkin Dash 10K", "Maple Leaf Fun Run", "Midnight Glow Run", "Bridge to Bridge 8K",
-      "Snowflake Shuffle", "Lakeside Lantern Run", "Tulip Trot")),
+_PET_KINDS = _words("pet_kinds")
+_PET_NAMES = _words("pet_names")
+_DEGREES = _words("degrees")
+_SCHOOLS = _words("schools")
+_TRANSPORT = _words("transport")
+_ITEMS = _words("items")
+_STORES = _words("stores")
+_RELATIVES = _words("relatives")
+_PEOPLE = _words("people")
+_RARE_JOBS = _words("rare_jobs")
+_PLACE_KINDS = _words("place_kinds")
+_TRAVEL_CITIES = _words("travel_cities")
+_VENUES = _words("venues")
+_ORDINALS = _words("ordinals")
+_DISHES = _words("dishes")
+_GENRES = _words("genres")
+_TITLES = _words("titles")
+_AUTHORS = _words("authors")
+_CAMERAS = _words("cameras")
+_PHOTO_STYLES = _words("photo_styles")
+_DIETS = _words("diets")
+_INSTRUMENTS = _words("instruments")
+_GROUP_VENUES = _words("group_venues")
+_HOME_CITIES = _words("home_cities")
+_COMPANIES = _words("companies")
+_OPENERS = _words("openers")
+#: (plural noun for the question, question verb phrase, one-item sentence, two-item sentence, items)
+_MS_CATEGORIES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = tuple(
+    (plural, verb, one, two, tuple(items)) for plural, verb, one, two, items in _WORDS["ms_categories"]
 )
-_HOME_CITIES = ("Denver", "Austin", "Portland", "Raleigh", "Minneapolis", "Pittsburgh", "Sacramento", "Madison",
-                "Albuquerque", "Savannah")
-_COMPANIES = ("Northwind Robotics", "Bluefield Analytics", "Tessellate Games", "Cobalt Harbor Logistics",
-              "Greenline Energy", "Marrow & Pike Publishing", "Quillon Biotech", "Sundial Insurance")
-_EVENTS = (
-    # (key phrase, statement made on the day, clause for the question)
-    ("pottery class", "I took my very first pottery class at the Clayworks studio today",
-     "I took my first pottery class"),
-    ("inflatable kayak", "I bought an inflatable kayak today", "I bought my inflatable kayak"),
-    ("Riverside half marathon", "I ran the Riverside half marathon today", "I ran the Riverside half marathon"),
-    ("wisdom tooth", "I had my wisdom tooth removed today", "I had my wisdom tooth removed"),
-    ("Portuguese course", "I enrolled in an evening Portuguese course today", "I enrolled in my Portuguese course"),
-    ("vintage record player", "I finally got a vintage record player today", "I got my vintage record player"),
-    ("salsa workshop", "I went to a salsa workshop with my neighbour today", "I went to the salsa workshop"),
-    ("balcony herb garden", "I planted a balcony herb garden today", "I planted my balcony herb garden"),
-    ("first aid certification", "I passed my first aid certification exam today",
-     "I passed my first aid certification exam"),
-    ("Lake Tahoe cabin", "I booked a cabin near Lake Tahoe today", "I booked the Lake Tahoe cabin"),
-)
-_OPENERS = ("Hi!", "Hey there!", "Quick question.", "Good morning!", "Hello again.", "Morning!",
-            "Okay, one thing first.", "Hi there!")
+#: (key phrase, statement made on the day, clause for the question)
+_EVENTS: tuple[tuple[str, str, str], ...] = tuple(tuple(event) for event in _WORDS["events"])  # type: ignore[misc]
+
 
 
 @dataclass
