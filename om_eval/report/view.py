@@ -10,8 +10,8 @@ every question with a correct/wrong mark per run, and for the chosen question th
 browser is drawn by the script from that block and keeps its state in the URL hash
 (``#q=<question id>&a=<run id prefix>&b=<run id prefix>``), so a link names a question and two runs.
 
-**Escaping.** Stored texts hold ``<``, ``&``, quotes, emoji and tags such as ``<observations>``. The parts
-written here go through :func:`html.escape`; the script only ever sets ``textContent`` (never ``innerHTML``)
+**Escaping.** Stored texts hold ``<``, ``&``, quotes, emoji and tags such as ``<observations>``. The static parts
+are rendered by jinja2 with autoescape on (``templates/view.html``); the script only ever sets ``textContent`` (never ``innerHTML``)
 from the data; and in the JSON block every ``</`` and ``<!--`` is written as an escape sequence, so no stored
 text can end the block or open a comment.
 
@@ -37,14 +37,14 @@ give the same bytes.
 
 from __future__ import annotations
 
-import html
 import json
 import math
-import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+import jinja2
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
@@ -52,8 +52,15 @@ from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
 from om_eval.report.plots import variant_colors
-from om_eval.report.tables import (CAVEAT_MARK, Accuracy, ReportTable, RunSummary, caveat_notes, memory_name,
-                                   summary_table)
+from om_eval.report.tables import (
+    CAVEAT_MARK,
+    Accuracy,
+    ReportTable,
+    RunSummary,
+    caveat_notes,
+    memory_name,
+    summary_table,
+)
 from om_eval.store.catalog import Catalog
 
 __all__ = ["ACTOR_HEAD_LINES", "ACTOR_TAIL_LINES", "LINE_CHARS", "OBSERVATION_LINES", "OLDER_GENERATION_LINES",
@@ -74,9 +81,6 @@ LINE_CHARS = 1000
 _LIST_QUESTION_CHARS = 160
 
 _TEMPLATE = "view.html"
-_DATA_MARK = "/*@VIEW_DATA@*/"
-_BODY_MARK = "<!--@VIEW_BODY@-->"
-_TITLE_MARK = "@VIEW_TITLE@"
 
 
 # ------------------------------------------------------------------------------------------------ entry point
@@ -329,162 +333,90 @@ def _no_nan(value: Any) -> Any:
     return value
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
 def _pct(value: float | None) -> str:
     return "n/a" if fmt.missing(value) else f"{fmt.pct(value)}%"
 
 
-def _acc_cell(acc: Accuracy, row: RunSummary) -> str:
+def _acc(acc: Accuracy, row: RunSummary) -> dict[str, str]:
     ci = "" if row.caveat or fmt.missing(acc.value) else fmt.compact_interval(acc.ci)
-    ci_html = f' <span class="ci-text">{_e(ci)}</span>' if ci else ""
-    return f'<td class="num">{_e(_pct(acc.value))}{ci_html}</td>'
+    return {"text": _pct(acc.value), "ci": ci}
 
 
-def _models(models: Mapping[str, Any]) -> str:
-    roles = tuple(models.items())
-    if len(roles) > 1 and len({model for _, model in roles}) == 1:
-        return f"{_e(roles[0][1] or '?')} <span class=\"muted\">(all roles)</span>"
-    return "<br>".join(f'<span class="muted">{name}</span> {_e(model or "?")}' for name, model in roles)
+def _run_row(row: RunSummary, run: Mapping[str, Any], color: str) -> dict[str, Any]:
+    models = tuple((name, model or "?") for name, model in run["models"].items())
+    one_model = models[0][1] if len(models) > 1 and len({model for _, model in models}) == 1 else None
+    return {
+        "run_id": row.run_id, "short_id": row.short_id, "color": color, "label": row.label,
+        "memory": memory_name(row) if row.reader is not None else None, "dataset": run.get("dataset") or "?",
+        "models": models, "one_model": one_model, "judge": _judge_name(row),
+        "section": "official" if row.official else "non-official", "caveat": row.caveat,
+        "judged": f"{row.n_ok}/{row.n_items}",
+        "unfinished": None if row.complete else f"{row.n_items} of {row.n_expected}",
+        "task_averaged": _acc(row.graded.task_averaged, row), "overall": _acc(row.graded.overall, row),
+        "abstention": _acc(row.graded.abstention, row),
+        "cost": f"{row.cost_usd:.4f}", "unpriced": row.unknown_cost_calls,
+    }
 
 
-def _caveat_badge(row: RunSummary) -> str:
-    if not row.caveat:
-        return ""
-    return (f' <span class="caveat" title="{_e(row.caveat)}: see the note under the table">{CAVEAT_MARK} '
-            f'{_e(row.caveat)}</span>')
+def _bar(acc: Accuracy, row: RunSummary, color: str) -> dict[str, Any]:
+    bar: dict[str, Any] = {"run_id": row.run_id, "label": row.label, "color": color, "n": acc.n, "width": None}
+    value = acc.value
+    if fmt.missing(value):
+        return bar
+    whisker = None
+    if acc.ci and not row.caveat and not any(fmt.missing(x) for x in acc.ci):
+        low, high = (max(0.0, min(100.0, 100.0 * x)) for x in acc.ci)
+        whisker = (low, max(high - low, 0.0))
+    return {**bar, "width": max(0.0, min(100.0, 100.0 * value)), "zero": value == 0,  # type: ignore[operator]
+            "hatched": bool(row.caveat), "whisker": whisker, "text": _pct(value)}
 
 
-def _baseline_badge(row: RunSummary) -> str:
-    if row.reader is None:
-        return ""
-    return (f' <span class="badge" title="answered from the raw sessions, no memory built">'
-            f"{_e(memory_name(row))}</span>")
+def _bar_groups(table: ReportTable, colors: Mapping[str, str]) -> list[dict[str, Any]]:
+    groups = [(fmt.TYPE_SHORT[t], t, lambda row, t=t: row.graded.per_type[t]) for t in OFFICIAL_TYPE_ORDER]
+    groups.append(("Abstention", "questions with _abs in their id", lambda row: row.graded.abstention))
+    return [{"short": short, "full": full, "bars": [_bar(pick(row), row, colors[row.variant]) for row in table.rows]}
+            for short, full, pick in groups]
 
 
-def _swatch(color: str) -> str:
-    return f'<i class="swatch" style="background:{_e(color)}"></i>'
+def _agreement_rows(pairs: Sequence[Mapping[str, Any]], labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    return [{"run": pair["run_id"][:8], "label": labels.get(pair["run_id"], ""), "first": pair["first"],
+             "second": pair["second"], "n": pair["n"], "agreement": _pct(pair["agreement"]),
+             "kappa": "undefined" if pair["kappa"] is None else f"{pair['kappa']:.3f}",
+             "accuracy_first": _pct(pair["accuracy_first"]), "accuracy_second": _pct(pair["accuracy_second"])}
+            for pair in pairs]
 
 
-def _runs_section(table: ReportTable, runs: Mapping[str, Mapping[str, Any]], colors: Mapping[str, str],
-                  skipped_files: Sequence[str]) -> str:
-    """The runs table; ``runs`` maps run ids to the page's run entries (dataset, models)."""
-    head = ("run", "label", "dataset", "models", "judge", "n", "task-avg", "overall", "abstention", "cost $")
-    lines = ['<section id="runs"><h2>Runs</h2>']
-    if table.mixed:
-        titles = "; ".join(s.title for s in table.sections)
-        lines.append(f'<p class="warning">These runs were scored under {len(table.sections)} regimes ({_e(titles)}): '
-                     "accuracies are not comparable across them.</p>")
-    lines.append('<table class="runs"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
-                 + "</tr></thead><tbody>")
-    for row in table.rows:
-        run = runs[row.run_id]
-        judged = f"{row.n_ok}/{row.n_items}"
-        if not row.complete:
-            judged += f' <span class="unfinished">unfinished: {row.n_items} of {row.n_expected}</span>'
-        cost = f"{row.cost_usd:.4f}"
-        if row.unknown_cost_calls:
-            cost += f' <span class="muted">+{row.unknown_cost_calls} unpriced calls</span>'
-        section = "official" if row.official else "non-official"
-        lines.append(
-            f'<tr data-run="{_e(row.run_id)}"><td class="mono">{_swatch(colors[row.variant])}{_e(row.short_id)}</td>'
-            f"<td>{_e(row.label)}{_baseline_badge(row)}</td><td>{_e(run.get('dataset') or '?')}</td>"
-            f"<td>{_models(run['models'])}</td>"
-            f'<td>{_e(_judge_name(row))} <span class="muted">({section})</span>{_caveat_badge(row)}</td>'
-            f'<td class="num">{judged}</td>{_acc_cell(row.graded.task_averaged, row)}'
-            f"{_acc_cell(row.graded.overall, row)}{_acc_cell(row.graded.abstention, row)}"
-            f'<td class="num">{cost}</td></tr>')
-    lines.append("</tbody></table>")
+def _run_notes(table: ReportTable, skipped_files: Sequence[str]) -> list[str]:
     notes = [*table.notes, *(n for s in table.sections for n in s.notes), *caveat_notes(table.rows)]
     if skipped_files:
         notes.append(f"{len(skipped_files)} run file(s) could not be opened and are left out (a job may be writing "
-                     f"them): {', '.join(skipped_files)}.")
-    lines += [f'<p class="note">{_e(note)}</p>' for note in notes]
-    lines.append(f'<p class="muted small">task-avg = mean of the six type accuracies (the official headline); '
-                 f"overall = over all questions. Intervals: 95% percentile bootstrap over questions "
-                 f"({table.n_boot} resamples, seed {table.seed}), left out for runs whose judge carries a "
-                 f"{CAVEAT_MARK} caveat. n = judged/answered questions.</p></section>")
-    return "\n".join(lines)
+                      f"them): {', '.join(skipped_files)}.")
+    return notes
 
 
-def _bar(acc: Accuracy, row: RunSummary, color: str) -> str:
-    value = acc.value
-    if fmt.missing(value):
-        track, fill, ci, text = "track na", "", "", '<span class="na-text">n/a</span>'
-    else:
-        width = max(0.0, min(100.0, 100.0 * value))  # type: ignore[operator]
-        track = "track zero" if value == 0 else "track"
-        hatch = " hatched" if row.caveat else ""
-        fill = f'<span class="fill{hatch}" style="width:{width:.1f}%;background-color:{_e(color)}"></span>'
-        ci = ""
-        if acc.ci and not row.caveat and not any(fmt.missing(x) for x in acc.ci):
-            low, high = (max(0.0, min(100.0, 100.0 * x)) for x in acc.ci)
-            ci = f'<span class="whisker" style="left:{low:.1f}%;width:{max(high - low, 0.0):.1f}%"></span>'
-        text = _e(_pct(value))
-    return (f'<div class="bar-row" data-run="{_e(row.run_id)}"><span class="bar-label" title="{_e(row.label)}">'
-            f'{_swatch(color)}{_e(row.label)}</span><span class="{track}">{fill}{ci}</span>'
-            f'<span class="bar-value">{text} <small>n={acc.n}</small></span></div>')
-
-
-def _bars_section(table: ReportTable, colors: Mapping[str, str]) -> str:
-    groups = [(fmt.TYPE_SHORT[t], t, lambda row, t=t: row.graded.per_type[t]) for t in OFFICIAL_TYPE_ORDER]
-    groups.append(("Abstention", "questions with _abs in their id", lambda row: row.graded.abstention))
-    lines = ['<section id="categories"><h2>Accuracy by question type</h2><div class="bar-groups">']
-    for short, full, pick in groups:
-        lines.append(f'<div class="bar-group"><h3 title="{_e(full)}">{_e(short)} <small>{_e(full)}</small></h3>')
-        lines += [_bar(pick(row), row, colors[row.variant]) for row in table.rows]
-        lines.append("</div>")
-    lines.append('</div><p class="muted small">Bars: graded accuracy; the thin line is the 95% interval. A dark '
-                 'stub marks 0%, a striped empty track marks n/a (no judged question of that type); hatched bars '
-                 f"belong to runs with a {CAVEAT_MARK} judge caveat.</p></section>")
-    return "\n".join(lines)
-
-
-def _agreement_section(pairs: Sequence[Mapping[str, Any]], labels: Mapping[str, str]) -> str:
-    lines = ['<section id="agreement"><h2>Judge agreement</h2>']
-    if not pairs:
-        lines.append('<p class="muted">Every run here has a single judge. <code>om-eval rejudge &lt;run&gt; '
-                     "judge=…</code> adds a second one, and this table then shows how far they agree.</p></section>")
-        return "\n".join(lines)
-    head = ("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B")
-    lines.append('<table class="agreement"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in head)
-                 + "</tr></thead><tbody>")
-    for pair in pairs:
-        kappa = "undefined" if pair["kappa"] is None else f"{pair['kappa']:.3f}"
-        lines.append(
-            f'<tr><td><span class="mono">{_e(pair["run_id"][:8])}</span> {_e(labels.get(pair["run_id"], ""))}</td>'
-            f'<td>{_e(pair["first"])}</td><td>{_e(pair["second"])}</td><td class="num">{pair["n"]}</td>'
-            f'<td class="num">{_e(_pct(pair["agreement"]))}</td><td class="num">{_e(kappa)}</td>'
-            f'<td class="num">{_e(_pct(pair["accuracy_first"]))}</td>'
-            f'<td class="num">{_e(_pct(pair["accuracy_second"]))}</td></tr>')
-    lines.append("</tbody></table>")
-    lines.append('<p class="muted small">Only verdicts on the answer the run holds now, with status ok on both '
-                 "sides. Kappa corrects agreement for chance; undefined when both judges give everything one and "
-                 "the same grade.</p></section>")
-    return "\n".join(lines)
+@lru_cache(maxsize=1)
+def _template() -> jinja2.Template:
+    environment = jinja2.Environment(
+        loader=jinja2.PackageLoader("om_eval.report", "templates"), autoescape=True, undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+    )
+    return environment.get_template(_TEMPLATE)
 
 
 def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om-eval",
                 skipped_files: Sequence[str] = ()) -> str:
-    """The page: the template with the static sections written in and ``data`` embedded as JSON."""
+    """The page: ``templates/view.html`` rendered by jinja2 with autoescape on, ``data`` embedded as JSON."""
     colors = {r["variant"]: r["color"] for r in data["runs"]}
+    runs = {r["id"]: r for r in data["runs"]}
     labels = {r["id"]: r["label"] for r in data["runs"]}
-    n_questions = len(data["questions"])
-    summary = (f'<p class="muted">{len(data["runs"])} run(s), {n_questions} question(s). Texts longer than the '
-               f"page keeps are cut to their first and last lines, with a note (om-eval show --full prints them "
-               "whole).</p>")
-    body = "\n".join([
-        summary,
-        _runs_section(table, {r["id"]: r for r in data["runs"]}, colors, skipped_files),
-        _bars_section(table, colors),
-        _agreement_section(data["agreement"], labels),
-    ])
-    template = resources.files("om_eval.report").joinpath("templates", _TEMPLATE).read_text(encoding="utf-8")
-    for mark in (_DATA_MARK, _BODY_MARK, _TITLE_MARK):
-        if mark not in template:
-            raise RuntimeError(f"the view template lacks its {mark} placeholder")
-    fills = {_TITLE_MARK: _e(title), _BODY_MARK: body, _DATA_MARK: _script_json(data)}
-    # One pass, so a stored text that happens to spell a placeholder is never filled in itself.
-    return re.sub("|".join(re.escape(mark) for mark in fills), lambda m: fills[m.group(0)], template)
+    return _template().render(
+        title=title, runs=data["runs"], n_questions=len(data["questions"]),
+        regimes=[s.title for s in table.sections] if table.mixed else [],
+        run_head=("run", "label", "dataset", "models", "judge", "n", "task-avg", "overall", "abstention", "cost $"),
+        run_rows=[_run_row(row, runs[row.run_id], colors[row.variant]) for row in table.rows],
+        run_notes=_run_notes(table, skipped_files), n_boot=table.n_boot, seed=table.seed, caveat_mark=CAVEAT_MARK,
+        bar_groups=_bar_groups(table, colors),
+        agreement_head=("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B"),
+        agreement=_agreement_rows(data["agreement"], labels),
+        data_json=_script_json(data),
+    )

@@ -9,13 +9,20 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import markupsafe
 import pytest
 from hydra import compose, initialize_config_dir
 
 from om_eval.cli import main
 from om_eval.experiment.app import CONFIG_DIR, run_from_config
 from om_eval.experiment.schema import register_configs
-from om_eval.report.view import ACTOR_HEAD_LINES, ACTOR_TAIL_LINES, clip_messages, clip_text, write_view
+from om_eval.report.view import (
+    ACTOR_HEAD_LINES,
+    ACTOR_TAIL_LINES,
+    clip_messages,
+    clip_text,
+    write_view,
+)
 
 KU_QUESTION = "5ed4ff79"  # knowledge-update: 30:40, later 30:28
 TEMPORAL = "9ce80b45"  # 6th of the mini set: left out of the 5-question run
@@ -71,7 +78,7 @@ def test_the_page_embeds_runs_questions_and_one_detail_per_run_and_question(
     # the static parts: runs table with the judge warning, bars (0% and n/a told apart), judge agreement
     assert text.count('<tr data-run="') == 2 and text.count("⚠ test judge") >= 2
     assert 'class="track zero"' in text and 'class="track na"' in text and "n/a" in text
-    assert data["agreement"][0]["kappa"] == pytest.approx(1.0) and "Cohen&#x27;s kappa" in text
+    assert data["agreement"][0]["kappa"] == pytest.approx(1.0) and "Cohen&#39;s kappa" in text
     assert "http://" not in SCRIPTS.sub("", text) and "https://" not in text  # nothing to fetch
 
 
@@ -81,7 +88,7 @@ def test_stored_text_is_escaped_everywhere(page: tuple[Path, str, dict]) -> None
     assert "</" not in block and "<!--" not in block
     assert any(r["label"] == HOSTILE for r in data["runs"])  # intact once parsed
     outside = DATA_BLOCK.sub("", text)
-    assert "<b>cur" not in outside and html.escape(HOSTILE) in outside
+    assert "<b>cur" not in outside and str(markupsafe.escape(HOSTILE)) in outside  # jinja2's autoescape
     assert "<thread" not in outside and "<observations>" not in outside
     assert outside.count("</script>") == 1  # only the page's own script ends
 
