@@ -4,9 +4,10 @@ Why atomic writes: a reader (another job, a resumed run, a person) must see the 
 of one, whatever kills the writer. Why one place: the temporary name (host, process and a random part, so writers on
 a shared folder never collide) and the cleanup after a failure were written nine times before.
 
-Why not the id itself as a file name: a dataset may use any characters and any length, and a file system allows neither (255
-bytes per name on most). Mapping the unsafe characters alone is not enough either: ``a.b`` and ``a_b`` would share
-a file. An id that is already short and safe keeps its own name, so files written before this rule still match.
+Why not the id itself as a file name: a dataset may use any characters and any length, and a file system allows
+neither (255 bytes per name on most). Mapping the unsafe characters alone is not enough either: ``a.b`` and ``a_b``
+would share a file. An id that is already short and safe keeps its own name, so files written before this rule still
+match.
 """
 
 from __future__ import annotations

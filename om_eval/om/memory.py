@@ -657,25 +657,30 @@ class ObservationalMemory:
         )
 
     async def _observe_batch(
-        self, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], previous: tuple[str, bool]
+        self, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], previous: tuple[str, bool],
+        *, buffered: bool = False,
     ) -> ObserverCall:
+        """One multi-thread Observer call; a ``buffered`` one (a buffering pass) asks for no hints and, under 1.31,
+        shows none."""
         obs = self.config.observation
         shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
+        hidden = buffered and self.config.follows_v1_31
         request = ObserverRequest(
             history=self._thread_history({shown[t]: sent[t] for t in shown}),
             previous_observations=previous[0],
             previous_truncated=previous[1],
             thread_count=len(batch),
-            hints={shown[t]: self._hints_for(t) for t in shown},
+            hints={} if hidden else {shown[t]: self._hints_for(t) for t in shown},
+            skip_continuation_hints=buffered,
         )
         system = render_observer_system_prompt(
             self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
-            thread_title=obs.thread_title, hint_tags=self._hint_tags(),
+            thread_title=obs.thread_title, hint_tags=self._hint_tags(buffered=buffered),
         )
         return await call_observer(
             self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history, **self._observer_rules(),
+            new_messages=request.history, **self._observer_rules(buffered=buffered),
         )
 
     def _apply_batch(
@@ -1038,30 +1043,6 @@ class ObservationalMemory:
             for t, p in parts.items() if p.observations
         )
 
-    async def _buffer_batch(
-        self, batch: Sequence[ThreadLoad], sent: Mapping[str, list[Message]], previous: tuple[str, bool]
-    ) -> ObserverCall:
-        """One multi-thread Observer call of a buffering pass: :meth:`_observe_batch`'s prompt, without hints."""
-        obs = self.config.observation
-        shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
-        request = ObserverRequest(
-            history=self._thread_history({shown[t]: sent[t] for t in shown}),
-            previous_observations=previous[0],
-            previous_truncated=previous[1],
-            thread_count=len(batch),
-            hints={} if self.config.follows_v1_31 else {shown[t]: self._hints_for(t) for t in shown},
-            skip_continuation_hints=True,
-        )
-        system = render_observer_system_prompt(
-            self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
-            thread_title=obs.thread_title, hint_tags=self._hint_tags(buffered=True),
-        )
-        return await call_observer(
-            self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
-            multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
-            new_messages=request.history, **self._observer_rules(buffered=True),
-        )
-
     async def _buffer_observations_resource(self) -> BufferedChunk | None:
         """One resource-scope buffering pass: every thread's messages that no chunk covers, observed in batches
         (``max_tokens_per_batch``) into one chunk with a part per thread. Failures are recorded as
@@ -1085,7 +1066,7 @@ class ObservationalMemory:
             if self.config.observation.batch_mode == "parallel":
                 previous = self._previous(record, prior)
                 results = await asyncio.gather(
-                    *(self._buffer_batch(b, sent, previous) for b in batches), return_exceptions=True
+                    *(self._observe_batch(b, sent, previous, buffered=True) for b in batches), return_exceptions=True
                 )
                 calls = [r for r in results if not isinstance(r, BaseException)]
                 errors = [r for r in results if isinstance(r, BaseException)]
@@ -1096,7 +1077,7 @@ class ObservationalMemory:
             else:  # each batch sees the parts of the batches before it
                 for batch in batches:
                     extra = [*prior, self._chunk_text(parts)] if parts else prior
-                    calls.append(await self._buffer_batch(batch, sent, self._previous(record, extra)))
+                    calls.append(await self._observe_batch(batch, sent, self._previous(record, extra), buffered=True))
                     parts.update(self._chunk_parts(batch, sent, calls[-1]))
         except Exception as error:  # the calls that did answer were paid for: count them
             replies = [r for call in calls for r in call.replies] + list(getattr(error, "replies", ()))
@@ -1543,8 +1524,9 @@ class ObservationalMemory:
         anchors and empty rule."""
         newer = self.config.follows_v1_31
         tags = self._hint_tags(buffered=buffered, reflector=True)
-        return {"checks": self.config.reply_checks, "reading": ReplyReading(self.config.degenerate_strategy, tags or ()),
-                "anchor_ids": not newer, "empty_fails": newer, "hint_tags": tags}
+        reading = ReplyReading(self.config.degenerate_strategy, tags or ())
+        return {"checks": self.config.reply_checks, "reading": reading, "anchor_ids": not newer, "empty_fails": newer,
+                "hint_tags": tags}
 
     def _reflection_due(self, tokens: int) -> bool:
         """Above the threshold; 1.31 also reflects at it."""
