@@ -24,7 +24,8 @@ from om_eval.bench.accounting import (
 )
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, OMConfig
-from om_eval.om.memory import ObservationalMemory, ObservationOutcome
+from om_eval.om.memory import ObservationalMemory
+from om_eval.om.outcomes import ObservationOutcome
 from om_eval.om.model import ChatModel
 from om_eval.om.records import Message
 from om_eval.om.tokens import TokenCounter, default_counter

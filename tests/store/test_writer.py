@@ -11,7 +11,7 @@ import duckdb
 import pytest
 
 from om_eval.llm.ledger import CallRecord
-from om_eval.om.memory import OMEvent
+from om_eval.om.outcomes import OMEvent
 from om_eval.store import ConfigMismatchError, RunStore, StoreBusyError, StoreError, store_path
 from om_eval.store.schema import SCHEMA_VERSION, TABLES
 from tests.store import workers
