@@ -32,8 +32,8 @@ from om_eval.om.context import (
 from om_eval.om.dates import format_boundary
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import CUT_OFF, ChatModel, ModelReply, complete_checked, cut_off
-from om_eval.om.parsing import DEGENERATE_MIN_CHARS, detect_degenerate
 from om_eval.om.prompts import fill, text_hash
+from om_eval.om.reply_lines import DEGENERATE_MIN_CHARS, detect_degenerate
 
 
 @lru_cache(maxsize=1)

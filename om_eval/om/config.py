@@ -253,7 +253,7 @@ class OMConfig:
 
     @property
     def degenerate_strategy(self) -> Literal["v1.10", "v1.31"]:
-        """The repetition-loop detector of :attr:`mastra_release` (:func:`om_eval.om.parsing.detect_degenerate`)."""
+        """The repetition-loop detector of :attr:`mastra_release` (:func:`om_eval.om.reply_lines.detect_degenerate`)."""
         return "v1.31" if self.follows_v1_31 else "v1.10"
 
     @property

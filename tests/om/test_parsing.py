@@ -20,13 +20,13 @@ from om_eval.om.parsing import (
     extracted_hints,
     is_degenerate,
     is_degenerate_strict,
-    is_degenerate_v1_31,
     parse_multi_thread_output,
     parse_observer_output,
     parse_reflector_output,
     sanitize_lines,
     strip_hint_sections,
 )
+from om_eval.om.reply_lines import is_degenerate_v1_31
 
 CANONICAL = """<observations>
 Date: Dec 4, 2025
