@@ -8,24 +8,25 @@ a file above :data:`STREAM_MIN_BYTES` (S, M) is validated in one pass that keeps
 (:class:`QuestionEntry`), and its questions are read again one by one when visited, so that memory is bounded by a
 few questions, never by the file. The pinned hashes belong to the three official file names only: any other
 file is hashed so that runs can record it, but never checked. ``verify=False`` skips the hash and per-type count
-checks, never the record validation.
+checks, never the record validation. The streaming readers are in :mod:`om_eval.data.reading`, the subsets in
+:mod:`om_eval.data.subsets`; this module re-exports their names.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
-import random
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import ijson
-
-from om_eval.common.files import short_hash
+from om_eval.data.reading import (
+    DatasetValidationError,
+    iter_records,
+    read_records,
+    sha256_file,
+)
 from om_eval.data.records import (
     DATE_PATTERN,
     QUESTION_TYPES,
@@ -36,7 +37,7 @@ from om_eval.data.records import (
     Turn,
     parse_lme_date,
 )
-from om_eval.om.config import ConfigError
+from om_eval.data.subsets import TYPE_ALIASES, select
 
 __all__ = [
     "ENV_DIR",
@@ -110,17 +111,7 @@ EXPECTED_COUNTS: dict[str, tuple[int, int]] = {
     "temporal-reasoning": (133, 6),
 }
 
-#: Short names accepted by :func:`select` (case-insensitive) besides the full type strings.
-TYPE_ALIASES = {
-    "ssu": "single-session-user",
-    "ssa": "single-session-assistant",
-    "ssp": "single-session-preference",
-    "ms": "multi-session",
-    "ku": "knowledge-update",
-    "tr": "temporal-reasoning",
-}
 _ROLES = ("user", "assistant")
-_CHUNK = 1 << 20
 #: Files at least this big are streamed (S is 277 MB, M 2.7 GB); smaller ones (oracle, fixtures) are held.
 STREAM_MIN_BYTES = 64 << 20
 
@@ -136,29 +127,6 @@ class DatasetNotFoundError(FileNotFoundError):
 
 class DatasetIntegrityError(ValueError):
     """A file with an official name does not have the pinned sha256."""
-
-
-class DatasetValidationError(ValueError):
-    """A record breaks the LongMemEval schema. ``question_id``/``field`` locate it (``None`` when unknown)."""
-
-    def __init__(
-        self, source: str, problem: str, *, question_id: str | None = None, field: str | None = None,
-        index: int | None = None,
-    ) -> None:
-        self.source = source
-        self.question_id = question_id
-        self.field = field
-        self.index = index
-        self.problem = problem
-        where = [source]
-        if question_id is not None:
-            where.append(f"question {question_id!r}")
-        elif index is not None:
-            where.append(f"record {index}")
-        if field is not None:
-            where.append(f"field {field}")
-        head = where[0] + (": " + " ".join(where[1:]) if len(where) > 1 else "")
-        super().__init__(f"{head}: {problem}")
 
 
 # --------------------------------------------------------------------------------------------- resolution
@@ -264,157 +232,6 @@ def resolve_dataset_file(
         f"{(revision if lme.repo == LME_REPO else lme.revision)[:12]}.",
     ]
     raise DatasetNotFoundError("\n".join(lines))
-
-
-# ------------------------------------------------------------------------------------------------ reading
-
-
-def sha256_file(path: str | os.PathLike[str]) -> str:
-    """sha256 of a file, read in 1 MiB chunks (never the whole file at once)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def read_records(path: str | os.PathLike[str], *, source: str | None = None) -> list[Any]:
-    """Every record of a file at once (see :func:`iter_records`; prefer that for S and M)."""
-    return list(iter_records(path, source=source))
-
-
-def iter_records(path: str | os.PathLike[str], *, source: str | None = None) -> Iterator[Any]:
-    """Yield the records of a JSON array (the official format) one at a time or, as a fallback, of JSON lines.
-
-    Only one record is in memory at a time. A damaged or truncated array raises a
-    :class:`DatasetValidationError` naming the file and how many records were read before the damage.
-    """
-    source = source or Path(path).name
-    with open(path, "rb") as handle:
-        head = handle.read(4096).lstrip()
-        while not head and handle.read(1):  # only whitespace so far: look further
-            head = handle.read(4096).lstrip()
-        handle.seek(0)
-        if not head:
-            return
-        if head[:1] == b"[":
-            yield from _iter_array(handle, source)
-        else:
-            yield from _iter_lines(handle, source)
-
-
-#: Deepest nesting a dataset file may have. A LongMemEval record needs 5 levels (file, record, sessions, session,
-#: turn); ijson's item builder keeps one path string per level, so memory grows with the square of the depth (an
-#: 80 KB file of brackets took 4 GB). Records are therefore built here from ijson's flat events, with this cap.
-MAX_JSON_DEPTH = 64
-
-
-def _array_items(handle: Any, source: str) -> Iterator[Any]:
-    """The elements of the top-level JSON array, one at a time, refusing nesting deeper than MAX_JSON_DEPTH."""
-    containers: list[Any] = []
-    keys: list[Any] = []  # the pending key of each open object (None for arrays)
-    for event, value in ijson.basic_parse(handle, use_float=True):
-        if event in ("start_map", "start_array"):
-            if len(containers) >= MAX_JSON_DEPTH:
-                raise DatasetValidationError(
-                    source, f"nests deeper than {MAX_JSON_DEPTH} levels (a LongMemEval record needs 5): it is not a "
-                    "LongMemEval file, or it is damaged",
-                )
-            child: Any = {} if event == "start_map" else []
-            if containers:
-                _put(containers[-1], keys[-1], child)
-            containers.append(child)
-            keys.append(None)
-        elif event == "map_key":
-            keys[-1] = value
-        elif event in ("end_map", "end_array"):
-            done = containers.pop()
-            keys.pop()
-            if len(containers) == 1:
-                containers[0].clear()  # the array holds nothing once its element is handed out
-                yield done
-        elif not containers:
-            return  # a lone scalar: no records
-        else:
-            _put(containers[-1], keys[-1], value)
-            if len(containers) == 1:
-                containers[0].clear()
-                yield value
-
-
-def _put(container: Any, key: Any, value: Any) -> None:
-    if type(container) is list:
-        container.append(value)
-    else:
-        container[key] = value
-
-
-def _iter_array(handle: Any, source: str) -> Iterator[Any]:
-    count = 0
-    try:
-        for record in _array_items(handle, source):
-            yield record
-            count += 1
-    except (ijson.JSONError, UnicodeDecodeError) as error:
-        detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise DatasetValidationError(
-            source, f"is not valid JSON ({detail}) after {count} complete record(s): the file looks truncated or "
-            "damaged; compare its size and sha256 with the source and download it again",
-        ) from None
-
-
-def _iter_lines(handle: Any, source: str) -> Iterator[Any]:
-    """JSON lines; a file that is one JSON value (a lone record, possibly indented) is read whole."""
-    first: Any = None
-    seen = 0
-    for number, line in enumerate(handle, 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except RecursionError:
-            raise DatasetValidationError(
-                source, f"line {number} nests too deeply to be a LongMemEval record: the file is damaged"
-            ) from None
-        except json.JSONDecodeError as error:
-            if seen == 0:
-                yield from _single_value(handle, source, number, error)
-                return
-            raise DatasetValidationError(
-                source, f"line {number} is not valid JSON (expected a JSON array of records or JSON lines: {error})"
-            ) from error
-        seen += 1
-        if seen == 1:
-            first = value  # held back: a lone non-record value is refused as a whole-file error
-            continue
-        if seen == 2:
-            yield first
-        yield value
-    if seen == 1:
-        _check_lone_value(first, source)
-        yield first
-
-
-def _single_value(handle: Any, source: str, number: int, line_error: json.JSONDecodeError) -> Iterator[Any]:
-    handle.seek(0)
-    try:
-        value = json.loads(handle.read())
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        raise DatasetValidationError(
-            source, f"line {number} is not valid JSON (expected a JSON array of records or JSON lines: {line_error})"
-        ) from line_error
-    if isinstance(value, list):
-        yield from value
-        return
-    _check_lone_value(value, source)
-    yield value
-
-
-def _check_lone_value(value: Any, source: str) -> None:
-    if isinstance(value, Mapping) and "question_id" in value:
-        return
-    kind = f"an object with keys {sorted(value)[:5]}" if isinstance(value, Mapping) else type(value).__name__
-    raise DatasetValidationError(source, f"must hold a JSON array of records (or JSON lines), got {kind}")
 
 
 # --------------------------------------------------------------------------------------------- validation
@@ -701,106 +518,3 @@ def load_dataset(
         reader = _FileStream(resolved.path, filename, keep_raw, (stat.st_size, stat.st_mtime_ns))
         return Dataset(resolved.name, str(resolved.path), digest, entries=entries, stream=reader)
     return Dataset(resolved.name, str(resolved.path), digest, tuple(questions), entries=entries)
-
-
-# ------------------------------------------------------------------------------------------------ subsets
-
-
-def _count(value: int | None, name: str) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        # 0 would choose nothing and write an empty run that looks finished.
-        raise ConfigError(f"dataset.subset.{name}={value!r} is invalid: must be a whole number >= 1 "
-                         "(leave it unset to keep every question)")
-    return value
-
-
-def _types(types: str | Iterable[str]) -> list[str]:
-    names = [types] if isinstance(types, str) else list(types)
-    chosen = set()
-    for name in names:
-        full = TYPE_ALIASES.get(name.lower(), name)
-        if full not in QUESTION_TYPES:
-            raise ConfigError(f"question type {name!r} is unknown: use one of {', '.join(QUESTION_TYPES)} "
-                             f"or {', '.join(TYPE_ALIASES)}")
-        chosen.add(full)
-    return [t for t in QUESTION_TYPES if t in chosen]
-
-
-def _describe_ids(ids: list[str]) -> str:
-    ordered = sorted(ids)
-    if len(ordered) <= 20:
-        return "ids=" + ",".join(ordered)
-    return f"ids={len(ordered)}@sha256:{short_hash(chr(10).join(ordered))}"
-
-
-def select(
-    dataset: Dataset,
-    *,
-    ids: Iterable[str] | None = None,
-    types: str | Iterable[str] | None = None,
-    first: int | None = None,
-    sample: int | None = None,
-    seed: int = 0,
-    per_type: int | None = None,
-    abstention: bool | None = None,
-) -> Dataset:
-    """Choose questions; the result keeps file order and records how it was chosen in ``subset``.
-
-    Filters (``ids``, ``types``, ``abstention``) apply first, then at most one of ``first`` (the first N),
-    ``sample`` (N drawn with ``random.Random(seed)`` from the sorted ids) or ``per_type`` (for each type, N drawn
-    from that type's sorted ids with a per-type seeded generator). Each takes at most N (fewer when fewer exist).
-    ``types`` accepts the full names or ``ssu ssa ssp ms ku tr``; ``abstention`` True keeps only ``_abs``
-    questions, False only answerable ones. The description is canonical (ids sorted, types in benchmark order;
-    more than 20 ids are described by count and hash) and is appended to an existing one with `` | ``.
-
-    Raises:
-        ValueError: unknown ids (all of them named), unknown types, or several of first/sample/per_type.
-    """
-    first, sample, per_type = _count(first, "first"), _count(sample, "sample"), _count(per_type, "per_type")
-    if sum(v is not None for v in (first, sample, per_type)) > 1:
-        raise ConfigError("dataset.subset: choose at most one of first, sample and per_type")
-    questions = list(dataset.entries)
-    parts = []
-    if ids is not None:
-        wanted = list(dict.fromkeys([ids] if isinstance(ids, str) else ids))
-        present = {q.question_id for q in questions}
-        unknown = [i for i in wanted if i not in present]
-        if unknown:
-            shown = ", ".join(repr(i) for i in unknown[:20]) + (" ..." if len(unknown) > 20 else "")
-            raise ConfigError(f"{len(unknown)} question id(s) not in dataset {dataset.name!r}: {shown}")
-        keep = set(wanted)
-        questions = [q for q in questions if q.question_id in keep]
-        parts.append(_describe_ids(wanted))
-    if types is not None:
-        chosen = _types(types)
-        questions = [q for q in questions if q.question_type in chosen]
-        parts.append("types=" + ",".join(chosen))
-    if abstention is not None:
-        questions = [q for q in questions if q.is_abstention == abstention]
-        parts.append(f"abstention={'only' if abstention else 'none'}")
-    if first is not None:
-        questions = questions[:first]
-        parts.append(f"first={first}")
-    elif sample is not None:
-        pool = sorted(q.question_id for q in questions)
-        keep = set(random.Random(seed).sample(pool, min(sample, len(pool))))
-        questions = [q for q in questions if q.question_id in keep]
-        parts.append(f"sample={sample};seed={seed}")
-    elif per_type is not None:
-        keep = set()
-        for qtype in QUESTION_TYPES:
-            pool = sorted(q.question_id for q in questions if q.question_type == qtype)
-            keep.update(random.Random(f"{seed}:{qtype}").sample(pool, min(per_type, len(pool))))
-        questions = [q for q in questions if q.question_id in keep]
-        parts.append(f"per_type={per_type};seed={seed}")
-    if not parts:
-        return dataset
-    description = ";".join(parts)
-    if not questions:
-        raise ConfigError(f"dataset.subset ({description}) chose no question of dataset {dataset.name!r}: "
-                         "widen the subset")
-    if dataset.subset:
-        description = f"{dataset.subset} | {description}"
-    return dataset.restrict(questions, description)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from om_eval.data.loader import MAX_JSON_DEPTH, DatasetValidationError, load_dataset
+from om_eval.data.loader import DatasetValidationError, load_dataset
+from om_eval.data.reading import MAX_JSON_DEPTH
 from tests.reliability.harness import REPO, child_env
 
 DEPTH = 100_000  # a 200 KB file
