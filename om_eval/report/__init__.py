@@ -17,7 +17,8 @@ from om_eval.report.plots import (
     plot_cost_vs_accuracy,
     variant_color,
 )
-from om_eval.report.tables import ReportTable, summary_table, to_csv, to_markdown, to_rich
+from om_eval.report.table_text import to_csv, to_markdown, to_rich
+from om_eval.report.tables import ReportTable, summary_table
 
 __all__ = [
     "Comparison",

@@ -12,10 +12,10 @@ from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.report.detail import question_detail
 from om_eval.report.show import render_detail
+from om_eval.report.table_text import to_markdown
 from om_eval.report.tables import (
     summary_table,
     suspect_counts,
-    to_markdown,
     with_suspect_note,
 )
 from om_eval.store import Catalog

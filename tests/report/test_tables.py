@@ -10,7 +10,8 @@ import pytest
 from rich.console import Console
 
 from om_eval.report import _format as fmt
-from om_eval.report.tables import judge_caveat, metric_rows, summary_table, to_csv, to_markdown, to_rich
+from om_eval.report.table_text import to_csv, to_markdown, to_rich
+from om_eval.report.tables import judge_caveat, metric_rows, summary_table
 from tests.golden import assert_golden
 from tests.report.data import (
     KU,
