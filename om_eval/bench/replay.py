@@ -23,10 +23,10 @@ from om_eval.bench.accounting import (
     PendingCounter,
 )
 from om_eval.data.records import HaystackSession, Question
-from om_eval.om.config import ConfigError, OMConfig
+from om_eval.om.config import ConfigError, OMConfig, option_error
 from om_eval.om.memory import ObservationalMemory
-from om_eval.om.outcomes import ObservationOutcome
 from om_eval.om.model import ChatModel
+from om_eval.om.outcomes import ObservationOutcome
 from om_eval.om.records import Message
 from om_eval.om.tokens import TokenCounter, default_counter
 
@@ -67,14 +67,14 @@ class ReplayConfig:
         )
         for name, value, allowed in checks:
             if value not in allowed:
-                raise ConfigError(f"replay.{name}={value!r} is invalid: allowed values are {', '.join(allowed)}")
+                raise option_error(f"replay.{name}", f"={value!r} is invalid: allowed values are {', '.join(allowed)}")
         if self.buffering is not False and self.buffering is not True:
-            raise ConfigError(f"replay.buffering={self.buffering!r} is invalid: must be true or false")
+            raise option_error("replay.buffering", f"={self.buffering!r} is invalid: must be true or false")
         if self.buffering and self.pending_accounting != "exact":
-            raise ConfigError(f"replay.pending_accounting={self.pending_accounting} needs replay.buffering=false: "
-                              "with buffering the engine's per-step pipeline decides when to observe")
+            raise option_error("replay.pending_accounting", f"={self.pending_accounting} needs replay.buffering=false: "
+                               "with buffering the engine's per-step pipeline decides when to observe")
         if self.turn_spacing_seconds < 0:
-            raise ConfigError(f"replay.turn_spacing_seconds={self.turn_spacing_seconds!r} is invalid: must be >= 0")
+            raise option_error("replay.turn_spacing_seconds", f"={self.turn_spacing_seconds!r} is invalid: must be >= 0")
 
 
 def thread_id_for(session: HaystackSession, *, shown_raw: bool = False) -> str:

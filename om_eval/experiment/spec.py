@@ -145,16 +145,23 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     try:
         return _spec_from_config(cfg)
     except ConfigError as error:
-        text = str(error)
-        if text.startswith(("observation.", "reflection.", "replay.")):
-            text = "om." + text
-        elif text.startswith("prompt_variant="):
-            text = text.replace("prompt_variant=", "prompt.variant=", 1)
-        elif text.startswith(("scope=", "share_token_budget=", "obscure_thread_ids=", "context_layout=",
-                              "boundary_delimiters=", "other_threads_order=", "other_threads_limit=",
-                              "thread_id_hash=", "reply_checks=", "mastra_release=", "thread_sections=")):
-            text = "om." + text.replace("scope=", "replay.scope=", 1)
-        raise ConfigError(text) from None
+        raise error.at(cli_option(error.option)) if error.option else error from None
+
+
+#: Top-level groups of the run config other than ``om``: options named from them are already run-config paths.
+RUN_CONFIG_GROUPS = ("models.", "run.", "judge.", "dataset.", "prompt.", "baseline.")
+
+
+def cli_option(option: str) -> str:
+    """Where an engine option (``observation.message_tokens``) sits in the run config (``om.observation.…``); an
+    option already named by its run-config path (``models.observer.temperature``) stays as it is."""
+    if option.startswith(RUN_CONFIG_GROUPS):
+        return option
+    for engine, run in (("prompt_variant", "prompt.variant"), ("scope", "om.replay.scope"),
+                        ("observation.model", "models.observer"), ("reflection.model", "models.reflector")):
+        if option == engine or option.startswith(engine + "."):
+            return run + option[len(engine):]
+    return "om." + option
 
 
 #: What a baseline run's resolved config leaves out: it shapes only a memory, and a baseline builds none.

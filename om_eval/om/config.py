@@ -57,11 +57,32 @@ DEFAULT_BLOCK_AFTER = 1.2
 
 
 class ConfigError(ValueError):
-    """An option has a value outside its allowed range."""
+    """An option has a value outside its allowed range.
+
+    ``option`` names it as the engine spells it (``observation.message_tokens``) when the error is about one option,
+    and ``detail`` is the message after that name; a layer that exposes the engine under other paths (the run
+    config's ``om.…``) says where with :meth:`at` instead of rewriting the text.
+    """
+
+    def __init__(self, message: str, *, option: str | None = None, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.option = option
+        self.detail = detail
+
+    def at(self, path: str) -> ConfigError:
+        """The same error, naming the option by ``path``; unchanged when it is about no single option."""
+        if self.option is None or self.detail is None:
+            return self
+        return ConfigError(path + self.detail, option=path, detail=self.detail)
+
+
+def option_error(option: str, detail: str) -> ConfigError:
+    """A :class:`ConfigError` about ``option``; ``detail`` follows its name (``=5 is invalid: …``)."""
+    return ConfigError(option + detail, option=option, detail=detail)
 
 
 def _fail(option: str, value: Any, allowed: str) -> None:
-    raise ConfigError(f"{option}={value!r} is invalid: {allowed}")
+    raise option_error(option, f"={value!r} is invalid: {allowed}")
 
 
 def _is_number(value: Any) -> bool:
