@@ -16,7 +16,7 @@ from omegaconf import MISSING
 @dataclass
 class ModelSchema:
     model: str = MISSING
-    temperature: float = 0.0
+    temperature: Optional[float] = 0.0  # null: send none (reasoning models; 1.31 for the models it marks so)
     max_output_tokens: Optional[int] = None
     provider_options: dict[str, Any] = field(default_factory=dict)
 

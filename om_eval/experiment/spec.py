@@ -113,7 +113,7 @@ class RunSpec:
 def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
     settings = ModelSettings(
         model=data["model"],
-        temperature=float(data.get("temperature", 0.0)),
+        temperature=None if data.get("temperature", 0.0) is None else float(data.get("temperature", 0.0)),
         max_output_tokens=data.get("max_output_tokens"),
         provider_options=dict(data.get("provider_options") or {}),
     )

@@ -105,7 +105,9 @@ class ModelSettings:
 
     model: str = DEFAULT_MODEL
     """Model id as litellm understands it (``provider/name``), or ``scripted/...`` offline."""
-    temperature: float = 0.3
+    temperature: float | None = 0.3
+    """``None`` sends none, leaving it to the provider: what 1.31 does for the models its registry marks as taking
+    none (gpt-5, gpt-5-mini, the o-series, ...), which refuse or ignore one."""
     max_output_tokens: int | None = 100_000
     """Upper bound on generated tokens; ``None`` leaves it to the provider."""
     provider_options: Mapping[str, Any] = field(default_factory=dict)
@@ -120,8 +122,8 @@ class ModelSettings:
     def validate(self, prefix: str) -> None:
         if not isinstance(self.model, str) or not self.model.strip():
             _fail(f"{prefix}.model", self.model, "must be a non-empty model id such as 'openai/gpt-4o-mini'")
-        if not _is_number(self.temperature) or not 0 <= self.temperature <= 2:
-            _fail(f"{prefix}.temperature", self.temperature, "allowed range is [0, 2]")
+        if self.temperature is not None and (not _is_number(self.temperature) or not 0 <= self.temperature <= 2):
+            _fail(f"{prefix}.temperature", self.temperature, "allowed range is [0, 2], or null to send none")
         if self.max_output_tokens is not None:
             _check_positive_int(f"{prefix}.max_output_tokens", self.max_output_tokens)
         if not isinstance(self.provider_options, Mapping):

@@ -35,3 +35,12 @@ def test_an_error_about_no_single_option_is_left_as_it_is() -> None:
     assert str(moved) == "om.replay.scope='x' is invalid" and moved.detail == "='x' is invalid"
     assert cli_option("observation.model.temperature") == "models.observer.temperature"
     assert cli_option("observation.message_tokens") == "om.observation.message_tokens"
+
+
+def test_a_model_can_be_sent_no_temperature(tmp_path: Path) -> None:
+    # 1.31 sends none to the models its registry marks so (gpt-5-mini, o3-mini, ...): null reproduces it.
+    cfg = compose_run(tmp_path, "models.observer.temperature=null", experiment="smoke")
+    spec = spec_from_config(OmegaConf.to_container(cfg, resolve=True))
+    assert spec.om.observation.model.temperature is None
+    default = spec_from_config(OmegaConf.to_container(compose_run(tmp_path, experiment="smoke"), resolve=True))
+    assert spec.config_hash != default.config_hash

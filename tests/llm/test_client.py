@@ -206,3 +206,15 @@ def test_engine_runs_through_the_client(tmp_path: Path) -> None:
     stages = llm.ledger.by_stage()
     assert stages["observer"].calls >= 2 and "reflector" in stages
     assert memory.record().active_observations
+
+
+def test_a_model_with_no_temperature_sends_none() -> None:
+    from om_eval.llm.client import build_request
+    from om_eval.om.config import ModelSettings
+
+    settings = ModelSettings(model="openai/gpt-5-mini", temperature=None)
+    settings.validate("models.observer")
+    request = build_request([{"role": "user", "content": "hi"}], settings)
+    assert "temperature" not in request.litellm_kwargs()
+    assert build_request([{"role": "user", "content": "hi"}], ModelSettings(model="openai/gpt-4o")).params[
+        "temperature"] == 0.3
