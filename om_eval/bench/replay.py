@@ -44,6 +44,7 @@ class ReplayConfig:
     turn_spacing_seconds: int = 5
     """Message time = session date + this many seconds x turn index (skipped turns keep their index)."""
     skip_empty_turns: bool = True
+    """Leave out turns whose text is empty or only whitespace (om-eval; 1.10 keeps whitespace-only ones)."""
     final_flush: bool = False
     """Observe whatever is still pending after the last session (Mastra's published runs did not)."""
     scope: Literal["resource", "thread"] = "resource"

@@ -1,16 +1,27 @@
 """Hydra structured configs: the typed schema behind ``configs/`` (validated by OmegaConf on load).
 
 Library code never sees these: :mod:`om_eval.experiment.spec` converts a resolved config once into the frozen
-dataclasses of the engine, the replay and the judge.
+dataclasses of the engine, the replay and the judge. The OM part is made from those dataclasses themselves
+(:func:`schema_of`: their fields, types, defaults and help text), so a setting is defined once, in the engine; the
+few places where the run config's default differs from the library's are listed in :data:`RUN_DEFAULTS`, with why.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
+import inspect
+import textwrap
+import types
+import typing
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
+
+from om_eval.bench.replay import ReplayConfig
+from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
 
 
 @dataclass
@@ -29,67 +40,90 @@ class ModelsSchema:
     judge: ModelSchema = field(default_factory=ModelSchema)
 
 
-@dataclass
-class ObservationSchema:
-    message_tokens: int = 30_000
-    buffer_tokens: Any = False
-    buffer_activation: Optional[float] = None
-    block_after: Optional[float] = None
-    max_tokens_per_batch: int = 10_000
-    previous_observer_tokens: Any = 2000
-    instruction: Optional[str] = None
-    thread_title: bool = False
-    batch_mode: str = "parallel"
-    request_layout: str = "split"
-    buffer_candidates: str = "unbuffered"  # after_cursor: 1.10's buffer cursor (never observes dropped chunks)
-    activation_counts_reminder: bool = False  # true: 1.10 counts its continuation reminder at later steps' activation
+# --------------------------------------------------------------------------------- OM: made from the engine's own
+
+#: Where the run config's OM defaults differ from the library's, and why (the library's are 1.10's engine defaults;
+#: the run config's are the published replay protocol's).
+RUN_DEFAULTS = {
+    ObservationConfig: {"buffer_tokens": False},  # the published replay is synchronous; null asks for 1.10's 0.2
+    OMConfig: {"obscure_thread_ids": True},  # models see hashed thread ids, as Mastra's harness sets it
+}
+#: Engine fields the run config holds elsewhere: the models under ``models.*``, the scope under ``om.replay``, the
+#: prompt variant under ``prompt``; ``resource_buffering`` follows from ``om.replay`` (see ``spec.py``).
+ELSEWHERE = {
+    ObservationConfig: ("model",),
+    ReflectionConfig: ("model",),
+    OMConfig: ("observation", "reflection", "scope", "prompt_variant", "resource_buffering"),
+}
 
 
-@dataclass
-class ReflectionSchema:
-    observation_tokens: int = 40_000
-    buffer_activation: Optional[float] = None
-    block_after: Optional[float] = None
-    start_level: Any = 0
-    instruction: Optional[str] = None
-    retry_after_growth: float = 0.1
+def _omegaconf_type(hint: Any) -> Any:
+    """The nearest type OmegaConf can check: unions of several types and anything unusual become ``Any`` (the
+    engine validates the value itself), a ``Literal`` of strings ``str``, ``X | None`` ``Optional[X]``."""
+    if hint in (bool, int, float, str):
+        return hint
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is Literal:
+        return str if all(isinstance(a, str) for a in args) else Any
+    if origin in (typing.Union, types.UnionType):
+        rest = [a for a in args if a is not type(None)]
+        if len(rest) == 1:
+            inner = _omegaconf_type(rest[0])
+            return Any if inner is Any else Optional[inner]
+        return Any
+    return Any
 
 
-@dataclass
-class ReplaySchema:
-    session_order: str = "date"
-    unit: str = "pair"
-    turn_spacing_seconds: int = 5
-    skip_empty_turns: bool = True
-    final_flush: bool = False
-    scope: str = "resource"
-    # 1.10's async buffering and activation; in scope=resource it turns on om-eval's resource_buffering extension
-    # (1.10 has none there). Off = the published protocol.
-    buffering: bool = False
-    # What counts toward the observation threshold: exact (om-eval), mastra_dev (published runs), mastra_step (1.x).
-    pending_accounting: str = "exact"
+def field_help(cls: type) -> dict[str, str]:
+    """The docstring written under each field of dataclass ``cls`` (its help text), by field name."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    helps = {}
+    for node, after in zip(body, body[1:]):
+        if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
+                and isinstance(after.value, ast.Constant) and isinstance(after.value.value, str)):
+            helps[node.target.id] = " ".join(after.value.value.split())
+    return helps
 
 
-@dataclass
-class OMSchema:
-    observation: ObservationSchema = field(default_factory=ObservationSchema)
-    reflection: ReflectionSchema = field(default_factory=ReflectionSchema)
-    replay: ReplaySchema = field(default_factory=ReplaySchema)
-    share_token_budget: bool = False
-    obscure_thread_ids: bool = True
-    thread_id_hash: str = "xxh32"  # what obscured ids are: 1.x's 32-bit xxHash, or blake2b (om-eval before)
-    context_layout: str = "chunked"
-    boundary_delimiters: bool = True
-    token_estimator: str = "tiktoken"
-    # What the actor sees of other threads (resource scope): 1.x lists them newest first, 100 at most.
-    other_threads_order: str = "newest_first"
-    other_threads_limit: Optional[int] = 100
-    # om_eval: om-eval's observer/reflector robustness rules; mastra: 1.10's (every non-degenerate reply applied)
-    reply_checks: str = "om_eval"
-    # v1_10 or v1_31: which release's small rules the engine follows (om=v1_31 sets it)
-    mastra_release: str = "v1_10"
-    # om_eval or mastra: how a thread's new observations join its section (resource scope)
-    thread_sections: str = "om_eval"
+def _for(table: dict[type, Any], engine: type, missing: Any) -> Any:
+    """``table``'s entry for ``engine`` or for the nearest class it derives from."""
+    return next((table[base] for base in engine.__mro__ if base in table), missing)
+
+
+def schema_of(engine: type, name: str, extra: tuple[tuple[str, Any, Any], ...] = ()) -> type:
+    """A structured-config dataclass with ``engine``'s fields (the ones the run config holds here), their types as
+    OmegaConf checks them, their defaults (:data:`RUN_DEFAULTS` first) and their help text in the field metadata;
+    ``extra`` adds ``(name, type, field)`` entries the engine does not have."""
+    hints = typing.get_type_hints(engine)
+    helps = {name: text for base in reversed(engine.__mro__) if dataclasses.is_dataclass(base)
+             for name, text in field_help(base).items()}
+    defaults = _for(RUN_DEFAULTS, engine, {})
+    specs: list[tuple[str, Any, Any]] = []
+    for f in dataclasses.fields(engine):
+        if f.name in _for(ELSEWHERE, engine, ()):
+            continue
+        metadata = {"help": helps.get(f.name, "")}
+        if f.name not in defaults and f.default is dataclasses.MISSING:
+            made = field(default_factory=f.default_factory, metadata=metadata)  # type: ignore[arg-type]
+        else:
+            made = field(default=defaults.get(f.name, f.default), metadata=metadata)
+        specs.append((f.name, _omegaconf_type(hints[f.name]), made))
+    schema = dataclasses.make_dataclass(name, [*specs, *extra])
+    schema.__module__ = __name__
+    return schema
+
+
+ObservationSchema = schema_of(ObservationConfig, "ObservationSchema")
+ReflectionSchema = schema_of(ReflectionConfig, "ReflectionSchema")
+ReplaySchema = schema_of(ReplayConfig, "ReplaySchema")
+OMSchema = schema_of(OMConfig, "OMSchema", extra=(
+    ("observation", ObservationSchema, field(default_factory=ObservationSchema)),
+    ("reflection", ReflectionSchema, field(default_factory=ReflectionSchema)),
+    ("replay", ReplaySchema, field(default_factory=ReplaySchema)),
+    ("token_estimator", str, field(default="tiktoken", metadata={
+        "help": "How tokens are counted for the thresholds: tiktoken (o200k_base), tokenx (1.7+) or chars."})),
+))
 
 
 @dataclass

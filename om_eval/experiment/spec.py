@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
@@ -121,20 +121,48 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
     return settings
 
 
-#: OM settings added after runs were stored: left out of the run id at their default, so older runs keep theirs.
-LATER_OM_DEFAULTS = {"reply_checks": "om_eval", "mastra_release": "v1_10", "thread_sections": "om_eval",
-                     "observation.activation_counts_reminder": False}
+#: The OM settings every run id hashes, whatever their value: those that existed when this rule was made. Frozen:
+#: never add to it. Any other OM setting, including every one added from now on, is left out of the run id while it
+#: is at its default, so runs stored before it existed keep their ids and adding a setting needs no entry here.
+ALWAYS_HASHED_OM_SETTINGS = frozenset({
+    "boundary_delimiters", "context_layout", "obscure_thread_ids", "other_threads_limit", "other_threads_order",
+    "share_token_budget", "thread_id_hash", "token_estimator",
+    "observation.batch_mode", "observation.block_after", "observation.buffer_activation",
+    "observation.buffer_candidates", "observation.buffer_tokens", "observation.instruction",
+    "observation.max_tokens_per_batch", "observation.message_tokens", "observation.previous_observer_tokens",
+    "observation.request_layout", "observation.thread_title",
+    "reflection.block_after", "reflection.buffer_activation", "reflection.instruction", "reflection.observation_tokens",
+    "reflection.retry_after_growth", "reflection.start_level",
+    "replay.buffering", "replay.final_flush", "replay.pending_accounting", "replay.scope", "replay.session_order",
+    "replay.skip_empty_turns", "replay.turn_spacing_seconds", "replay.unit",
+})
 
 
-def _without_later_defaults(om: Any, prefix: str = "") -> Any:
+def _flat_defaults(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            out.update(_flat_defaults(value, prefix + key + "."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def _without_later_defaults(om: Any, defaults: Mapping[str, Any] | None = None, prefix: str = "") -> Any:
+    """``om`` without the settings outside :data:`ALWAYS_HASHED_OM_SETTINGS` that are at their default."""
     if not isinstance(om, Mapping):
         return om
+    if defaults is None:
+        from om_eval.experiment.schema import OMSchema
+
+        defaults = _flat_defaults(asdict(OMSchema()))
     kept = {}
     for key, value in om.items():
         path = prefix + key
-        if path in LATER_OM_DEFAULTS and value == LATER_OM_DEFAULTS[path]:
-            continue
-        kept[key] = _without_later_defaults(value, path + ".") if isinstance(value, Mapping) else value
+        if isinstance(value, Mapping):
+            kept[key] = _without_later_defaults(value, defaults, path + ".")
+        elif path in ALWAYS_HASHED_OM_SETTINGS or path not in defaults or value != defaults[path]:
+            kept[key] = value
     return kept
 
 
@@ -185,33 +213,33 @@ def _default_om() -> dict[str, Any]:
     return asdict(OMSchema())
 
 
+def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], *, prompt: str) -> OMConfig:
+    """The engine config from the run config's ``om`` group: every engine setting the schema holds there, by name (a
+    setting stored before it existed takes its default), plus the ones held elsewhere."""
+    from om_eval.experiment.schema import ELSEWHERE, OMSchema
+
+    defaults = asdict(OMSchema())
+    settings = {f.name: om.get(f.name, defaults[f.name]) for f in fields(OMConfig) if f.name not in ELSEWHERE[OMConfig]}
+    replay = om["replay"]
+    return OMConfig(
+        **settings,
+        scope=replay["scope"],
+        observation=ObservationConfig(**om["observation"], model=_model(models["observer"], "observer")),
+        reflection=ReflectionConfig(**om["reflection"], model=_model(models["reflector"], "reflector")),
+        prompt_variant=prompt,
+        # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
+        # explicit buffer options are validated against it.
+        resource_buffering=bool(replay.get("buffering")) and replay["scope"] == "resource",
+    )
+
+
 def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     baseline = baseline_from(cfg.get("baseline"))
     cfg = _for_baseline(cfg, baseline)
     om = cfg.get("om") or _default_om()
     # A baseline calls no observer or reflector; the engine settings it carries name the actor (never called).
     models = {"observer": cfg["models"]["actor"], "reflector": cfg["models"]["actor"], **cfg["models"]}
-    observation = {k: v for k, v in om["observation"].items()}
-    reflection = {k: v for k, v in om["reflection"].items()}
-    om_config = OMConfig(
-        scope=om["replay"]["scope"],
-        observation=ObservationConfig(**observation, model=_model(models["observer"], "observer")),
-        reflection=ReflectionConfig(**reflection, model=_model(models["reflector"], "reflector")),
-        share_token_budget=om["share_token_budget"],
-        prompt_variant=(cfg.get("prompt") or {"variant": "current"})["variant"],
-        obscure_thread_ids=om["obscure_thread_ids"],
-        thread_id_hash=om.get("thread_id_hash", "xxh32"),
-        context_layout=om["context_layout"],
-        boundary_delimiters=om["boundary_delimiters"],
-        other_threads_order=om.get("other_threads_order", "newest_first"),
-        other_threads_limit=om.get("other_threads_limit", 100),
-        reply_checks=om.get("reply_checks", "om_eval"),
-        mastra_release=om.get("mastra_release", "v1_10"),
-        thread_sections=om.get("thread_sections", "om_eval"),
-        # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
-        # explicit buffer options are validated against it.
-        resource_buffering=bool(om["replay"].get("buffering")) and om["replay"]["scope"] == "resource",
-    )
+    om_config = _om_config(om, models, prompt=(cfg.get("prompt") or {"variant": "current"})["variant"])
     run = RunOptions(**cfg["run"])
     return RunSpec(
         experiment=cfg.get("experiment", "custom"),

@@ -1,0 +1,54 @@
+"""One definition per setting: the run config's OM schema is made from the engine's dataclasses, and a setting added
+to one of them reaches the schema and keeps every stored run id, with nothing else to edit."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+
+from om_eval.bench.replay import ReplayConfig
+from om_eval.experiment.schema import (
+    ELSEWHERE,
+    RUN_DEFAULTS,
+    ObservationSchema,
+    OMSchema,
+    ReflectionSchema,
+    ReplaySchema,
+    field_help,
+    schema_of,
+)
+from om_eval.experiment.spec import ALWAYS_HASHED_OM_SETTINGS, _flat_defaults, _without_later_defaults
+from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
+
+PAIRS = [(ObservationConfig, ObservationSchema), (ReflectionConfig, ReflectionSchema), (OMConfig, OMSchema),
+         (ReplayConfig, ReplaySchema)]
+
+
+def test_every_engine_setting_is_in_the_schema_once_with_its_default_and_help() -> None:
+    for engine, schema in PAIRS:
+        held = {f.name: f for f in fields(schema)}
+        for f in fields(engine):
+            if f.name in ELSEWHERE.get(engine, ()):
+                continue  # held under another path (or, for OMConfig's nested groups, by their own schema)
+            assert held[f.name].default == RUN_DEFAULTS.get(engine, {}).get(f.name, f.default), (engine, f.name)
+            assert held[f.name].metadata["help"], f"{engine.__name__}.{f.name} has no help text"
+
+
+def test_a_new_setting_needs_one_dataclass_field_and_keeps_run_ids() -> None:
+    @dataclass(frozen=True)
+    class WithNewKnob(ObservationConfig):
+        new_knob: bool = False
+        """A setting added after runs were stored."""
+
+    schema = schema_of(WithNewKnob, "WithNewKnobSchema")
+    (knob,) = [f for f in fields(schema) if f.name == "new_knob"]
+    assert knob.default is False and knob.metadata["help"] == "A setting added after runs were stored."
+    assert "observation.new_knob" not in ALWAYS_HASHED_OM_SETTINGS
+    defaults = {**_flat_defaults(asdict(OMSchema())), "observation.new_knob": False}
+    stored = {"observation": {"message_tokens": 100, "new_knob": False}}
+    assert _without_later_defaults(stored, defaults) == {"observation": {"message_tokens": 100}}
+    changed = {"observation": {"message_tokens": 100, "new_knob": True}}
+    assert _without_later_defaults(changed, defaults) == changed
+
+
+def test_the_help_text_is_the_docstring_under_the_field() -> None:
+    assert field_help(ReplayConfig)["final_flush"].startswith("Observe whatever is still pending")
