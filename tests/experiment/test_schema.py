@@ -16,7 +16,11 @@ from om_eval.experiment.schema import (
     field_help,
     schema_of,
 )
-from om_eval.experiment.spec import ALWAYS_HASHED_OM_SETTINGS, _flat_defaults, _without_later_defaults
+from om_eval.experiment.spec import (
+    ALWAYS_HASHED_OM_SETTINGS,
+    _flat_defaults,
+    _without_later_defaults,
+)
 from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
 
 PAIRS = [(ObservationConfig, ObservationSchema), (ReflectionConfig, ReflectionSchema), (OMConfig, OMSchema),
