@@ -26,9 +26,10 @@ Buffering in resource scope is an om-eval extension (``OMConfig.resource_bufferi
 resource's pending tokens drive the same math, a pass observes all threads with the multi-thread Observer call,
 and each chunk keeps a part per thread that activation merges into that thread's section.
 
-The class is written in three files, one idea each: this one (ingestion, thresholds, synchronous observation, the
-actor's view, snapshots), :mod:`om_eval.om.buffering` (buffering and activation) and :mod:`om_eval.om.reflecting`
-(reflection), the last two as mixins it inherits; :mod:`om_eval.om.outcomes` holds what it reports.
+The class is written in four files, one idea each: this one (ingestion, thresholds, synchronous observation,
+snapshots), :mod:`om_eval.om.buffering` (buffering and activation), :mod:`om_eval.om.reflecting` (reflection) and
+:mod:`om_eval.om.actor_view` (what the actor sees), the last three as mixins it inherits; :mod:`om_eval.om.outcomes`
+holds what it reports.
 """
 
 from __future__ import annotations
@@ -41,13 +42,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from om_eval.common.secrets import redact_secrets
+from om_eval.om.actor_view import ActorView
 from om_eval.om.buffering import Buffering
 from om_eval.om.config import OMConfig
-from om_eval.om.context import (
-    ContextInputs,
-    actor_memory_messages,
-    format_other_conversations,
-)
 from om_eval.om.dates import format_boundary
 from om_eval.om.history_lines import format_history_lines, format_thread_lines
 from om_eval.om.model import ChatModel, ModelReply
@@ -93,20 +90,6 @@ from om_eval.om.tokens import (
 from om_eval.om.truncation import prepare_previous_observations
 
 SNAPSHOT_FORMAT = "om-eval/memory@1"
-
-
-@dataclass(frozen=True)
-class ActorContext:
-    """The messages an actor receives: memory messages, then the thread's unobserved tail."""
-
-    memory_messages: list[dict[str, str]]
-    tail_messages: list[dict[str, str]]
-
-    @property
-    def messages(self) -> list[dict[str, str]]:
-        return [*self.memory_messages, *self.tail_messages]
-
-
 #: 1.31's line between the active observations and the buffered chunks in a buffering call's previous observations.
 BUFFERED_MARK = "\n\n--- BUFFERED (pending activation) ---\n\n"
 
@@ -138,7 +121,7 @@ class _ThreadQueue:
     tokens: int = 0
 
 
-class ObservationalMemory(Buffering, Reflecting):
+class ObservationalMemory(Buffering, Reflecting, ActorView):
     """Observational Memory for one resource.
 
     Args:
@@ -642,92 +625,6 @@ class ObservationalMemory(Buffering, Reflecting):
         self.events.append(event)
         if self._on_event is not None:
             self._on_event(event)
-
-    # -- what the actor sees --------------------------------------------------------------------------------
-
-    def build_context(self, now: datetime, thread_id: str | None = None) -> ActorContext:
-        """The actor's view at ``now``: memory messages plus ``thread_id``'s unobserved tail.
-
-        In resource scope the other threads' unobserved messages appear raw in the other-conversations block, as
-        1.x lists them (:meth:`listed_threads`); pass a fresh ``thread_id`` (or None) to see all threads that way.
-        With no observations yet there are no memory messages at all (1.x injects nothing then).
-        """
-        memory_messages = actor_memory_messages(self.context_inputs(now, thread_id), self.config.context_layout)
-        return ActorContext(memory_messages, self.history_messages(thread_id))
-
-    def history_messages(self, thread_id: str | None = None) -> list[dict[str, str]]:
-        """:meth:`turn_history` as chat messages, the raw tail an actor on ``thread_id`` is shown."""
-        return [{"role": m.role, "content": m.text()} for m in self.turn_history(thread_id)]
-
-    def context_inputs(self, now: datetime, thread_id: str | None = None) -> ContextInputs:
-        """What :meth:`build_context` renders: observations, other threads' raw messages, continuity hints."""
-        state = self._threads.get(thread_id) if thread_id is not None else None
-        return ContextInputs(
-            observations=self.record(thread_id).active_observations,
-            now=now,
-            other_conversations=self.other_conversations(thread_id),
-            current_task=state.current_task if state else None,
-            suggested_response=state.suggested_response if state else None,
-            release=self.config.mastra_release,
-        )
-
-    def turn_history(self, thread_id: str | None = None) -> list[Message]:
-        """The unobserved messages an agent turn on ``thread_id`` holds as its chat history.
-
-        Thread scope and 1.10: the thread's own. 1.31 in resource scope: every thread's messages not observed and
-        newer than the record's cursor, in time order (its ``Memory.getContext`` loads the resource's history), so
-        other threads' messages are both history and other conversations, and count twice toward the threshold.
-        """
-        if not (self.resource_scope and self.config.follows_v1_31):
-            return self.unobserved_messages(thread_id) if thread_id is not None else []
-        cursor = self.record().last_observed_at
-        pending = [m for m in self._messages.values()
-                   if m.id not in self._observed_ids and (cursor is None or m.created_at > cursor)]
-        return sorted(pending, key=lambda m: m.created_at)
-
-    def other_conversations(self, thread_id: str | None = None) -> dict[str, list[Message]]:
-        """Resource scope: the unobserved messages of the threads listed besides ``thread_id``, by shown id, in
-        the order the actor's context shows them (empty in thread scope).
-
-        1.31 starts a thread never observed at the record's cursor (#15265), so its messages older than the
-        latest observation are hidden here (they are still observed when the thread is chosen)."""
-        other: dict[str, list[Message]] = {}
-        if not self.resource_scope:
-            return other
-        record_cursor = self.record().last_observed_at if self.config.follows_v1_31 else None
-        for other_id in self.listed_threads(thread_id):
-            queue = self._queues.get(other_id)
-            if other_id == thread_id or queue is None or not queue.messages:
-                continue
-            state = self._threads.get(other_id)
-            cursor = state.last_observed_at if state and state.last_observed_at else record_cursor
-            messages = [m for m in queue.messages if cursor is None or m.created_at > cursor]
-            if messages:
-                other[self.shown_thread_id(other_id)] = messages
-        return other
-
-    def other_conversations_text(self, thread_id: str | None = None) -> str:
-        """The other-conversations block as the actor's context writes it ('' when there is none)."""
-        return format_other_conversations(self.other_conversations(thread_id),
-                                          line_history=self.config.follows_v1_31)
-
-    def listed_threads(self, thread_id: str | None = None, *, every: bool = False) -> list[str]:
-        """The threads whose unobserved messages the actor's context may show, in the order it shows them.
-
-        1.x lists a resource's threads newest first (by creation: here, by first message) and reads one page of
-        ``other_threads_limit`` (``every``: all threads, newest first); a thread asked on for the first time was just
-        created, so it is the newest and takes one place. ``other_threads_order="oldest_first"`` shows the same
-        threads oldest first.
-        """
-        created = list(self._threads)
-        if thread_id is not None and thread_id not in self._threads:
-            created.append(thread_id)
-        newest = created[::-1]
-        if every:
-            return newest
-        page = self.config.other_threads_limit
-        chosen = newest[:page] if page is not None else newest
-        return chosen[::-1] if self.config.other_threads_order == "oldest_first" else chosen
 
     # -- snapshots ------------------------------------------------------------------------------------------
 

@@ -1,0 +1,120 @@
+"""What the actor sees: a part of :class:`~om_eval.om.memory.ObservationalMemory`.
+
+A mixin like :mod:`om_eval.om.buffering`: the memory messages (:mod:`om_eval.om.context` renders them) and the raw
+tail of the turn, as 1.10 or 1.31 builds them, including the other conversations of the resource and how they are
+listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from om_eval.om.context import (
+    ContextInputs,
+    actor_memory_messages,
+    format_other_conversations,
+)
+from om_eval.om.records import Message
+
+
+@dataclass(frozen=True)
+class ActorContext:
+    """The messages an actor receives: memory messages, then the thread's unobserved tail."""
+
+    memory_messages: list[dict[str, str]]
+    tail_messages: list[dict[str, str]]
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        return [*self.memory_messages, *self.tail_messages]
+
+
+class ActorView:
+    """The actor's context, its raw tail and the other conversations it is shown."""
+
+    # -- what the actor sees --------------------------------------------------------------------------------
+
+    def build_context(self, now: datetime, thread_id: str | None = None) -> ActorContext:
+        """The actor's view at ``now``: memory messages plus ``thread_id``'s unobserved tail.
+
+        In resource scope the other threads' unobserved messages appear raw in the other-conversations block, as
+        1.x lists them (:meth:`listed_threads`); pass a fresh ``thread_id`` (or None) to see all threads that way.
+        With no observations yet there are no memory messages at all (1.x injects nothing then).
+        """
+        memory_messages = actor_memory_messages(self.context_inputs(now, thread_id), self.config.context_layout)
+        return ActorContext(memory_messages, self.history_messages(thread_id))
+
+    def history_messages(self, thread_id: str | None = None) -> list[dict[str, str]]:
+        """:meth:`turn_history` as chat messages, the raw tail an actor on ``thread_id`` is shown."""
+        return [{"role": m.role, "content": m.text()} for m in self.turn_history(thread_id)]
+
+    def context_inputs(self, now: datetime, thread_id: str | None = None) -> ContextInputs:
+        """What :meth:`build_context` renders: observations, other threads' raw messages, continuity hints."""
+        state = self._threads.get(thread_id) if thread_id is not None else None
+        return ContextInputs(
+            observations=self.record(thread_id).active_observations,
+            now=now,
+            other_conversations=self.other_conversations(thread_id),
+            current_task=state.current_task if state else None,
+            suggested_response=state.suggested_response if state else None,
+            release=self.config.mastra_release,
+        )
+
+    def turn_history(self, thread_id: str | None = None) -> list[Message]:
+        """The unobserved messages an agent turn on ``thread_id`` holds as its chat history.
+
+        Thread scope and 1.10: the thread's own. 1.31 in resource scope: every thread's messages not observed and
+        newer than the record's cursor, in time order (its ``Memory.getContext`` loads the resource's history), so
+        other threads' messages are both history and other conversations, and count twice toward the threshold.
+        """
+        if not (self.resource_scope and self.config.follows_v1_31):
+            return self.unobserved_messages(thread_id) if thread_id is not None else []
+        cursor = self.record().last_observed_at
+        pending = [m for m in self._messages.values()
+                   if m.id not in self._observed_ids and (cursor is None or m.created_at > cursor)]
+        return sorted(pending, key=lambda m: m.created_at)
+
+    def other_conversations(self, thread_id: str | None = None) -> dict[str, list[Message]]:
+        """Resource scope: the unobserved messages of the threads listed besides ``thread_id``, by shown id, in
+        the order the actor's context shows them (empty in thread scope).
+
+        1.31 starts a thread never observed at the record's cursor (#15265), so its messages older than the
+        latest observation are hidden here (they are still observed when the thread is chosen)."""
+        other: dict[str, list[Message]] = {}
+        if not self.resource_scope:
+            return other
+        record_cursor = self.record().last_observed_at if self.config.follows_v1_31 else None
+        for other_id in self.listed_threads(thread_id):
+            queue = self._queues.get(other_id)
+            if other_id == thread_id or queue is None or not queue.messages:
+                continue
+            state = self._threads.get(other_id)
+            cursor = state.last_observed_at if state and state.last_observed_at else record_cursor
+            messages = [m for m in queue.messages if cursor is None or m.created_at > cursor]
+            if messages:
+                other[self.shown_thread_id(other_id)] = messages
+        return other
+
+    def other_conversations_text(self, thread_id: str | None = None) -> str:
+        """The other-conversations block as the actor's context writes it ('' when there is none)."""
+        return format_other_conversations(self.other_conversations(thread_id),
+                                          line_history=self.config.follows_v1_31)
+
+    def listed_threads(self, thread_id: str | None = None, *, every: bool = False) -> list[str]:
+        """The threads whose unobserved messages the actor's context may show, in the order it shows them.
+
+        1.x lists a resource's threads newest first (by creation: here, by first message) and reads one page of
+        ``other_threads_limit`` (``every``: all threads, newest first); a thread asked on for the first time was just
+        created, so it is the newest and takes one place. ``other_threads_order="oldest_first"`` shows the same
+        threads oldest first.
+        """
+        created = list(self._threads)
+        if thread_id is not None and thread_id not in self._threads:
+            created.append(thread_id)
+        newest = created[::-1]
+        if every:
+            return newest
+        page = self.config.other_threads_limit
+        chosen = newest[:page] if page is not None else newest
+        return chosen[::-1] if self.config.other_threads_order == "oldest_first" else chosen
