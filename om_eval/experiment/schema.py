@@ -21,7 +21,9 @@ from typing import Any, Literal, Optional
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
+from om_eval.bench.baseline import BaselineConfig
 from om_eval.bench.replay import ReplayConfig
+from om_eval.experiment.run_options import RunOptions
 from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
 
 
@@ -173,33 +175,8 @@ class JudgeSchema:
     """A reply without a verdict: ``error`` (unjudged, retried) or ``wrong`` (as Mastra's harness counts it)."""
 
 
-@dataclass
-class BaselineSchema:
-    reader: str = "none"
-    """``none`` (answer through OM), ``full_context`` (the whole haystack) or ``oracle`` (evidence sessions)."""
-    context_tokens: int = 128_000
-    """The reader's context window; the history gets ``context_tokens - max_tokens - 1000`` tokens."""
-    max_tokens: int = 500
-    """The reader's answer budget."""
-    format: str = "json"
-    """Turns of a session as a JSON list (``json``) or as ``role: text`` blocks (``nl``)."""
-    keep: str = "start"
-    """Which end of an over-long history is kept: ``start`` (upstream) or ``end`` (the newest sessions)."""
-    tokenizer: str = "tiktoken"
-    """Token counter of the history budget."""
-
-
-@dataclass
-class RunSchema:
-    results_dir: str = "results"
-    concurrency: int = 4
-    budget_usd: Optional[float] = None
-    """Stop scheduling questions once this much has been spent (questions in flight finish)."""
-    progress: bool = True
-    label: Optional[str] = None
-    """A short name for this variant in reports (default: the overrides that define it)."""
-    cache_dir: Optional[str] = None
-    """The model-answer cache (default: $OM_EVAL_CACHE_DIR/llm or ~/.cache/om-eval/llm)."""
+BaselineSchema = schema_of(BaselineConfig, "BaselineSchema")
+RunSchema = schema_of(RunOptions, "RunSchema")
 
 
 @dataclass

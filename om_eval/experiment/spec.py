@@ -12,7 +12,6 @@ resolved config drops what only shapes a memory (``om``, ``prompt``, the observe
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -21,6 +20,7 @@ from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
 from om_eval.common.secrets import redact_secrets
+from om_eval.experiment.run_options import RunOptions
 from om_eval.llm.request import canonical_json
 from om_eval.om.config import (
     ConfigError,
@@ -33,23 +33,6 @@ from om_eval.om.prompts import prompt_set_hash
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
 NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
-
-
-@dataclass(frozen=True)
-class RunOptions:
-    results_dir: str = "results"
-    concurrency: int = 4
-    budget_usd: float | None = None
-    progress: bool = True
-    label: str | None = None
-    cache_dir: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.concurrency, int) or self.concurrency < 1:
-            raise ConfigError(f"run.concurrency={self.concurrency!r} is invalid: must be a whole number >= 1")
-        if self.budget_usd is not None and not (isinstance(self.budget_usd, (int, float))
-                                                and math.isfinite(self.budget_usd) and self.budget_usd >= 0):
-            raise ConfigError(f"run.budget_usd={self.budget_usd!r} is invalid: must be >= 0 (or null for no budget)")
 
 
 @dataclass(frozen=True)
@@ -168,7 +151,6 @@ def _without_later_defaults(om: Any, defaults: Mapping[str, Any] | None = None, 
 
 def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     """Build the frozen spec from a resolved config; option errors name the command-line path (``om.…``)."""
-    from om_eval.om.config import ConfigError
 
     try:
         return _spec_from_config(cfg)

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields
 
+from om_eval.bench.baseline import BaselineConfig
 from om_eval.bench.replay import ReplayConfig
+from om_eval.experiment.run_options import RunOptions
 from om_eval.experiment.schema import (
     ELSEWHERE,
     RUN_DEFAULTS,
+    BaselineSchema,
     ObservationSchema,
     OMSchema,
     ReflectionSchema,
     ReplaySchema,
+    RunSchema,
     field_help,
     schema_of,
 )
@@ -24,7 +28,7 @@ from om_eval.experiment.spec import (
 from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
 
 PAIRS = [(ObservationConfig, ObservationSchema), (ReflectionConfig, ReflectionSchema), (OMConfig, OMSchema),
-         (ReplayConfig, ReplaySchema)]
+         (ReplayConfig, ReplaySchema), (BaselineConfig, BaselineSchema), (RunOptions, RunSchema)]
 
 
 def test_every_engine_setting_is_in_the_schema_once_with_its_default_and_help() -> None:
