@@ -26,10 +26,10 @@ Buffering in resource scope is an om-eval extension (``OMConfig.resource_bufferi
 resource's pending tokens drive the same math, a pass observes all threads with the multi-thread Observer call,
 and each chunk keeps a part per thread that activation merges into that thread's section.
 
-The class is written in four files, one idea each: this one (ingestion, thresholds, synchronous observation,
-snapshots), :mod:`om_eval.om.buffering` (buffering and activation), :mod:`om_eval.om.reflecting` (reflection) and
-:mod:`om_eval.om.actor_view` (what the actor sees), the last three as mixins it inherits; :mod:`om_eval.om.outcomes`
-holds what it reports.
+The class is written in five files, one idea each: this one (ingestion, thresholds, synchronous observation),
+:mod:`om_eval.om.buffering` (buffering and activation), :mod:`om_eval.om.reflecting` (reflection),
+:mod:`om_eval.om.actor_view` (what the actor sees) and :mod:`om_eval.om.snapshots` (saving and restoring), the last
+four as mixins it inherits; :mod:`om_eval.om.outcomes` holds what it reports.
 """
 
 from __future__ import annotations
@@ -37,11 +37,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from om_eval.common.secrets import redact_secrets
 from om_eval.om.actor_view import ActorView
 from om_eval.om.buffering import Buffering
 from om_eval.om.config import OMConfig
@@ -69,6 +68,7 @@ from om_eval.om.records import (
     ThreadState,
 )
 from om_eval.om.reflecting import Reflecting
+from om_eval.om.snapshots import MessageQueue, Snapshots, stored_config
 from om_eval.om.threads import (
     ThreadLoad,
     merge_thread_section_as_mastra,
@@ -89,7 +89,6 @@ from om_eval.om.tokens import (
 )
 from om_eval.om.truncation import prepare_previous_observations
 
-SNAPSHOT_FORMAT = "om-eval/memory@1"
 #: 1.31's line between the active observations and the buffered chunks in a buffering call's previous observations.
 BUFFERED_MARK = "\n\n--- BUFFERED (pending activation) ---\n\n"
 
@@ -108,20 +107,7 @@ def _usage(replies: Iterable[ModelReply]) -> tuple[int, int, int]:
     )
 
 
-def _stored_config(config: OMConfig) -> dict[str, Any]:
-    """The config as records and snapshots keep it: provider options may carry credentials, never stored."""
-    return redact_secrets(config.to_dict())
-
-
-@dataclass
-class _ThreadQueue:
-    """Unobserved messages of one thread, in arrival order, with their token sum."""
-
-    messages: list[Message] = field(default_factory=list)
-    tokens: int = 0
-
-
-class ObservationalMemory(Buffering, Reflecting, ActorView):
+class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
     """Observational Memory for one resource.
 
     Args:
@@ -156,7 +142,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView):
         self.events: list[OMEvent] = []
         self._messages: dict[str, Message] = {}
         self._message_tokens: dict[str, int] = {}
-        self._queues: dict[str, _ThreadQueue] = {}
+        self._queues: dict[str, MessageQueue] = {}
         self._threads: dict[str, ThreadState] = {}
         self._generations: dict[str, list[OMRecord]] = {}
         self._reflection_hold: dict[str, int] = {}
@@ -221,7 +207,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView):
             thread_id=None if self.resource_scope else key,
             created_at=now,
             updated_at=now,
-            config=_stored_config(self.config),
+            config=stored_config(self.config),
         )
 
     def _ensure_record(self, thread_id: str | None) -> OMRecord:
@@ -282,7 +268,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView):
         record = self._ensure_record(message.thread_id)
         if self._latest_time is None or message.created_at > self._latest_time:
             self._latest_time = message.created_at
-        queue = self._queues.setdefault(message.thread_id, _ThreadQueue())
+        queue = self._queues.setdefault(message.thread_id, MessageQueue())
         queue.messages.append(message)
         queue.tokens += tokens
         record.pending_message_tokens = self.pending_tokens(message.thread_id)
@@ -625,89 +611,3 @@ class ObservationalMemory(Buffering, Reflecting, ActorView):
         self.events.append(event)
         if self._on_event is not None:
             self._on_event(event)
-
-    # -- snapshots ------------------------------------------------------------------------------------------
-
-    def snapshot(self) -> dict[str, Any]:
-        """The whole state as JSON-ready data; :meth:`from_snapshot` restores it exactly."""
-        return {
-            "format": SNAPSHOT_FORMAT,
-            "resource_id": self.resource_id,
-            "config": _stored_config(self.config),
-            "token_counter": self.counter.name,
-            "generations": {k: [r.to_dict() for r in gens] for k, gens in self._generations.items()},
-            "threads": {k: s.to_dict() for k, s in self._threads.items()},
-            "messages": [
-                {**m.to_dict(), "tokens": self._message_tokens[m.id], "observed": m.id in self._observed_ids}
-                for m in self._messages.values()
-            ],
-            # Queue order decides tie-breaks in thread selection and the order of other conversations.
-            "queues": {t: [m.id for m in q.messages] for t, q in self._queues.items()},
-            "reflection_hold": dict(self._reflection_hold),
-            "reflection_suppressed": dict(self._reflection_suppressed),
-            "reflection_failures": dict(self._reflection_failures),
-        }
-
-    @classmethod
-    def from_snapshot(
-        cls,
-        data: Mapping[str, Any],
-        *,
-        observer: ChatModel,
-        reflector: ChatModel | None = None,
-        token_counter: TokenCounter | None = None,
-        clock: Callable[[], datetime] | None = None,
-        on_event: Callable[[OMEvent], None] | None = None,
-        config: OMConfig | None = None,
-    ) -> ObservationalMemory:
-        """Rebuild a memory saved by :meth:`snapshot`.
-
-        With the same token estimator the state is restored exactly. With another one, message and observation
-        tokens are recounted with it and reflection back-off is reset (its token marks were in the old units).
-        A snapshot stores its config with credentials redacted (``***``); pass the live ``config`` to keep
-        observing with provider options that carry credentials.
-        """
-        if data.get("format") != SNAPSHOT_FORMAT:
-            raise ValueError(
-                f"snapshot format {data.get('format')!r} is not supported: expected {SNAPSHOT_FORMAT!r}"
-            )
-        memory = cls(
-            config or OMConfig.from_dict(data["config"]), observer=observer, reflector=reflector,
-            resource_id=data["resource_id"], token_counter=token_counter, clock=clock, on_event=on_event,
-        )
-        same_counter = memory.counter.name == data["token_counter"]
-        memory._threads = {k: ThreadState.from_dict(v) for k, v in data["threads"].items()}
-        memory._generations = {k: [OMRecord.from_dict(r) for r in gens] for k, gens in data["generations"].items()}
-        if same_counter:
-            memory._reflection_hold = dict(data.get("reflection_hold", {}))
-            memory._reflection_suppressed = dict(data.get("reflection_suppressed", {}))
-            memory._reflection_failures = dict(data.get("reflection_failures", {}))
-        else:
-            for generations in memory._generations.values():
-                for record in generations:
-                    record.observation_token_count = memory.counter.count_text(record.active_observations)
-                    for chunk in record.buffered_observation_chunks:
-                        chunk.token_count = memory.counter.count_text(chunk.observations)
-                    if record.buffered_reflection is not None:
-                        record.buffered_reflection_tokens = memory.counter.count_text(record.buffered_reflection)
-                    record.last_buffered_at_tokens = 0  # old units: the next step starts a fresh interval
-        for item in data["messages"]:
-            message = Message.from_dict(item)
-            memory._messages[message.id] = message
-            tokens = item["tokens"] if same_counter else count_message(message, memory.counter)
-            memory._message_tokens[message.id] = tokens
-            if item["observed"]:
-                memory._observed_ids.add(message.id)
-            if memory._latest_time is None or message.created_at > memory._latest_time:
-                memory._latest_time = message.created_at
-        for thread_id, message_ids in data["queues"].items():
-            queue = memory._queues[thread_id] = _ThreadQueue()
-            for message_id in message_ids:
-                queue.messages.append(memory._messages[message_id])
-                queue.tokens += memory._message_tokens[message_id]
-        if not same_counter:
-            for key, generations in memory._generations.items():
-                generations[-1].pending_message_tokens = memory.pending_tokens(None if memory.resource_scope else key)
-                for chunk in generations[-1].buffered_observation_chunks:
-                    chunk.message_tokens = sum(memory._message_tokens[i] for i in chunk.message_ids)
-        return memory
