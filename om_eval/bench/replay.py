@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from om_eval.bench.accounting import (
     PENDING_ACCOUNTINGS,
@@ -76,6 +76,11 @@ class ReplayConfig:
                                "with buffering the engine's per-step pipeline decides when to observe")
         if self.turn_spacing_seconds < 0:
             raise option_error("replay.turn_spacing_seconds", f"={self.turn_spacing_seconds!r} is invalid: must be >= 0")
+
+    def engine_settings(self) -> dict[str, Any]:
+        """The OM engine settings the replay decides (the one place that does): its scope, and om-eval's resource-scope
+        buffering, which ``buffering`` alone switches on (1.10 has none in resource scope)."""
+        return {"scope": self.scope, "resource_buffering": self.buffering and self.scope == "resource"}
 
 
 def thread_id_for(session: HaystackSession, *, shown_raw: bool = False) -> str:
@@ -181,11 +186,8 @@ async def replay_question(
         observation = replace(observation, buffer_tokens=False, buffer_activation=None, block_after=None)
     elif observation.buffer_tokens is False:
         observation = replace(observation, buffer_tokens=None)  # 1.10's default interval
-    # Resource scope buffers only through om-eval's extension, switched on by replay.buffering alone.
-    resource_buffering = replay.buffering and replay.scope == "resource"
     try:
-        config = replace(om_config, scope=replay.scope, observation=observation,
-                         resource_buffering=resource_buffering)
+        config = replace(om_config, observation=observation, **replay.engine_settings())
     except ConfigError as error:  # e.g. share_token_budget with buffering: say which replay options led there
         raise ConfigError(
             f"replay.scope={replay.scope} replay.buffering={str(replay.buffering).lower()} cannot be used with this "

@@ -202,16 +202,14 @@ def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], *, prompt: str)
 
     defaults = asdict(OMSchema())
     settings = {f.name: om.get(f.name, defaults[f.name]) for f in fields(OMConfig) if f.name not in ELSEWHERE[OMConfig]}
-    replay = om["replay"]
     return OMConfig(
         **settings,
-        scope=replay["scope"],
         observation=ObservationConfig(**om["observation"], model=_model(models["observer"], "observer")),
         reflection=ReflectionConfig(**om["reflection"], model=_model(models["reflector"], "reflector")),
         prompt_variant=prompt,
-        # om-eval's resource-scope buffering (1.10 has none) is asked for by the replay options; set here too so
-        # explicit buffer options are validated against it.
-        resource_buffering=bool(replay.get("buffering")) and replay["scope"] == "resource",
+        # The replay decides the scope and resource-scope buffering; set here too so that explicit buffer options
+        # are validated against them.
+        **ReplayConfig(**om["replay"]).engine_settings(),
     )
 
 
