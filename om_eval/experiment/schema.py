@@ -9,12 +9,14 @@ few places where the run config's default differs from the library's are listed 
 from __future__ import annotations
 
 import ast
+import collections.abc
 import dataclasses
 import inspect
 import itertools
 import textwrap
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Optional
 
@@ -24,30 +26,21 @@ from omegaconf import MISSING
 from om_eval.bench.baseline import BaselineConfig
 from om_eval.bench.replay import ReplayConfig
 from om_eval.experiment.run_options import RunOptions
-from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
-
-
-@dataclass
-class ModelSchema:
-    model: str = MISSING
-    temperature: Optional[float] = 0.0  # null: send none (reasoning models; 1.31 for the models it marks so)
-    max_output_tokens: Optional[int] = None
-    provider_options: dict[str, Any] = field(default_factory=dict)
-
-
-@dataclass
-class ModelsSchema:
-    observer: ModelSchema = field(default_factory=ModelSchema)
-    reflector: ModelSchema = field(default_factory=ModelSchema)
-    actor: ModelSchema = field(default_factory=ModelSchema)
-    judge: ModelSchema = field(default_factory=ModelSchema)
-
+from om_eval.om.config import (
+    ModelSettings,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 
 # --------------------------------------------------------------------------------- OM: made from the engine's own
 
 #: Where the run config's OM defaults differ from the library's, and why (the library's are 1.10's engine defaults;
 #: the run config's are the published replay protocol's).
 RUN_DEFAULTS = {
+    # A model config names its model; it samples at temperature 0 and leaves the output cap to the provider unless
+    # it says otherwise (the engine's own defaults are the Observer's: 0.3 and 100,000 tokens).
+    ModelSettings: {"model": MISSING, "temperature": 0.0, "max_output_tokens": None},
     ObservationConfig: {"buffer_tokens": False},  # the published replay is synchronous; null asks for 1.10's 0.2
     OMConfig: {"obscure_thread_ids": True},  # models see hashed thread ids, as Mastra's harness sets it
 }
@@ -68,6 +61,8 @@ def _omegaconf_type(hint: Any) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin is Literal:
         return str if all(isinstance(a, str) for a in args) else Any
+    if origin in (dict, Mapping, collections.abc.Mapping):
+        return dict[str, Any]
     if origin in (typing.Union, types.UnionType):
         rest = [a for a in args if a is not type(None)]
         if len(rest) == 1:
@@ -115,6 +110,17 @@ def schema_of(engine: type, name: str, extra: tuple[tuple[str, Any, Any], ...] =
     schema = dataclasses.make_dataclass(name, [*specs, *extra])
     schema.__module__ = __name__
     return schema
+
+
+ModelSchema = schema_of(ModelSettings, "ModelSchema")
+
+
+@dataclass
+class ModelsSchema:
+    observer: ModelSchema = field(default_factory=ModelSchema)
+    reflector: ModelSchema = field(default_factory=ModelSchema)
+    actor: ModelSchema = field(default_factory=ModelSchema)
+    judge: ModelSchema = field(default_factory=ModelSchema)
 
 
 ObservationSchema = schema_of(ObservationConfig, "ObservationSchema")

@@ -12,6 +12,7 @@ from om_eval.experiment.schema import (
     ELSEWHERE,
     RUN_DEFAULTS,
     BaselineSchema,
+    ModelSchema,
     ObservationSchema,
     OMSchema,
     ReflectionSchema,
@@ -25,10 +26,16 @@ from om_eval.experiment.spec import (
     _flat_defaults,
     _without_later_defaults,
 )
-from om_eval.om.config import ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.om.config import (
+    ModelSettings,
+    ObservationConfig,
+    OMConfig,
+    ReflectionConfig,
+)
 
 PAIRS = [(ObservationConfig, ObservationSchema), (ReflectionConfig, ReflectionSchema), (OMConfig, OMSchema),
-         (ReplayConfig, ReplaySchema), (BaselineConfig, BaselineSchema), (RunOptions, RunSchema)]
+         (ReplayConfig, ReplaySchema), (BaselineConfig, BaselineSchema), (RunOptions, RunSchema),
+         (ModelSettings, ModelSchema)]
 
 
 def test_every_engine_setting_is_in_the_schema_once_with_its_default_and_help() -> None:
