@@ -74,7 +74,10 @@ def _omegaconf_type(hint: Any) -> Any:
 
 def field_help(cls: type) -> dict[str, str]:
     """The docstring written under each field of dataclass ``cls`` (its help text), by field name."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):  # no source shipped (a zipped install): the schema still works, without help
+        return {}
     body = tree.body[0].body  # type: ignore[attr-defined]
     helps = {}
     for node, after in itertools.pairwise(body):
