@@ -104,3 +104,44 @@ def test_the_real_file_holds_ten_conversations_and_1986_questions() -> None:
         by_id = {q.id: q for q in questions}
         assert all(e["question_id"] in by_id for e in audited)
         assert all(by_id[e["question_id"]].question == e["question"] for e in audited)
+
+
+# --------------------------------------------------------------------------- the audit of the gold answers
+
+AUDIT_ENTRIES = [
+    {"question_id": "locomo_0_qa0", "question": "When did Ana say hi?", "golden_answer": "2023", "category": 2,
+     "error_type": "WRONG_CITATION", "cited_evidence": ["D1:1"], "correct_evidence": ["D1:2"],
+     "correct_answer": "2023", "reasoning": "said in the second turn"},
+    {"question_id": "locomo_0_qa1", "question": "What did Ana's dog eat?", "golden_answer": "cake", "category": 5,
+     "error_type": "HALLUCINATION", "cited_evidence": [], "correct_evidence": [], "correct_answer": "nothing said",
+     "reasoning": "no dog"},
+]
+
+
+def test_the_audit_corrects_answers_and_evidence_and_gives_the_ceiling(tmp_path: Path) -> None:
+    from om_eval.data.locomo_audit import corrected, known_wrong_share, load_audit
+
+    audit = load_audit(write(tmp_path, AUDIT_ENTRIES, name="audit.json"))
+    assert not audit["locomo_0_qa0"].answer_wrong and audit["locomo_0_qa1"].answer_wrong
+    (conversation,) = load_locomo(write(tmp_path, [RECORD]))
+    fixed = corrected(conversation.questions, audit)
+    assert fixed[0].evidence == ("D1:2",)
+    assert fixed[0].answer == "2023" and fixed[1].answer == "nothing said"
+    assert known_wrong_share(conversation.questions, audit) == 0.5
+    broken = write(tmp_path, [{"question_id": "x"}], name="broken.json")
+    with pytest.raises(DatasetValidationError, match="audit entry 0 lacks"):
+        load_audit(broken)
+
+
+@pytest.mark.skipif(not (REAL.is_file() and AUDIT.is_file()),
+                    reason=f"the LoCoMo file and its audit are not in {SHARED} (never shipped: CC BY-NC)")
+def test_the_real_audit_marks_a_known_share_of_gold_answers_wrong() -> None:
+    from om_eval.data.locomo_audit import AUDIT_SHA256, known_wrong_share, load_audit
+
+    assert sha256_file(AUDIT) == AUDIT_SHA256
+    audit = load_audit(AUDIT)
+    questions = [q for c in load_locomo(REAL) for q in c.questions]
+    wrong = [e for e in audit.values() if e.answer_wrong]
+    assert len(audit) == 156 and Counter(e.error_type for e in audit.values())["WRONG_CITATION"] == 57
+    assert len(wrong) == 99  # the 99 entries other than WRONG_CITATION all change the answer
+    assert known_wrong_share(questions, audit) == pytest.approx(len(wrong) / 1986)
