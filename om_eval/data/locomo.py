@@ -49,6 +49,7 @@ LOCOMO_FILE = "locomo10.json"
 #: sha256 of ``data/locomo10.json`` in github.com/snap-research/locomo at commit 3eb6f2c.
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 ENV_PATH = "LOCOMO_PATH"
+ORIGIN = "github.com/snap-research/locomo, data/locomo10.json at commit 3eb6f2c"
 SpeakerRoles = Literal["a_user", "b_user"]
 SPEAKER_ROLES = ("a_user", "b_user")
 #: Seconds between consecutive turns of a session (a session has one time stamp).
@@ -128,18 +129,30 @@ def parse_session_time(text: str, *, where: str = "session") -> datetime:
     return datetime(int(match.group(6)), month, int(match.group(4)), hour, minute)
 
 
-def _resolve(path: str | os.PathLike[str] | None) -> Path:
-    chosen = path or os.environ.get(ENV_PATH)
+def read_pinned_json(
+    path: str | os.PathLike[str] | None, *, env: str, file_name: str, sha256: str, what: str, origin: str,
+    verify: bool = True, given_by: str | None = None,
+) -> tuple[Path, Any]:
+    """Find a data file the project never ships (``path``, else ``$env``; a folder means ``file_name`` in it), check
+    the official file against its pinned ``sha256``, and parse it: ``(the file, its JSON)``. ``what`` names the
+    data in messages, ``origin`` says where the pinned file comes from, ``given_by`` how a user passes the path."""
+    given_by = given_by or f"${env} (or pass a path)"
+    chosen = path or os.environ.get(env)
     if not chosen:
-        raise FileNotFoundError(
-            f"LoCoMo file not given: set dataset.path or ${ENV_PATH} to {LOCOMO_FILE} (github.com/snap-research/"
-            "locomo, data/locomo10.json at commit 3eb6f2c; its licence is CC BY-NC 4.0, so om-eval ships no copy)")
+        raise FileNotFoundError(f"{what} not given: set {given_by} to {file_name} ({origin}; its licence is CC "
+                                "BY-NC 4.0, so om-eval ships no copy)")
     found = Path(chosen)
     if found.is_dir():
-        found = found / LOCOMO_FILE
+        found = found / file_name
     if not found.is_file():
-        raise FileNotFoundError(f"LoCoMo file {found} does not exist (from dataset.path or ${ENV_PATH})")
-    return found
+        raise FileNotFoundError(f"{what} {found} does not exist (from {given_by})")
+    if verify and found.name == file_name and (actual := sha256_file(found)) != sha256:
+        raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {sha256} ({origin}); pass "
+                                     "verify=false to use another version knowingly")
+    try:
+        return found, json.loads(found.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetValidationError(str(found), f"not JSON: {error}") from None
 
 
 def _roles(speakers: tuple[str, str], mapping: str) -> dict[str, str]:
@@ -227,14 +240,9 @@ def load_locomo(
         FileNotFoundError: no file given or found (the message says how to provide it).
         DatasetValidationError: a record breaks the format (file, conversation and field named).
     """
-    found = _resolve(path)
-    if verify and found.name == LOCOMO_FILE and (actual := sha256_file(found)) != LOCOMO_SHA256:
-        raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {LOCOMO_SHA256} of LoCoMo at "
-                                     "commit 3eb6f2c; pass dataset.verify=false to use another version knowingly")
-    try:
-        records = json.loads(found.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetValidationError(str(found), f"not JSON: {error}") from None
+    found, records = read_pinned_json(path, env=ENV_PATH, file_name=LOCOMO_FILE, sha256=LOCOMO_SHA256,
+                                      what="LoCoMo file", origin=ORIGIN, verify=verify,
+                                      given_by=f"dataset.path or ${ENV_PATH}")
     if not isinstance(records, Sequence) or isinstance(records, str):
         raise DatasetValidationError(str(found), "expected a JSON list of conversations")
     return [_conversation(raw, index, speaker_roles, found.name) for index, raw in enumerate(records)]

@@ -9,14 +9,12 @@ that share, so a report can show raw and corrected scores side by side with the 
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 
-from om_eval.data.locomo import LocomoQuestion
-from om_eval.data.reading import DatasetValidationError, sha256_file
+from om_eval.data.locomo import LocomoQuestion, read_pinned_json
+from om_eval.data.reading import DatasetValidationError
 
 __all__ = ["AUDIT_FILE", "AUDIT_SHA256", "ENV_AUDIT_PATH", "AuditEntry", "corrected", "known_wrong_share",
            "load_audit"]
@@ -25,6 +23,7 @@ AUDIT_FILE = "locomo-audit-errors.json"
 #: sha256 of ``errors.json`` in github.com/dial481/locomo-audit at commit 9493fb4.
 AUDIT_SHA256 = "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e"
 ENV_AUDIT_PATH = "LOCOMO_AUDIT_PATH"
+ORIGIN = "github.com/dial481/locomo-audit, errors.json at commit 9493fb4"
 
 
 @dataclass(frozen=True)
@@ -60,23 +59,8 @@ def _entry(raw: Mapping[str, object], index: int, source: str) -> AuditEntry:
 def load_audit(path: str | os.PathLike[str] | None = None, *, verify: bool = True) -> dict[str, AuditEntry]:
     """The audit's entries by question id, from ``path`` or ``$LOCOMO_AUDIT_PATH`` (a file, or a folder holding
     ``locomo-audit-errors.json``); the official file is checked against its pinned sha256 first."""
-    chosen = path or os.environ.get(ENV_AUDIT_PATH)
-    if not chosen:
-        raise FileNotFoundError(
-            f"LoCoMo audit not given: set ${ENV_AUDIT_PATH} (or pass a path) to {AUDIT_FILE} (github.com/dial481/"
-            "locomo-audit, errors.json at commit 9493fb4; CC BY-NC 4.0, so om-eval ships no copy)")
-    found = Path(chosen)
-    if found.is_dir():
-        found = found / AUDIT_FILE
-    if not found.is_file():
-        raise FileNotFoundError(f"LoCoMo audit {found} does not exist")
-    if verify and found.name == AUDIT_FILE and (actual := sha256_file(found)) != AUDIT_SHA256:
-        raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {AUDIT_SHA256} of the audit at "
-                                     "commit 9493fb4; pass verify=False to use another version knowingly")
-    try:
-        records = json.loads(found.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetValidationError(str(found), f"not JSON: {error}") from None
+    found, records = read_pinned_json(path, env=ENV_AUDIT_PATH, file_name=AUDIT_FILE, sha256=AUDIT_SHA256,
+                                      what="LoCoMo audit", origin=ORIGIN, verify=verify)
     if not isinstance(records, list):
         raise DatasetValidationError(str(found), "expected a JSON list of audit entries")
     entries = [_entry(raw, i, found.name) for i, raw in enumerate(records)]
