@@ -1,7 +1,8 @@
 """The ``om-eval`` command line: one module per command, each with ``add_parser(commands)`` and ``run(args)``.
 
-Heavy imports stay inside the commands' ``run`` so that ``--help`` is instant; ``run`` hands everything after it to
-Hydra (:mod:`om_eval.cli.run`).
+Heavy imports stay inside the commands' ``run`` so that ``--help`` is instant. The ``run`` command is the exception:
+everything after it goes to Hydra before any parsing (:func:`om_eval.cli.run.run_hydra`), so its module only
+describes it for ``--help``.
 """
 
 from __future__ import annotations

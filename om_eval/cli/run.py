@@ -37,8 +37,3 @@ def run_hydra(overrides: Sequence[str]) -> int:
     from om_eval.experiment.app import main as run_main
 
     return run_main(list(overrides))
-
-
-def run(args: argparse.Namespace) -> int:
-    """Unused by :func:`om_eval.cli.main`, which hands ``run`` and its arguments to Hydra before parsing."""
-    return run_hydra([])

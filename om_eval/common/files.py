@@ -46,7 +46,8 @@ def short_hash(data: str | bytes, length: int = 16) -> str:
     return hashlib.sha256(raw).hexdigest()[:length]
 
 
-_HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
+#: This machine's name, safe in a file name: writers on a shared folder never pick the same name.
+HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
 
 
 @contextlib.contextmanager
@@ -59,7 +60,7 @@ def atomic_writer(path: str | os.PathLike[str], mode: str = "w", *, fsync: bool 
     """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".{target.name}.{_HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
+    tmp = target.parent / f".{target.name}.{HOST}.{os.getpid()}.{secrets.token_hex(4)}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, mode, encoding=None if "b" in mode else "utf-8") as handle:

@@ -20,16 +20,14 @@ What this module settles, so that every later step agrees:
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any, Literal
 
-from om_eval.data.reading import DatasetValidationError, sha256_file
+from om_eval.data.reading import DatasetValidationError, read_pinned_json
 from om_eval.om.config import ConfigError, option_error
 
 __all__ = [
@@ -127,32 +125,6 @@ def parse_session_time(text: str, *, where: str = "session") -> datetime:
     if match.group(3).lower() == "pm":
         hour += 12
     return datetime(int(match.group(6)), month, int(match.group(4)), hour, minute)
-
-
-def read_pinned_json(
-    path: str | os.PathLike[str] | None, *, env: str, file_name: str, sha256: str, what: str, origin: str,
-    verify: bool = True, given_by: str | None = None,
-) -> tuple[Path, Any]:
-    """Find a data file the project never ships (``path``, else ``$env``; a folder means ``file_name`` in it), check
-    the official file against its pinned ``sha256``, and parse it: ``(the file, its JSON)``. ``what`` names the
-    data in messages, ``origin`` says where the pinned file comes from, ``given_by`` how a user passes the path."""
-    given_by = given_by or f"${env} (or pass a path)"
-    chosen = path or os.environ.get(env)
-    if not chosen:
-        raise FileNotFoundError(f"{what} not given: set {given_by} to {file_name} ({origin}; its licence is CC "
-                                "BY-NC 4.0, so om-eval ships no copy)")
-    found = Path(chosen)
-    if found.is_dir():
-        found = found / file_name
-    if not found.is_file():
-        raise FileNotFoundError(f"{what} {found} does not exist (from {given_by})")
-    if verify and found.name == file_name and (actual := sha256_file(found)) != sha256:
-        raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {sha256} ({origin}); pass "
-                                     "verify=false to use another version knowingly")
-    try:
-        return found, json.loads(found.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise DatasetValidationError(str(found), f"not JSON: {error}") from None
 
 
 def _roles(speakers: tuple[str, str], mapping: str) -> dict[str, str]:

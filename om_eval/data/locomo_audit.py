@@ -13,8 +13,8 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
-from om_eval.data.locomo import LocomoQuestion, read_pinned_json
-from om_eval.data.reading import DatasetValidationError
+from om_eval.data.locomo import LocomoQuestion
+from om_eval.data.reading import DatasetValidationError, read_pinned_json
 
 __all__ = ["AUDIT_FILE", "AUDIT_SHA256", "ENV_AUDIT_PATH", "AuditEntry", "corrected", "known_wrong_share",
            "load_audit"]

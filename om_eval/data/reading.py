@@ -189,3 +189,29 @@ def _check_lone_value(value: Any, source: str) -> None:
         return
     kind = f"an object with keys {sorted(value)[:5]}" if isinstance(value, Mapping) else type(value).__name__
     raise DatasetValidationError(source, f"must hold a JSON array of records (or JSON lines), got {kind}")
+
+
+def read_pinned_json(
+    path: str | os.PathLike[str] | None, *, env: str, file_name: str, sha256: str, what: str, origin: str,
+    verify: bool = True, given_by: str | None = None,
+) -> tuple[Path, Any]:
+    """Find a data file the project never ships (``path``, else ``$env``; a folder means ``file_name`` in it), check
+    the official file against its pinned ``sha256``, and parse it: ``(the file, its JSON)``. ``what`` names the
+    data in messages, ``origin`` says where the pinned file comes from, ``given_by`` how a user passes the path."""
+    given_by = given_by or f"${env} (or pass a path)"
+    chosen = path or os.environ.get(env)
+    if not chosen:
+        raise FileNotFoundError(f"{what} not given: set {given_by} to {file_name} ({origin}; its licence is CC "
+                                "BY-NC 4.0, so om-eval ships no copy)")
+    found = Path(chosen)
+    if found.is_dir():
+        found = found / file_name
+    if not found.is_file():
+        raise FileNotFoundError(f"{what} {found} does not exist (from {given_by})")
+    if verify and found.name == file_name and (actual := sha256_file(found)) != sha256:
+        raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {sha256} ({origin}); pass "
+                                     "verify=false to use another version knowingly")
+    try:
+        return found, json.loads(found.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DatasetValidationError(str(found), f"not JSON: {error}") from None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
@@ -131,14 +132,20 @@ def _flat_defaults(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _om_defaults() -> dict[str, Any]:
+    """The schema's OM group at its defaults (made once: every spec and run id reads it)."""
+    from om_eval.experiment.schema import OMSchema
+
+    return asdict(OMSchema())
+
+
 def _without_later_defaults(om: Any, defaults: Mapping[str, Any] | None = None, prefix: str = "") -> Any:
     """``om`` without the settings outside :data:`ALWAYS_HASHED_OM_SETTINGS` that are at their default."""
     if not isinstance(om, Mapping):
         return om
     if defaults is None:
-        from om_eval.experiment.schema import OMSchema
-
-        defaults = _flat_defaults(asdict(OMSchema()))
+        defaults = _flat_defaults(_om_defaults())
     kept = {}
     for key, value in om.items():
         path = prefix + key
@@ -188,19 +195,12 @@ def _for_baseline(cfg: Mapping[str, Any], baseline: BaselineConfig) -> dict[str,
     return kept
 
 
-def _default_om() -> dict[str, Any]:
-    """The schema's OM defaults: the (unused) engine settings of a baseline run, whose config has no ``om``."""
-    from om_eval.experiment.schema import OMSchema
-
-    return asdict(OMSchema())
-
-
-def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], *, prompt: str) -> OMConfig:
+def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], replay: ReplayConfig, *, prompt: str) -> OMConfig:
     """The engine config from the run config's ``om`` group: every engine setting the schema holds there, by name (a
     setting stored before it existed takes its default), plus the ones held elsewhere."""
-    from om_eval.experiment.schema import ELSEWHERE, OMSchema
+    from om_eval.experiment.schema import ELSEWHERE
 
-    defaults = asdict(OMSchema())
+    defaults = _om_defaults()
     settings = {f.name: om.get(f.name, defaults[f.name]) for f in fields(OMConfig) if f.name not in ELSEWHERE[OMConfig]}
     return OMConfig(
         **settings,
@@ -209,22 +209,23 @@ def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], *, prompt: str)
         prompt_variant=prompt,
         # The replay decides the scope and resource-scope buffering; set here too so that explicit buffer options
         # are validated against them.
-        **ReplayConfig(**om["replay"]).engine_settings(),
+        **replay.engine_settings(),
     )
 
 
 def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     baseline = baseline_from(cfg.get("baseline"))
     cfg = _for_baseline(cfg, baseline)
-    om = cfg.get("om") or _default_om()
+    om = cfg.get("om") or _om_defaults()  # a baseline's (unused) engine settings: its config has no ``om``
     # A baseline calls no observer or reflector; the engine settings it carries name the actor (never called).
     models = {"observer": cfg["models"]["actor"], "reflector": cfg["models"]["actor"], **cfg["models"]}
-    om_config = _om_config(om, models, prompt=(cfg.get("prompt") or {"variant": "current"})["variant"])
+    replay = ReplayConfig(**om["replay"])
+    om_config = _om_config(om, models, replay, prompt=(cfg.get("prompt") or {"variant": "current"})["variant"])
     run = RunOptions(**cfg["run"])
     return RunSpec(
         experiment=cfg.get("experiment", "custom"),
         om=om_config,
-        replay=ReplayConfig(**om["replay"]),
+        replay=replay,
         token_estimator=om["token_estimator"],
         actor=_model(models["actor"], "actor"),
         judge_model=_model(models["judge"], "judge"),

@@ -38,7 +38,6 @@ import logging
 import os
 import re
 import secrets
-import socket
 import sys
 import threading
 import time
@@ -49,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from om_eval.common.files import atomic_write
+from om_eval.common.files import HOST, atomic_write
 from om_eval.common.secrets import redact_secrets
 from om_eval.llm.request import LLMRequest
 
@@ -59,7 +58,6 @@ log = logging.getLogger(__name__)
 
 _MAGIC = b"om-eval-cache/1 "
 _KEY_RE = re.compile(r"[0-9a-f]{16,128}")
-_HOST = re.sub(r"[^A-Za-z0-9_.-]", "_", socket.gethostname()) or "host"
 _STALE_TMP_SECONDS = 600.0
 _FLUSH_SECONDS = 5.0
 
@@ -345,7 +343,7 @@ class ResponseCache:
         self._flushed_at = time.monotonic()
         self._flushed: tuple[int, int, int, float] = (0, 0, 0, 0.0)
         self._epoch: str | None = None
-        self._stats_name = f"{_HOST}-{os.getpid()}-{secrets.token_hex(4)}.json"
+        self._stats_name = f"{HOST}-{os.getpid()}-{secrets.token_hex(4)}.json"
 
     def _read_epoch(self) -> str:
         # The epoch is an opaque token: a damaged file still reads as one (the same for every process), rather than
@@ -376,7 +374,7 @@ class ResponseCache:
                 "misses": current[1],
                 "hits_unknown_cost": current[2],
                 "dollars_saved": current[3],
-                "host": _HOST,
+                "host": HOST,
                 "pid": os.getpid(),
                 "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             }
