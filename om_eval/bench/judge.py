@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from om_eval.bench.locomo import HOUSE_ROUTES as LOCOMO_HOUSE_ROUTES
 from om_eval.bench.official_templates import (
     PINNED_COMMIT,
     PINNED_SHA256,
@@ -126,10 +127,11 @@ def house_template_name(task: str, abstention: bool = False) -> str:
     """The house template a (type, abstention) pair uses."""
     if abstention:
         return "abstention"
-    try:
-        return HOUSE_ROUTES[task]
-    except KeyError:
-        raise ValueError(f"unknown question type {task!r}; known: {', '.join(QUESTION_TYPES)}") from None
+    route = HOUSE_ROUTES.get(task) or LOCOMO_HOUSE_ROUTES.get(task)
+    if route is None:
+        raise ValueError(f"unknown question type {task!r}; known: {', '.join(QUESTION_TYPES)} (LongMemEval), "
+                         f"{', '.join(LOCOMO_HOUSE_ROUTES)} (LoCoMo)")
+    return route
 
 
 def house_prompt(task: str, question: str, answer: Any, response: str, abstention: bool = False) -> str:
@@ -284,9 +286,10 @@ class Judge:
         return builder(task, question, answer, response, abstention)
 
     def prompt_for(self, question: Question, hypothesis: str) -> str:
-        """The prompt for one question (abstention routed by ``_abs`` in the id, the answer as given)."""
-        return self.prompt(question.question_type, question.question, question.answer, hypothesis,
-                           question.is_abstention)
+        """The prompt for one question (abstention routed by the question's flag, LongMemEval's ``_abs``; the
+        answer as given, or the note the benchmark shows a judge instead, ``Question.judge_answer``)."""
+        answer = question.answer if question.judge_answer is None else question.judge_answer
+        return self.prompt(question.question_type, question.question, answer, hypothesis, question.is_abstention)
 
 
 @dataclass(frozen=True)

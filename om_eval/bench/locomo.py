@@ -13,6 +13,9 @@ script is not a library. The rules (``../shared/data/README.md``), implemented h
 * category 5 (adversarial) scores 1 when the prediction says "no information available" or "not mentioned".
 
 Per category the score is the mean over its questions; overall it is the mean over all questions (micro).
+
+:data:`BENCHMARK` puts LoCoMo behind the benchmark seam (:mod:`om_eval.bench.benchmark`): its categories with their
+numbers, this score as its own, the house judge's routes, Wilson intervals, and how a run loads the file.
 """
 
 from __future__ import annotations
@@ -22,9 +25,27 @@ import string
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from typing import Any
 
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-"""LoCoMo's category numbers and the names its paper gives them (vendors renumber them; we show both)."""
+from om_eval.bench.benchmark import Benchmark, Category
+from om_eval.data.locomo import CATEGORY_NAMES
+from om_eval.data.locomo_questions import locomo_dataset
+from om_eval.data.records import Dataset, Question
+from om_eval.data.subsets import select
+
+__all__ = ["BENCHMARK", "CATEGORY_NAMES", "CATEGORY_NUMBERS", "HOUSE_ROUTES", "locomo_f1", "locomo_scores",
+           "multi_answer_f1", "normalize_answer", "token_f1"]
+
+#: A category's number from its stored name (``items.question_type``).
+CATEGORY_NUMBERS = {name: number for number, name in CATEGORY_NAMES.items()}
+#: Which house judge template grades each category (unanswerable questions are routed by their flag). Every answerable
+#: category asks for the gold's content, so they share the plain template; LoCoMo's dates are absolute, so the
+#: temporal template's leniency for counted days does not apply.
+HOUSE_ROUTES = {"multi-hop": "answer", "temporal": "answer", "open-domain": "answer", "single-hop": "answer",
+                "adversarial": "abstention"}
+#: ``dataset.subset.types`` accepts a category's number (and ``cat<number>``) besides its name.
+TYPE_ALIASES = {**{str(n): name for n, name in CATEGORY_NAMES.items()},
+                **{f"cat{n}": name for n, name in CATEGORY_NAMES.items()}}
 UNANSWERABLE_PHRASES = ("no information available", "not mentioned")
 
 _DROPPED_WORDS = re.compile(r"\b(a|an|the|and)\b")
@@ -110,3 +131,34 @@ def locomo_scores(scored: Iterable[Mapping[str, float | int]]) -> dict[str, floa
         "per_category": {c: sums[c] / counts[c] for c in sorted(counts)},
         "counts": dict(sorted(counts.items())),
     }
+
+
+def _score(question: Question, prediction: str, gold: str | int) -> float:
+    return locomo_f1(prediction, gold, CATEGORY_NUMBERS[question.question_type])
+
+
+def load_locomo_run(dataset: Mapping[str, Any]) -> Dataset:
+    """The LoCoMo dataset a run names (``dataset.path``/``$LOCOMO_PATH``/the pinned download), then its subset."""
+    loaded = locomo_dataset(dataset.get("path"), verify=dataset.get("verify", True),
+                            speaker_roles=dataset.get("speaker_roles") or "a_user",
+                            corrections=dataset.get("corrections"), audit_path=dataset.get("audit_path"))
+    subset = {k: v for k, v in dict(dataset.get("subset") or {}).items() if v is not None and k != "seed"}
+    if subset:
+        loaded = select(loaded, seed=(dataset.get("subset") or {}).get("seed", 0), type_order=tuple(CATEGORY_NUMBERS),
+                        type_aliases=TYPE_ALIASES, **subset)
+    return loaded
+
+
+BENCHMARK = Benchmark(
+    name="locomo",
+    title="LoCoMo",
+    categories=tuple(Category(name, f"{number} {name}", f"{number}\n{name}", number)
+                     for number, name in sorted(CATEGORY_NAMES.items())),
+    load=load_locomo_run,
+    abstention_row=False,
+    own_score="F1",
+    scorer=_score,
+    judge_modes=("house",),
+    intervals="wilson",
+    identity={"scoring": "locomo-f1-v1", "house_routes": HOUSE_ROUTES},
+)

@@ -41,11 +41,14 @@ from om_eval.common.files import atomic_writer
 
 __all__ = [
     "OFFICIAL_TYPE_ORDER",
+    "category_metrics",
+    "score_means",
     "longmemeval_metrics",
     "metric_report",
     "read_eval_results_jsonl",
     "read_hypotheses_jsonl",
     "write_eval_results_jsonl",
+    "wilson_interval",
     "write_hypotheses_jsonl",
 ]
 
@@ -77,9 +80,14 @@ def _label(value: Any, question_id: str) -> int:
     raise ValueError(f"question {question_id}: label must be a boolean for a judged row, got {value!r}")
 
 
-def _prepare(rows: Iterable[Any]) -> list[tuple[str, int, str, int | None]]:
-    """(question id, type index, status, label) per row, validated."""
-    prepared: list[tuple[str, int, str, int | None]] = []
+Prepared = tuple[str, int, str, "int | None", bool]
+"""(question id, category index, status, label, unanswerable) of one row."""
+
+
+def _prepare(rows: Iterable[Any], categories: Sequence[str] = OFFICIAL_TYPE_ORDER) -> list[Prepared]:
+    """One :data:`Prepared` per row, validated. Abstention is the row's ``is_abstention`` when it has one (a
+    benchmark that marks it by a field), else ``_abs`` in the id (LongMemEval, as upstream reads it)."""
+    prepared: list[Prepared] = []
     seen: set[str] = set()
     for row in rows:
         qid = _get(row, "question_id")
@@ -89,8 +97,8 @@ def _prepare(rows: Iterable[Any]) -> list[tuple[str, int, str, int | None]]:
             raise ValueError(f"question {qid} appears twice; each question is scored once")
         seen.add(qid)
         qtype = _get(row, "question_type")
-        if qtype not in OFFICIAL_TYPE_ORDER:
-            raise ValueError(f"question {qid}: question_type {qtype!r} is not one of {', '.join(OFFICIAL_TYPE_ORDER)}")
+        if qtype not in categories:
+            raise ValueError(f"question {qid}: question_type {qtype!r} is not one of {', '.join(categories)}")
         label = _get(row, "label")
         status = _get(row, "status")
         if status is None:
@@ -99,16 +107,23 @@ def _prepare(rows: Iterable[Any]) -> list[tuple[str, int, str, int | None]]:
             status = "ok"
         if status not in STATUSES:
             raise ValueError(f"question {qid}: status {status!r} is not one of {', '.join(STATUSES)}")
-        prepared.append((qid, OFFICIAL_TYPE_ORDER.index(qtype), status, _label(label, qid) if status == "ok" else None))
+        flag = _get(row, "is_abstention")
+        abstain = "_abs" in qid if flag is None else bool(flag)
+        prepared.append((qid, categories.index(qtype), status, _label(label, qid) if status == "ok" else None,
+                         abstain))
     return prepared
 
 
-def _scored(prepared: Sequence[tuple[str, int, str, int | None]], errors: Errors) -> list[tuple[str, int, int]]:
+Scored = tuple[str, int, int, bool]
+"""(question id, category index, label, unanswerable) of one counted row."""
+
+
+def _scored(prepared: Sequence[Prepared], errors: Errors) -> list[Scored]:
     if errors not in ("exclude", "wrong"):
         raise ValueError(f"errors={errors!r}: use 'exclude' (graded) or 'wrong' (strict)")
     if errors == "exclude":
-        return [(qid, t, y) for qid, t, status, y in prepared if status == "ok"]  # type: ignore[misc]
-    return [(qid, t, y if status == "ok" else 0) for qid, t, status, y in prepared]  # type: ignore[misc]
+        return [(qid, t, y, a) for qid, t, status, y, a in prepared if status == "ok"]  # type: ignore[misc]
+    return [(qid, t, y if status == "ok" else 0, a) for qid, t, status, y, a in prepared]  # type: ignore[misc]
 
 
 def _mean(values: Sequence[int] | Sequence[float], empty: Empty) -> float | None:
@@ -117,16 +132,16 @@ def _mean(values: Sequence[int] | Sequence[float], empty: Empty) -> float | None
     return float(np.mean(values))
 
 
-def _metrics(scored: Sequence[tuple[str, int, int]], empty: Empty) -> dict[str, Any]:
+def _metrics(scored: Sequence[Scored], empty: Empty, categories: Sequence[str] = OFFICIAL_TYPE_ORDER) -> dict[str, Any]:
     if empty not in ("skip", "nan"):
         raise ValueError(f"empty={empty!r}: use 'skip' or 'nan' (upstream)")
-    by_type: list[list[int]] = [[] for _ in OFFICIAL_TYPE_ORDER]
+    by_type: list[list[int]] = [[] for _ in categories]
     abstention: list[int] = []
-    for qid, t, y in scored:
+    for _, t, y, abstain in scored:
         by_type[t].append(y)
-        if "_abs" in qid:
+        if abstain:
             abstention.append(y)
-    per_type = {name: {"accuracy": _mean(ys, empty), "n": len(ys)} for name, ys in zip(OFFICIAL_TYPE_ORDER, by_type)}
+    per_type = {name: {"accuracy": _mean(ys, empty), "n": len(ys)} for name, ys in zip(categories, by_type)}
     accuracies = [v["accuracy"] for v in per_type.values()]
     if empty == "nan":
         task_averaged: float | None = float(np.mean(accuracies))
@@ -159,7 +174,40 @@ def longmemeval_metrics(rows: Iterable[Any], *, empty: Empty = "skip", errors: E
     Raises:
         ValueError: naming the question, for an unknown type, a duplicate id or a judged row without a boolean label.
     """
-    return _metrics(_scored(_prepare(rows), errors), empty)
+    return category_metrics(rows, OFFICIAL_TYPE_ORDER, empty=empty, errors=errors)
+
+
+def category_metrics(rows: Iterable[Any], categories: Sequence[str], *, empty: Empty = "skip",
+                     errors: Errors = "exclude") -> dict[str, Any]:
+    """:func:`longmemeval_metrics` over another benchmark's ``categories`` (in the order it sums them)."""
+    return _metrics(_scored(_prepare(rows, categories), errors), empty, categories)
+
+
+def score_means(rows: Iterable[Any], categories: Sequence[str], column: str = "score") -> dict[str, Any]:
+    """Means of a benchmark's own per-answer score (LoCoMo's F1): per category over its rows, overall over all
+    rows (micro), as LoCoMo's evaluation aggregates; rows without a score (unanswered) are left out.
+
+    Returns:
+        ``{"overall": mean or None, "n": rows counted, "per_type": {category: {"mean", "n"}}}``.
+    """
+    sums = dict.fromkeys(categories, 0.0)
+    counts = dict.fromkeys(categories, 0)
+    for row in rows:
+        value = _get(row, column)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            continue
+        qtype = _get(row, "question_type")
+        if qtype not in sums:
+            raise ValueError(f"question {_get(row, 'question_id')}: question_type {qtype!r} is not one of "
+                             f"{', '.join(categories)}")
+        sums[qtype] += float(value)
+        counts[qtype] += 1
+    n = sum(counts.values())
+    return {
+        "overall": math.fsum(sums.values()) / n if n else None,
+        "n": n,
+        "per_type": {c: {"mean": sums[c] / counts[c] if counts[c] else None, "n": counts[c]} for c in categories},
+    }
 
 
 # ------------------------------------------------------------------------------------------------ bootstrap
@@ -175,11 +223,39 @@ def percentile_interval(values: np.ndarray, confidence: float) -> tuple[float, f
     return (float(low), float(high))
 
 
-def _bootstrap(scored: Sequence[tuple[str, int, int]], n_boot: int, seed: int, confidence: float) -> dict[str, Any]:
-    labels = np.array([y for _, _, y in scored], dtype=float)
-    types = np.array([t for _, t, _ in scored], dtype=np.int64)
-    abstain = np.array(["_abs" in qid for qid, _, _ in scored], dtype=bool)
-    empty_ci = {"overall": None, "task_averaged": None, "per_type": dict.fromkeys(OFFICIAL_TYPE_ORDER),
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float] | None:
+    """The Wilson score interval of ``successes`` out of ``n`` (``None`` for ``n == 0``): unlike the normal
+    approximation it stays inside [0, 1] and is sensible at 0 % and 100 %, which small categories often hit."""
+    if n <= 0:
+        return None
+    from statistics import NormalDist
+
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def _wilson(scored: Sequence[Scored], categories: Sequence[str], confidence: float) -> dict[str, Any]:
+    """Wilson intervals of the per-category, overall and abstention accuracies (the task average has none: it is
+    not a proportion, so it keeps its bootstrap interval)."""
+    def of(rows: list[int]) -> tuple[float, float] | None:
+        return wilson_interval(sum(rows), len(rows), confidence)
+
+    return {
+        "overall": of([y for _, _, y, _ in scored]),
+        "per_type": {name: of([y for _, t, y, _ in scored if t == k]) for k, name in enumerate(categories)},
+        "abstention": of([y for _, _, y, a in scored if a]),
+    }
+
+
+def _bootstrap(scored: Sequence[Scored], n_boot: int, seed: int, confidence: float,
+               categories: Sequence[str] = OFFICIAL_TYPE_ORDER) -> dict[str, Any]:
+    labels = np.array([y for _, _, y, _ in scored], dtype=float)
+    types = np.array([t for _, t, _, _ in scored], dtype=np.int64)
+    abstain = np.array([a for _, _, _, a in scored], dtype=bool)
+    empty_ci = {"overall": None, "task_averaged": None, "per_type": dict.fromkeys(categories),
                 "abstention": None}
     if labels.size == 0 or n_boot == 0:
         return empty_ci
@@ -191,8 +267,8 @@ def _bootstrap(scored: Sequence[tuple[str, int, int]], n_boot: int, seed: int, c
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(count > 0, (y * mask).sum(axis=1) / np.maximum(count, 1), np.nan)
 
-    per_type = np.stack([rate(t == k) for k in range(len(OFFICIAL_TYPE_ORDER))], axis=1)
-    present = [k for k in range(len(OFFICIAL_TYPE_ORDER)) if (types == k).any()]
+    per_type = np.stack([rate(t == k) for k in range(len(categories))], axis=1)
+    present = [k for k in range(len(categories)) if (types == k).any()]
     with np.errstate(invalid="ignore"):
         columns = per_type[:, present]
         counts = (~np.isnan(columns)).sum(axis=1)
@@ -200,15 +276,20 @@ def _bootstrap(scored: Sequence[tuple[str, int, int]], n_boot: int, seed: int, c
     return {
         "overall": percentile_interval(y.mean(axis=1), confidence),
         "task_averaged": percentile_interval(task, confidence),
-        "per_type": {name: percentile_interval(per_type[:, k], confidence) for k, name in enumerate(OFFICIAL_TYPE_ORDER)},
+        "per_type": {name: percentile_interval(per_type[:, k], confidence) for k, name in enumerate(categories)},
         "abstention": percentile_interval(rate(a), confidence),
     }
 
 
 def metric_report(
-    rows: Iterable[Any], *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95, empty: Empty = "skip"
+    rows: Iterable[Any], *, n_boot: int = 1000, seed: int = 0, confidence: float = 0.95, empty: Empty = "skip",
+    categories: Sequence[str] = OFFICIAL_TYPE_ORDER, intervals: str = "bootstrap",
 ) -> dict[str, Any]:
     """Graded and strict metrics, each with percentile-bootstrap confidence intervals.
+
+    ``categories`` are the benchmark's (LongMemEval's six types by default); ``intervals="wilson"`` gives the
+    per-category, overall and abstention accuracies Wilson score intervals instead (the task average keeps its
+    bootstrap one).
 
     Returns:
         ``{"counts": {"total", "ok", "error", "not_run"}, "graded": {...metrics, "ci": {...}},
@@ -220,15 +301,22 @@ def metric_report(
         raise ValueError(f"n_boot must be >= 0, got {n_boot}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    prepared = _prepare(rows)
+    if intervals not in ("bootstrap", "wilson"):
+        raise ValueError(f"intervals={intervals!r}: use 'bootstrap' or 'wilson'")
+    prepared = _prepare(rows, categories)
     report: dict[str, Any] = {
         "counts": {"total": len(prepared), **{s: sum(1 for p in prepared if p[2] == s) for s in STATUSES}},
     }
     for name, errors in (("graded", "exclude"), ("strict", "wrong")):
         scored = _scored(prepared, errors)  # type: ignore[arg-type]
-        report[name] = {**_metrics(scored, empty), "ci": _bootstrap(scored, n_boot, seed, confidence)}
-    report["bootstrap"] = {"n_boot": n_boot, "seed": seed, "confidence": confidence,
-                           "method": "percentile bootstrap, questions resampled with replacement"}
+        ci = _bootstrap(scored, n_boot, seed, confidence, categories)
+        if intervals == "wilson":
+            ci.update(_wilson(scored, categories, confidence))
+        report[name] = {**_metrics(scored, empty, categories), "ci": ci}
+    method = "percentile bootstrap, questions resampled with replacement"
+    if intervals == "wilson":
+        method = "Wilson score intervals per category, overall and abstention; " + method + " for the task average"
+    report["bootstrap"] = {"n_boot": n_boot, "seed": seed, "confidence": confidence, "method": method}
     return report
 
 

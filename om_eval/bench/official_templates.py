@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om_eval.common.files import atomic_write
+from om_eval.common.files import atomic_write, cache_folder
 
 PromptBuilder = Callable[..., str]
 """``(task, question, answer, response, abstention=False) -> str``, the upstream signature."""
@@ -106,10 +106,7 @@ class OfficialTemplates:
 
 
 def _default_cache_dir() -> Path:
-    explicit = os.environ.get("OM_EVAL_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "longmemeval"
-    return Path.home() / ".cache" / "om-eval" / "longmemeval"
+    return cache_folder("longmemeval")
 
 
 def _offline() -> bool:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import zlib
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,8 @@ def haystack_hash(question: Question) -> str:
 
 
 class SnapshotStore:
-    """Memory snapshots on disk: ``<root>/<memory hash>/<question id>.json``, written atomically."""
+    """Memory snapshots on disk: ``<root>/<memory hash>/<memory owner>.json``, written atomically (the owner is the
+    question id, or the id of a haystack several questions share)."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root)
@@ -124,11 +126,12 @@ async def build_memory(
     store: SnapshotStore | None = None,
     token_counter: TokenCounter | None = None,
 ) -> MemoryBuild:
-    """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise."""
+    """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise (stored under
+    the question's :attr:`~om_eval.data.records.Question.memory_owner`, so questions sharing a haystack share it)."""
     replay = replay or ReplayConfig()
     counter = token_counter or default_counter()
     key = f"{memory_hash(om_config, replay, counter.name)}-{haystack_hash(question)}"
-    saved = store.get(key, question.question_id) if store is not None else None
+    saved = store.get(key, question.memory_owner) if store is not None else None
     if saved is not None:
         memory = ObservationalMemory.from_snapshot(
             saved["snapshot"], observer=observer, reflector=reflector, token_counter=counter
@@ -139,8 +142,58 @@ async def build_memory(
         question, om_config, observer=observer, reflector=reflector, replay=replay, token_counter=counter
     )
     if store is not None:
-        store.put(key, question.question_id, {"snapshot": memory.snapshot(), "stats": asdict(stats)})
+        store.put(key, question.memory_owner, {"snapshot": memory.snapshot(), "stats": asdict(stats)})
     return MemoryBuild(memory, stats, key, reused=False)
+
+
+class SharedBuilds:
+    """Memories that several questions share (a LoCoMo conversation's), built once per job and handed to each.
+
+    The first question of a haystack builds it; the others wait for that build and get it marked ``reused`` (so
+    its OM events and snapshot are recorded once, with the builder's item). A failed build is not handed on: a
+    waiter then tries once itself, so one bad reply does not fail a whole conversation. Only the ``keep`` most
+    recent haystacks stay in memory (questions come in file order, grouped by haystack); an older one comes back
+    from the snapshot store.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = max(1, keep)
+        self._builds: OrderedDict[str, asyncio.Future[MemoryBuild]] = OrderedDict()
+        self.builds = 0
+        """Builds this object started (replays or snapshot loads), for reports and tests."""
+
+    async def get(self, owner: str, make: Callable[[], Awaitable[MemoryBuild]]) -> MemoryBuild:
+        for _ in range(2):
+            future = self._builds.get(owner)
+            if future is None:
+                return await self._make(owner, make)
+            self._builds.move_to_end(owner)
+            try:
+                return replace(await asyncio.shield(future), reused=True)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the builder's question records the error; this one tries on its own
+                if self._builds.get(owner) is future:
+                    del self._builds[owner]
+        return await make()
+
+    async def _make(self, owner: str, make: Callable[[], Awaitable[MemoryBuild]]) -> MemoryBuild:
+        future: asyncio.Future[MemoryBuild] = asyncio.get_running_loop().create_future()
+        self._builds[owner] = future
+        while len(self._builds) > self.keep:
+            self._builds.popitem(last=False)
+        self.builds += 1
+        try:
+            build = await make()
+        except asyncio.CancelledError:
+            future.cancel()
+            raise
+        except Exception as error:
+            future.set_exception(error)
+            future.exception()  # retrieved here: a build nobody waited for must not warn at exit
+            raise
+        future.set_result(build)
+        return build
 
 
 @dataclass(frozen=True)

@@ -195,7 +195,7 @@ async def replay_question(
         ) from error
     counter = token_counter or default_counter()
     memory = ObservationalMemory(
-        config, observer=observer, reflector=reflector, resource_id=f"resource_{question.question_id}",
+        config, observer=observer, reflector=reflector, resource_id=f"resource_{question.memory_owner}",
         token_counter=counter,
     )
     stats = ReplayStats()
@@ -263,8 +263,9 @@ async def check_question_turn(
 
 
 def eval_thread_id(question: Question) -> str:
-    """The fresh thread the question is asked on (never part of the replayed memory)."""
-    return f"eval:{question.question_id}"
+    """The fresh thread the question is asked on (never part of the replayed memory). Questions that share a
+    haystack share it too: its first step belongs to the shared build, and no question's words enter the memory."""
+    return f"eval:{question.memory_owner}"
 
 
 def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -> None:

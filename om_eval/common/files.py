@@ -106,3 +106,13 @@ def held_lock(path: str | os.PathLike[str]) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def cache_folder(name: str) -> Path:
+    """``<cache base>/<name>``: the base is ``$OM_EVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/om-eval``, else
+    ``~/.cache/om-eval`` (model answers live in ``llm/``, local weights in ``models/``, data files in ``data/``)."""
+    explicit = os.environ.get("OM_EVAL_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser() / name
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "om-eval" / name

@@ -15,7 +15,11 @@ What this module settles, so that every later step agrees:
   ``b_user``. A memory built for one speaker sees the other as the assistant.
 * **Category 5** (adversarial, unanswerable) has ``adversarial_answer`` where the others have ``answer``: its gold
   is the adversarial answer, and :attr:`LocomoQuestion.adversarial` says so (LoCoMo scores it by refusal phrases).
-* **Evidence** stays as LoCoMo's dialog ids (``D<session>:<turn>``).
+* **Evidence** stays as LoCoMo's dialog ids (``D<session>:<turn>``); :func:`evidence_turns` reads the few
+  malformed ones (``D:11:26``, ``D8:6; D9:17``) as their dialog ids.
+* **As benchmark questions** (:mod:`om_eval.data.locomo_questions`): every question of a conversation shares one haystack
+  (``haystack_id`` ``locomo_<conversation index>``), so one memory answers them all; the question is asked
+  :data:`QUESTION_DELAY` after the conversation's last turn (LoCoMo gives questions no date).
 """
 
 from __future__ import annotations
@@ -25,22 +29,28 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, Literal
 
 from om_eval.data.reading import DatasetValidationError, read_pinned_json
 from om_eval.om.config import ConfigError, option_error
 
 __all__ = [
+    "CATEGORY_NAMES",
     "ENV_PATH",
     "LOCOMO_FILE",
     "LOCOMO_SHA256",
+    "QUESTION_DELAY",
     "LocomoConversation",
     "LocomoQuestion",
     "LocomoSession",
     "LocomoTurn",
+    "evidence_turns",
+    "haystack_id",
     "load_locomo",
     "parse_session_time",
     "question_id",
+    "read_locomo",
 ]
 
 LOCOMO_FILE = "locomo10.json"
@@ -48,6 +58,14 @@ LOCOMO_FILE = "locomo10.json"
 LOCOMO_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 ENV_PATH = "LOCOMO_PATH"
 ORIGIN = "github.com/snap-research/locomo, data/locomo10.json at commit 3eb6f2c"
+#: Where the pinned file is downloaded from when no path is given (checked against :data:`LOCOMO_SHA256`).
+LOCOMO_URL = "https://raw.githubusercontent.com/snap-research/locomo/3eb6f2c/data/locomo10.json"
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+"""LoCoMo's category numbers and the names its paper gives them (vendors renumber them; reports show both). A
+question's type (``items.question_type``) is its category's name."""
+#: When a question is asked: this long after the conversation's last turn.
+QUESTION_DELAY = timedelta(hours=1)
+_DIALOG_ID = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
 SpeakerRoles = Literal["a_user", "b_user"]
 SPEAKER_ROLES = ("a_user", "b_user")
 #: Seconds between consecutive turns of a session (a session has one time stamp).
@@ -113,6 +131,17 @@ class LocomoConversation:
 
 def question_id(conversation: int, index: int) -> str:
     return f"locomo_{conversation}_qa{index}"
+
+
+def haystack_id(conversation: int) -> str:
+    """The id of a conversation's shared memory (every question of it is answered from one build)."""
+    return f"locomo_{conversation}"
+
+
+def evidence_turns(evidence: Sequence[str]) -> frozenset[tuple[int, int]]:
+    """(session, turn) of every dialog id in ``evidence``; malformed ids are read where a dialog id is plain in them
+    (``D:11:26`` is D11:26, ``D8:6; D9:17`` two ids) and dropped where none is (a bare ``D``)."""
+    return frozenset((int(s), int(t)) for text in evidence for s, t in _DIALOG_ID.findall(str(text)))
 
 
 def parse_session_time(text: str, *, where: str = "session") -> datetime:
@@ -198,13 +227,26 @@ def _conversation(raw: Any, index: int, mapping: str, source: str) -> LocomoConv
     return LocomoConversation(index, str(raw.get("sample_id", index)), speakers, sessions, questions)
 
 
+def read_locomo(
+    path: str | os.PathLike[str] | None = None, *, verify: bool = True, speaker_roles: str = "a_user",
+) -> tuple[Path, list[LocomoConversation]]:
+    """:func:`load_locomo` with the file it read."""
+    found, records = read_pinned_json(path, env=ENV_PATH, file_name=LOCOMO_FILE, sha256=LOCOMO_SHA256,
+                                      what="LoCoMo file", origin=ORIGIN, verify=verify, url=LOCOMO_URL,
+                                      given_by=f"dataset.path or ${ENV_PATH}")
+    if not isinstance(records, Sequence) or isinstance(records, str):
+        raise DatasetValidationError(str(found), "expected a JSON list of conversations")
+    return found, [_conversation(raw, index, speaker_roles, found.name) for index, raw in enumerate(records)]
+
+
 def load_locomo(
     path: str | os.PathLike[str] | None = None, *, verify: bool = True, speaker_roles: str = "a_user",
 ) -> list[LocomoConversation]:
     """Every conversation of a LoCoMo file, checked.
 
     Args:
-        path: the file (or a folder holding ``locomo10.json``); default ``$LOCOMO_PATH``.
+        path: the file (or a folder holding ``locomo10.json``); default ``$LOCOMO_PATH``, else the pinned file
+            downloaded once into om-eval's data cache (:data:`LOCOMO_URL`, checked against its sha256).
         verify: check a file named ``locomo10.json`` against the pinned sha256 first.
         speaker_roles: which speaker is the user: ``a_user`` or ``b_user``.
 
@@ -212,9 +254,4 @@ def load_locomo(
         FileNotFoundError: no file given or found (the message says how to provide it).
         DatasetValidationError: a record breaks the format (file, conversation and field named).
     """
-    found, records = read_pinned_json(path, env=ENV_PATH, file_name=LOCOMO_FILE, sha256=LOCOMO_SHA256,
-                                      what="LoCoMo file", origin=ORIGIN, verify=verify,
-                                      given_by=f"dataset.path or ${ENV_PATH}")
-    if not isinstance(records, Sequence) or isinstance(records, str):
-        raise DatasetValidationError(str(found), "expected a JSON list of conversations")
-    return [_conversation(raw, index, speaker_roles, found.name) for index, raw in enumerate(records)]
+    return read_locomo(path, verify=verify, speaker_roles=speaker_roles)[1]

@@ -24,6 +24,8 @@ AUDIT_FILE = "locomo-audit-errors.json"
 AUDIT_SHA256 = "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e"
 ENV_AUDIT_PATH = "LOCOMO_AUDIT_PATH"
 ORIGIN = "github.com/dial481/locomo-audit, errors.json at commit 9493fb4"
+#: Where the pinned audit is downloaded from when no path is given (checked against :data:`AUDIT_SHA256`).
+AUDIT_URL = "https://raw.githubusercontent.com/dial481/locomo-audit/9493fb4/errors.json"
 
 
 @dataclass(frozen=True)
@@ -58,9 +60,10 @@ def _entry(raw: Mapping[str, object], index: int, source: str) -> AuditEntry:
 
 def load_audit(path: str | os.PathLike[str] | None = None, *, verify: bool = True) -> dict[str, AuditEntry]:
     """The audit's entries by question id, from ``path`` or ``$LOCOMO_AUDIT_PATH`` (a file, or a folder holding
-    ``locomo-audit-errors.json``); the official file is checked against its pinned sha256 first."""
+    ``locomo-audit-errors.json``), else its pinned download (:data:`AUDIT_URL`); the official file is checked
+    against its pinned sha256 first."""
     found, records = read_pinned_json(path, env=ENV_AUDIT_PATH, file_name=AUDIT_FILE, sha256=AUDIT_SHA256,
-                                      what="LoCoMo audit", origin=ORIGIN, verify=verify)
+                                      what="LoCoMo audit", origin=ORIGIN, verify=verify, url=AUDIT_URL)
     if not isinstance(records, list):
         raise DatasetValidationError(str(found), "expected a JSON list of audit entries")
     entries = [_entry(raw, i, found.name) for i, raw in enumerate(records)]

@@ -191,15 +191,44 @@ def _check_lone_value(value: Any, source: str) -> None:
     raise DatasetValidationError(source, f"must hold a JSON array of records (or JSON lines), got {kind}")
 
 
-def read_pinned_json(
+def fetch_pinned(url: str, file_name: str, sha256: str, *, what: str, timeout: float = 60.0) -> Path:
+    """The file at ``url`` in om-eval's data cache (``<cache>/data/<sha256 prefix>/<file_name>``), downloaded once
+    and kept only when its sha256 is the pinned one; a cached copy is checked again before it is used."""
+    import urllib.error
+    import urllib.request
+
+    from om_eval.common.files import atomic_write, cache_folder
+
+    target = cache_folder("data") / sha256[:16] / file_name
+    if target.is_file() and sha256_file(target) == sha256:
+        return target
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            data = response.read()
+    except (urllib.error.URLError, OSError) as error:
+        raise FileNotFoundError(f"{what}: could not download {url} ({error}); give its path instead") from None
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise DatasetValidationError(url, f"downloaded sha256 {actual} is not the pinned {sha256}: not kept")
+    atomic_write(target, data)
+    return target
+
+
+def locate_pinned(
     path: str | os.PathLike[str] | None, *, env: str, file_name: str, sha256: str, what: str, origin: str,
-    verify: bool = True, given_by: str | None = None,
-) -> tuple[Path, Any]:
-    """Find a data file the project never ships (``path``, else ``$env``; a folder means ``file_name`` in it), check
-    the official file against its pinned ``sha256``, and parse it: ``(the file, its JSON)``. ``what`` names the
-    data in messages, ``origin`` says where the pinned file comes from, ``given_by`` how a user passes the path."""
+    verify: bool = True, given_by: str | None = None, url: str | None = None,
+) -> Path:
+    """Find a data file the project never ships: ``path``, else ``$env`` (a folder means ``file_name`` in it), else
+    a download of the pinned ``url`` when one is given; the official file is checked against its pinned
+    ``sha256``. ``what`` names the data in messages, ``origin`` says where the pinned file comes from, ``given_by``
+    how a user passes the path."""
     given_by = given_by or f"${env} (or pass a path)"
     chosen = path or os.environ.get(env)
+    if not chosen and url is not None:
+        try:
+            return fetch_pinned(url, file_name, sha256, what=what)
+        except FileNotFoundError as error:
+            raise FileNotFoundError(f"{what} not given ({given_by}) and {error}") from None
     if not chosen:
         raise FileNotFoundError(f"{what} not given: set {given_by} to {file_name} ({origin}; its licence is CC "
                                 "BY-NC 4.0, so om-eval ships no copy)")
@@ -211,6 +240,16 @@ def read_pinned_json(
     if verify and found.name == file_name and (actual := sha256_file(found)) != sha256:
         raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {sha256} ({origin}); pass "
                                      "verify=false to use another version knowingly")
+    return found
+
+
+def read_pinned_json(
+    path: str | os.PathLike[str] | None, *, env: str, file_name: str, sha256: str, what: str, origin: str,
+    verify: bool = True, given_by: str | None = None, url: str | None = None,
+) -> tuple[Path, Any]:
+    """:func:`locate_pinned`, then the file parsed: ``(the file, its JSON)``."""
+    found = locate_pinned(path, env=env, file_name=file_name, sha256=sha256, what=what, origin=origin,
+                          verify=verify, given_by=given_by, url=url)
     try:
         return found, json.loads(found.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from om_eval.common.files import short_hash
 from om_eval.data.records import (
@@ -33,16 +33,16 @@ def _count(value: int | None, name: str) -> int | None:
     return value
 
 
-def _types(types: str | Iterable[str]) -> list[str]:
-    names = [types] if isinstance(types, str) else list(types)
+def _types(types: str | Iterable[str], order: Sequence[str], aliases: Mapping[str, str]) -> list[str]:
+    names = [types] if isinstance(types, (str, int)) else list(types)
     chosen = set()
     for name in names:
-        full = TYPE_ALIASES.get(name.lower(), name)
-        if full not in QUESTION_TYPES:
-            raise ConfigError(f"question type {name!r} is unknown: use one of {', '.join(QUESTION_TYPES)} "
-                             f"or {', '.join(TYPE_ALIASES)}")
+        full = aliases.get(str(name).lower(), str(name))
+        if full not in order:
+            raise ConfigError(f"dataset.subset.types: question type {name!r} is unknown: use one of {', '.join(order)}"
+                              + (f" or {', '.join(aliases)}" if aliases else ""))
         chosen.add(full)
-    return [t for t in QUESTION_TYPES if t in chosen]
+    return [t for t in order if t in chosen]
 
 
 def _describe_ids(ids: list[str]) -> str:
@@ -62,14 +62,18 @@ def select(
     seed: int = 0,
     per_type: int | None = None,
     abstention: bool | None = None,
+    haystacks: Iterable[str] | None = None,
+    type_order: Sequence[str] = QUESTION_TYPES,
+    type_aliases: Mapping[str, str] = TYPE_ALIASES,
 ) -> Dataset:
     """Choose questions; the result keeps file order and records how it was chosen in ``subset``.
 
     Filters (``ids``, ``types``, ``abstention``) apply first, then at most one of ``first`` (the first N),
     ``sample`` (N drawn with ``random.Random(seed)`` from the sorted ids) or ``per_type`` (for each type, N drawn
     from that type's sorted ids with a per-type seeded generator). Each takes at most N (fewer when fewer exist).
-    ``types`` accepts the full names or ``ssu ssa ssp ms ku tr``; ``abstention`` True keeps only ``_abs``
-    questions, False only answerable ones. The description is canonical (ids sorted, types in benchmark order;
+    ``types`` accepts the full names or their aliases (LongMemEval: ``ssu ssa ssp ms ku tr``; another benchmark
+    passes its ``type_order`` and ``type_aliases``); ``abstention`` True keeps only unanswerable questions, False
+    only answerable ones; ``haystacks`` keeps the questions of those shared memories (LoCoMo's ``locomo_0``...). The description is canonical (ids sorted, types in benchmark order;
     more than 20 ids are described by count and hash) and is appended to an existing one with `` | ``.
 
     Raises:
@@ -90,8 +94,17 @@ def select(
         keep = set(wanted)
         questions = [q for q in questions if q.question_id in keep]
         parts.append(_describe_ids(wanted))
+    if haystacks is not None:
+        wanted = list(dict.fromkeys([haystacks] if isinstance(haystacks, str) else haystacks))
+        present = {q.memory_owner for q in questions}
+        unknown = [h for h in wanted if h not in present]
+        if unknown:
+            raise ConfigError(f"dataset.subset.haystacks: {', '.join(map(repr, unknown))} not in dataset "
+                              f"{dataset.name!r} (it has {', '.join(sorted(present)[:12])})")
+        questions = [q for q in questions if q.memory_owner in set(wanted)]
+        parts.append("haystacks=" + ",".join(sorted(wanted)))
     if types is not None:
-        chosen = _types(types)
+        chosen = _types(types, type_order, type_aliases)
         questions = [q for q in questions if q.question_type in chosen]
         parts.append("types=" + ",".join(chosen))
     if abstention is not None:
@@ -107,7 +120,7 @@ def select(
         parts.append(f"sample={sample};seed={seed}")
     elif per_type is not None:
         keep = set()
-        for qtype in QUESTION_TYPES:
+        for qtype in type_order:
             pool = sorted(q.question_id for q in questions if q.question_type == qtype)
             keep.update(random.Random(f"{seed}:{qtype}").sample(pool, min(per_type, len(pool))))
         questions = [q for q in questions if q.question_id in keep]

@@ -206,16 +206,25 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
 
     metrics_path = Path(job.spec.run.results_dir) / "runs" / job.run_id / "metrics.json"
     metrics = json.loads(metrics_path.read_text()) if metrics_path.exists() else {}
+    from rich.markup import escape
+
     p = job.progress
-    console.print(
+    console.print(escape(
         f"run {job.run_id} ({job.spec.run.label}): {p.skipped_done} already done, {p.done} answered, "
         f"{p.errors} errors · {p.describe()}"
-    )
-    if metrics:
-        console.print(
-            f"task-averaged {metrics['task_averaged']:.4f} · overall {metrics['overall']:.4f} · abstention "
-            f"{metrics['abstention']['accuracy']}" if metrics.get("task_averaged") is not None else str(metrics)
-        )
+    ))
+    if metrics.get("task_averaged") is not None:
+        parts = [f"task-averaged {metrics['task_averaged']:.4f}", f"overall {metrics['overall']:.4f}"]
+        if job.benchmark.abstention_row and metrics["abstention"]["accuracy"] is not None:
+            parts.append(f"abstention {metrics['abstention']['accuracy']:.4f}")
+        if "own" in metrics and metrics["own"]["overall"] is not None:
+            parts.append(f"{metrics['own']['name']} {metrics['own']['overall']:.4f}")
+        if "corrected" in metrics:
+            fixed = metrics["corrected"]
+            parts.append(f"corrected gold ({fixed['changed']} answers): overall {fixed['overall']:.4f}"
+                         + (f", {metrics['own']['name']} {fixed['own']['overall']:.4f}"
+                            if fixed["own"]["overall"] is not None else ""))
+        console.print(" · ".join(parts))
     return {"run_id": job.run_id, "label": job.spec.run.label, **{k: metrics.get(k) for k in ("overall",
                                                                                             "task_averaged")}}
 

@@ -21,18 +21,23 @@ from typing import Any
 
 from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
+from om_eval.bench.benchmark import Benchmark, benchmark_named
 from om_eval.bench.judge import Judge
 from om_eval.bench.metrics import (
-    longmemeval_metrics,
+    category_metrics,
+    score_means,
     write_eval_results_jsonl,
     write_hypotheses_jsonl,
 )
-from om_eval.bench.pipeline import answer_and_judge, build_memory, memory_hash
+from om_eval.bench.pipeline import (
+    SharedBuilds,
+    answer_and_judge,
+    build_memory,
+    memory_hash,
+)
+from om_eval.bench.scoring import benchmark_columns
 from om_eval.common.files import open_lock, safe_file_name, try_lock
-from om_eval.data import load_dataset, mini_fixture_path, select
-from om_eval.data.loader import dataset_from_records
 from om_eval.data.records import Dataset, Question
-from om_eval.data.synth import generate
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
@@ -43,21 +48,8 @@ from om_eval.om.tokens import make_counter
 
 
 def load_run_dataset(dataset: Mapping[str, Any]) -> Dataset:
-    """The dataset a run names: the bundled mini set, a LongMemEval file, or a generated one; then its subset."""
-    name = dataset["name"]
-    if name == "mini":
-        loaded = load_dataset(path=dataset.get("path") or mini_fixture_path())
-    elif name == "synthetic":
-        synth = dataset["synthetic"]
-        records = generate(size=synth["size"], questions_per_type=synth["questions_per_type"],
-                           abstention=synth.get("abstention"), seed=synth["seed"])
-        loaded = dataset_from_records(records, name=f"synthetic-{synth['size']}-seed{synth['seed']}")
-    else:
-        loaded = load_dataset(name, path=dataset.get("path"), verify=dataset.get("verify", True))
-    subset = {k: v for k, v in dict(dataset.get("subset") or {}).items() if v is not None and k != "seed"}
-    if subset:
-        loaded = select(loaded, seed=dataset["subset"].get("seed", 0), **subset)
-    return loaded
+    """The dataset a run names, loaded by its benchmark (``dataset.benchmark``; LongMemEval by default)."""
+    return benchmark_named(dataset.get("benchmark")).load(dataset)
 
 
 def eval_results_name(judge_model: str) -> str:
@@ -66,6 +58,10 @@ def eval_results_name(judge_model: str) -> str:
 
 
 def make_judge(spec: RunSpec) -> Judge:
+    benchmark = benchmark_named(spec.dataset.get("benchmark"))
+    if spec.judge_mode not in benchmark.judge_modes:
+        raise ConfigError(f"judge.mode={spec.judge_mode} cannot grade {benchmark.title}: its templates are "
+                          f"LongMemEval's; use {' or '.join(benchmark.judge_modes)} (judge=house)")
     if spec.judge_mode == "official":
         return Judge.official(spec.judge_source, model=spec.judge_model, parse=spec.judge_parse,
                               no_verdict=spec.judge_no_verdict)
@@ -201,8 +197,11 @@ class RunJob:
         except ValueError as error:
             raise ConfigError(f"om.token_estimator={spec.token_estimator!r} is invalid: {error}") from None
         self.memory_key = memory_hash(spec.om, spec.replay, self.counter.name)
+        self.benchmark: Benchmark = benchmark_named(spec.dataset.get("benchmark"))
         self.progress = RunProgress()
         self._ledger = Ledger()
+        self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
+        """The memories questions share (LoCoMo's conversations): one build each per invocation."""
 
     @property
     def label(self) -> str:
@@ -248,6 +247,7 @@ class RunJob:
             judge_identity=json.dumps(judge.identity, sort_keys=True),
             official=judge.is_official,
             token_estimator=self._reader_counter().name if baseline.enabled else self.counter.name,
+            benchmark=dataset.benchmark,
         )
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge) -> None:
@@ -270,9 +270,12 @@ class RunJob:
                 result = await read_and_judge(question, baseline, client=scoped, reader=self.spec.actor,
                                               judge=judge, counter=self._reader_counter())
             else:
-                async with build_lock(self.results, self.memory_key, question.question_id):
-                    build = await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                               store=held, token_counter=self.counter)
+                async def build() -> Any:
+                    async with build_lock(self.results, self.memory_key, question.memory_owner):
+                        return await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
+                                                  store=held, token_counter=self.counter)
+
+                build = await (self.shared.get(question.memory_owner, build) if question.haystack_id else build())
                 item.update(memory_key=build.key, reused_memory=build.reused)
                 if not build.reused:
                     events = _event_rows(build.memory)
@@ -294,6 +297,8 @@ class RunJob:
                                                 replay=self.spec.replay)
             item.update(result.row(), status="done")
             judgments.append(result.judgment())
+            item.update(await benchmark_columns(self.benchmark, question, result.hypothesis, result.label,
+                                                judge=judge, client=scoped))
             if result.judge_status != "ok":  # no verdict is an error state, retried on resume, never "wrong"
                 item.update(status="error", error=f"judge: {result.error}")
                 self._note(self.progress.errors_seen, f"judge: {result.error}")
@@ -406,6 +411,22 @@ class RunJob:
             self._export(store, dataset)
         return self.progress
 
+    def benchmark_metrics(self, judged: list[dict[str, Any]]) -> dict[str, Any]:
+        """The judge's metrics over the benchmark's categories; with the benchmark's own score (LoCoMo's F1) under
+        ``own`` and, for corrected gold answers, both again under ``corrected``."""
+        keys = self.benchmark.category_keys
+        if self.benchmark.own_score is None:
+            return category_metrics(judged, keys)
+        metrics = {**category_metrics(judged, keys), "own": {"name": self.benchmark.own_score,
+                                                             **score_means(judged, keys)}}
+        if any(r.get("corrected_answer") is not None for r in judged):
+            fixed = [{**r, "label": r["label"] if r.get("corrected_label") is None else r["corrected_label"],
+                      "score": r["score"] if r.get("corrected_score") is None else r["corrected_score"]}
+                     for r in judged]
+            metrics["corrected"] = {**category_metrics(fixed, keys), "own": score_means(fixed, keys),
+                                    "changed": sum(r.get("corrected_answer") is not None for r in judged)}
+        return metrics
+
     def _export(self, store: Any, dataset: Dataset) -> None:
         """Hypotheses and eval-results JSONL in the official layouts, and metrics, under results/runs/<id>."""
         rows = store.items(self.run_id)
@@ -417,5 +438,5 @@ class RunJob:
         write_hypotheses_jsonl(folder / "hypotheses.jsonl", done)
         write_eval_results_jsonl(folder / eval_results_name(self.spec.judge_model.model), judged,
                                  judge_model=self.spec.judge_model.model)
-        metrics = longmemeval_metrics(judged) if judged else {}
+        metrics = self.benchmark_metrics(judged) if judged else {}
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True), encoding="utf-8")

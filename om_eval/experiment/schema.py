@@ -152,6 +152,8 @@ class SubsetSchema:
     sample: Optional[int] = None
     per_type: Optional[int] = None
     seed: int = 0
+    haystacks: Optional[list[str]] = None
+    """Keep the questions of these shared memories only (LoCoMo's conversations: ``[locomo_0]``)."""
 
 
 @dataclass
@@ -165,10 +167,18 @@ class SyntheticSchema:
 @dataclass
 class DatasetSchema:
     name: str = "mini"
-    """``mini`` (bundled fixture), ``oracle``, ``s``, ``m`` (LongMemEval files) or ``synthetic``."""
+    """``mini`` (bundled fixture), ``oracle``, ``s``, ``m`` (LongMemEval files), ``synthetic`` or ``locomo``."""
     path: Optional[str] = None
-    """An explicit file; otherwise $LONGMEMEVAL_DIR or the pinned Hugging Face revision."""
+    """An explicit file; otherwise $LONGMEMEVAL_DIR (or $LOCOMO_PATH) or the pinned download."""
     verify: bool = True
+    benchmark: str = "longmemeval"
+    """The benchmark module that loads and scores the data (om_eval/bench/<name>.py): longmemeval or locomo."""
+    speaker_roles: Optional[str] = None
+    """LoCoMo: which speaker is the user, a_user (default) or b_user; the other is the assistant."""
+    corrections: Optional[str] = None
+    """LoCoMo: locomo_audit scores against the audit's corrected gold answers too (raw and corrected reported)."""
+    audit_path: Optional[str] = None
+    """LoCoMo: the audit file; otherwise $LOCOMO_AUDIT_PATH or the pinned download."""
     synthetic: SyntheticSchema = field(default_factory=SyntheticSchema)
     subset: SubsetSchema = field(default_factory=SubsetSchema)
 

@@ -18,6 +18,7 @@ from functools import lru_cache
 from typing import Any
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
+from om_eval.bench.benchmark import DEFAULT_BENCHMARK
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
 from om_eval.common.secrets import redact_secrets
@@ -69,7 +70,7 @@ class RunSpec:
 
         payload = {k: v for k, v in self.resolved.items() if k not in ("run", "experiment")}
         payload["om"] = _without_later_defaults(payload.get("om"))
-        payload["dataset"] = {k: v for k, v in payload.get("dataset", {}).items() if k != "verify"}
+        payload["dataset"] = _hashed_dataset(payload.get("dataset", {}))
         payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k != "source"}
         judge_templates = PINNED_SHA256 if self.judge_mode == "official" else HOUSE_TEMPLATES_SHA256
         if self.baseline.enabled:
@@ -78,6 +79,11 @@ class RunSpec:
             payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
         else:
             payload["prompts"] = {"om": prompt_set_hash(), "actor": actor_prompt_hash(), "judge": judge_templates}
+        benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
+        if benchmark != DEFAULT_BENCHMARK:  # its scoring rules and judge routes, which the data does not show
+            from om_eval.bench.benchmark import benchmark_named
+
+            payload["benchmark"] = dict(benchmark_named(benchmark).identity)
         return short_hash(canonical_json(payload))
 
     @property
@@ -120,6 +126,32 @@ ALWAYS_HASHED_OM_SETTINGS = frozenset({
     "replay.buffering", "replay.final_flush", "replay.pending_accounting", "replay.scope", "replay.session_order",
     "replay.skip_empty_turns", "replay.turn_spacing_seconds", "replay.unit",
 })
+
+
+#: The dataset keys every run id hashes: those that existed when benchmarks joined. Frozen, like
+#: :data:`ALWAYS_HASHED_OM_SETTINGS`: any other key (``benchmark``, ``corrections``...) is left out while unset or
+#: at its default, so LongMemEval runs keep their ids.
+ALWAYS_HASHED_DATASET_KEYS = frozenset({"name", "path", "synthetic", "subset"})
+_DATASET_DEFAULTS = {"benchmark": DEFAULT_BENCHMARK}
+
+
+def _hashed_dataset(dataset: Mapping[str, Any]) -> dict[str, Any]:
+    """The dataset group as the run id sees it: ``verify`` never (the pinned sha256 stands for the file), a later
+    key only when set away from its default, and a later subset key only when set."""
+    out: dict[str, Any] = {}
+    for key, value in dataset.items():
+        if key == "verify":
+            continue
+        if key not in ALWAYS_HASHED_DATASET_KEYS and (value is None or _DATASET_DEFAULTS.get(key) == value):
+            continue
+        if key == "subset" and isinstance(value, Mapping):
+            value = {k: v for k, v in value.items() if k in _HASHED_SUBSET_KEYS or v is not None}
+        out[key] = value
+    return out
+
+
+#: The subset keys every run id hashes (frozen, as above).
+_HASHED_SUBSET_KEYS = frozenset({"ids", "types", "abstention", "first", "sample", "per_type", "seed"})
 
 
 def _flat_defaults(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -48,7 +48,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from om_eval.common.files import HOST, atomic_write
+from om_eval.common.files import HOST, atomic_write, cache_folder
 from om_eval.common.secrets import redact_secrets
 from om_eval.llm.request import LLMRequest
 
@@ -67,12 +67,7 @@ def default_cache_dir() -> Path:
 
     ``OM_EVAL_CACHE_DIR`` is om-eval's cache base: model answers go to ``llm/``, local weights to ``models/``.
     """
-    explicit = os.environ.get("OM_EVAL_CACHE_DIR")
-    if explicit:
-        return Path(explicit).expanduser() / "llm"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "om-eval" / "llm"
+    return cache_folder("llm")
 
 
 def _optional(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...]) -> Any:

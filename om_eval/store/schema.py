@@ -46,7 +46,8 @@ TABLES: dict[str, str] = {
             official BOOLEAN,                  -- pinned official templates, parse and judge model
             token_estimator VARCHAR,
             updated_at TIMESTAMP,              -- the latest invocation that registered this run
-            registrations VARCHAR              -- JSON list, one per invocation: {at, git_sha, git_dirty, packages}
+            registrations VARCHAR,             -- JSON list, one per invocation: {at, git_sha, git_dirty, packages}
+            benchmark VARCHAR                  -- longmemeval | locomo (NULL: stored before it was kept; longmemeval)
         )""",
     "items": """
         CREATE TABLE IF NOT EXISTS items (
@@ -84,6 +85,11 @@ TABLES: dict[str, str] = {
             question_date VARCHAR,             -- in the LongMemEval format
             actor_prompt BLOB,                 -- zlib-compressed JSON of the messages the actor saw
             evidence VARCHAR,                  -- JSON list: where each evidence turn went (bench.trace)
+            haystack_id VARCHAR,               -- the memory owner when questions share one (LoCoMo); NULL: own
+            score DOUBLE,                      -- the benchmark's own score of the answer (LoCoMo F1); NULL: none
+            corrected_answer VARCHAR,          -- the gold a known-errors list puts in its place (dataset.corrections)
+            corrected_score DOUBLE,            -- the benchmark's score against corrected_answer
+            corrected_label BOOLEAN,           -- the judge's verdict against corrected_answer
             PRIMARY KEY (run_id, question_id)
         )""",
     "judgments": """

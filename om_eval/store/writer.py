@@ -120,6 +120,7 @@ class RunInfo:
     judge_identity: str | Mapping[str, Any] | None = None
     official: bool | None = None
     token_estimator: str | None = None
+    benchmark: str | None = None
 
     def row(self) -> dict[str, Any]:
         """The row as stored: JSON columns serialised, timestamps in naive UTC."""
@@ -309,7 +310,8 @@ class RunStore:
         question_id = row["question_id"]
         judgment_rows = [judgment_row(run_id, question_id, j) for j in judgments]
         memory_key = row["memory_key"]
-        event_rows = [event_row(event, memory_key, question_id, seq) for seq, event in enumerate(events)]
+        owner = row.get("haystack_id") or question_id  # a shared memory's events are kept once, under its owner
+        event_rows = [event_row(event, memory_key, owner, seq) for seq, event in enumerate(events)]
         calls = list(calls)
         snapshot_values = snapshot_row(*snapshot) if snapshot is not None else None
         # Events are replaced only by new ones: a failed attempt brings none and must not erase a build's record.
@@ -324,8 +326,7 @@ class RunStore:
                                 key).fetchone()[0]
             call_rows = [call_row(call, run_id, question_id, first + seq) for seq, call in enumerate(calls)]
             if replace_events:
-                con.execute("DELETE FROM om_events WHERE memory_key = ? AND question_id = ?",
-                            [memory_key, question_id])
+                con.execute("DELETE FROM om_events WHERE memory_key = ? AND question_id = ?", [memory_key, owner])
             insert(con, "items", [row])
             insert(con, "om_events", event_rows)
             insert(con, "llm_calls", call_rows)

@@ -1,0 +1,127 @@
+"""The benchmark seam: what the pipeline, store and reports need to know about a benchmark, in one object.
+
+A benchmark is one module ``om_eval.bench.<name>`` that defines ``BENCHMARK`` (a :class:`Benchmark`), and one
+dataset config file ``configs/dataset/<name>.yaml`` that names it (``benchmark: <name>``). Everything above this
+layer (the run job, the store, ``report``, ``plot``, ``show``, ``view``) asks the benchmark of a run for its
+categories, its own score and how it loads; none of it lists a benchmark's categories itself.
+
+Two are defined: LongMemEval (:mod:`om_eval.bench.longmemeval`, the default) and LoCoMo
+(:mod:`om_eval.bench.locomo`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from om_eval.data.records import Dataset, Question
+from om_eval.om.config import ConfigError
+
+__all__ = ["DEFAULT_BENCHMARK", "Benchmark", "Category", "benchmark_named", "benchmark_of_run"]
+
+DEFAULT_BENCHMARK = "longmemeval"
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Category:
+    """One question category of a benchmark, as stored (``items.question_type``) and as shown."""
+
+    key: str
+    """The stored question type."""
+    short: str
+    """Its column header in tables."""
+    tick: str
+    """Its tick label in plots (may hold a line break)."""
+    number: int | None = None
+    """The benchmark's own number for it (LoCoMo's 1-5), shown beside the name: vendors renumber them."""
+
+    @property
+    def title(self) -> str:
+        """``4 single-hop`` where the benchmark numbers its categories, else the key."""
+        return self.key if self.number is None else f"{self.number} {self.key}"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A benchmark as the rest of om-eval sees it."""
+
+    name: str
+    title: str
+    categories: tuple[Category, ...]
+    """In the order the benchmark lists (and sums) them."""
+    load: Callable[[Mapping[str, Any]], Dataset] = field(repr=False)
+    """The run's ``dataset`` config group to a :class:`Dataset` (subsets applied)."""
+    abstention_row: bool = True
+    """Reports show an abstention row (LongMemEval's ``_abs`` questions cross its types); LoCoMo's unanswerable
+    questions are a category of their own, so it has none."""
+    own_score: str | None = None
+    """The name of the benchmark's own answer score (LoCoMo's ``F1``), reported beside the judge's accuracy;
+    ``None`` when the judge's verdict is the benchmark's score."""
+    scorer: Callable[[Question, str, str | int], float] | None = field(default=None, repr=False)
+    """``scorer(question, prediction, gold)``: the benchmark's own score of one answer against a gold answer."""
+    judge_modes: tuple[str, ...] = ("house", "official")
+    """The ``judge.mode`` values that can grade it (the official LongMemEval templates grade only LongMemEval)."""
+    intervals: str = "bootstrap"
+    """How per-category accuracy intervals are drawn: ``bootstrap`` (percentile, over questions) or ``wilson``."""
+    identity: Mapping[str, Any] = field(default_factory=dict)
+    """What, beyond the data, makes its scores differ (its judge routes, its scoring revision): in run ids of
+    every benchmark but the default."""
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ValueError(f"benchmark name {self.name!r} must be a Python module name")
+        if len({c.key for c in self.categories}) != len(self.categories):
+            raise ValueError(f"benchmark {self.name}: a category key appears twice")
+
+    @property
+    def category_keys(self) -> tuple[str, ...]:
+        return tuple(c.key for c in self.categories)
+
+    def category(self, key: str) -> Category:
+        for category in self.categories:
+            if category.key == key:
+                return category
+        raise KeyError(f"{key!r} is not a {self.title} category ({', '.join(self.category_keys)})")
+
+    @property
+    def legend(self) -> str:
+        """One line that says what each column header stands for."""
+        named = "; ".join(f"{c.short} = {c.title}" for c in self.categories if c.short != c.title)
+        return f"{'Categories' if self.categories[0].number is not None else 'Types'}: {named}." if named else ""
+
+    def score(self, question: Question, prediction: str | None, gold: str | int | None = None) -> float | None:
+        """The benchmark's own score of ``prediction`` (against ``gold``, by default the question's answer);
+        ``None`` when it has none or nothing was answered."""
+        if self.scorer is None or prediction is None:
+            return None
+        return float(self.scorer(question, prediction, question.answer if gold is None else gold))
+
+
+def benchmark_named(name: str | None) -> Benchmark:
+    """The benchmark of module ``om_eval.bench.<name>`` (``None``: LongMemEval).
+
+    Raises:
+        ConfigError: naming ``dataset.benchmark``, when no such module defines a ``BENCHMARK``.
+    """
+    name = name or DEFAULT_BENCHMARK
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise ConfigError(f"dataset.benchmark={name!r} is invalid: a benchmark is named by its module "
+                          "(longmemeval, locomo)")
+    try:
+        module = importlib.import_module(f"om_eval.bench.{name}")
+    except ModuleNotFoundError:
+        module = None
+    found = getattr(module, "BENCHMARK", None)
+    if not isinstance(found, Benchmark):
+        raise ConfigError(f"dataset.benchmark={name!r} is unknown: add om_eval/bench/{name}.py defining BENCHMARK, "
+                          "or use longmemeval or locomo")
+    return found
+
+
+def benchmark_of_run(run: Mapping[str, Any]) -> Benchmark:
+    """The benchmark a ``runs`` row was scored on (runs stored before benchmarks were recorded: LongMemEval)."""
+    return benchmark_named(run.get("benchmark") or DEFAULT_BENCHMARK)
