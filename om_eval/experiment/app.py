@@ -187,7 +187,13 @@ async def _run_with_progress(job: Any, console: Any, show: Any, dataset: Any) ->
         return await job.run(dataset=dataset)
     if mode == "lines":
         return await job.run(on_update=ProgressLines(console), dataset=dataset)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     columns = (TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
                TimeElapsedColumn())
@@ -232,7 +238,11 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
 def _fixable_errors() -> tuple[type[Exception], ...]:
     """Failures whose message says what to do (a missing dataset or template, a bad option, a busy store)."""
     from om_eval.bench.judge import OfficialTemplateError
-    from om_eval.data.loader import DatasetIntegrityError, DatasetNotFoundError, DatasetValidationError
+    from om_eval.data.loader import (
+        DatasetIntegrityError,
+        DatasetNotFoundError,
+        DatasetValidationError,
+    )
     from om_eval.llm.local import LocalModelError
     from om_eval.om.config import ConfigError
     from om_eval.om.tokens import TokenizerUnavailableError

@@ -8,27 +8,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
+from om_eval.bench import longmemeval as LONGMEMEVAL
 
-#: Column headers for the six types in tables (explained by :data:`TYPE_LEGEND`).
-TYPE_SHORT = {
-    "single-session-user": "SS-user",
-    "single-session-preference": "SS-pref",
-    "single-session-assistant": "SS-asst",
-    "multi-session": "Multi-session",
-    "temporal-reasoning": "Temporal",
-    "knowledge-update": "Know-update",
-}
-#: Two-line tick labels for the six types in plots.
-TYPE_TICK = {
-    "single-session-user": "Single-session\nuser",
-    "single-session-preference": "Single-session\npreference",
-    "single-session-assistant": "Single-session\nassistant",
-    "multi-session": "Multi-session",
-    "temporal-reasoning": "Temporal\nreasoning",
-    "knowledge-update": "Knowledge\nupdate",
-}
-TYPE_LEGEND = "Types: " + "; ".join(f"{TYPE_SHORT[t]} = {t}" for t in OFFICIAL_TYPE_ORDER) + "."
+#: LongMemEval's column headers, tick labels and legend (defined with its benchmark, :mod:`om_eval.bench.longmemeval`).
+TYPE_SHORT = LONGMEMEVAL.TYPE_SHORT
+TYPE_TICK = LONGMEMEVAL.TYPE_TICK
+TYPE_LEGEND = LONGMEMEVAL.BENCHMARK.legend
 MISSING = "–"
 
 

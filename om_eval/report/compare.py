@@ -31,7 +31,17 @@ from typing import Any
 
 import numpy as np
 
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, longmemeval_metrics, percentile_interval
+from om_eval.bench.benchmark import (
+    DEFAULT_BENCHMARK,
+    Benchmark,
+    benchmark_named,
+    benchmark_of_run,
+)
+from om_eval.bench.metrics import (
+    OFFICIAL_TYPE_ORDER,
+    category_metrics,
+    percentile_interval,
+)
 from om_eval.report import _format as fmt
 from om_eval.report.tables import CAVEAT_MARK, judge_caveat
 
@@ -110,6 +120,8 @@ class Comparison:
     seed: int
     confidence: float
     warnings: tuple[str, ...] = ()
+    benchmark: Benchmark | None = None
+    """Whose categories the rows are (``None``: LongMemEval)."""
 
     def row(self, name: str) -> ComparisonRow:
         for row in self.rows:
@@ -142,8 +154,9 @@ def _judged(items: Iterable[Mapping[str, Any]], side: str) -> tuple[dict[str, Ma
 
 
 def _paired_bootstrap(ya: np.ndarray, yb: np.ndarray, types: np.ndarray, abstain: np.ndarray, n_boot: int,
-                      seed: int, confidence: float) -> dict[str, tuple[float, float] | None]:
-    names = [*OFFICIAL_TYPE_ORDER, "abstention", "overall", "task_averaged"]
+                      seed: int, confidence: float, categories: Sequence[str] = OFFICIAL_TYPE_ORDER,
+                      ) -> dict[str, tuple[float, float] | None]:
+    names = [*categories, "abstention", "overall", "task_averaged"]
     if ya.size == 0 or n_boot == 0:
         return dict.fromkeys(names)
     draws = np.random.default_rng(seed).integers(0, ya.size, size=(n_boot, ya.size))
@@ -153,13 +166,13 @@ def _paired_bootstrap(ya: np.ndarray, yb: np.ndarray, types: np.ndarray, abstain
         count = mask.sum(axis=1)
         return np.where(count > 0, (d * mask).sum(axis=1) / np.maximum(count, 1), np.nan)
 
-    per_type = np.stack([mean_delta(t == k) for k in range(len(OFFICIAL_TYPE_ORDER))], axis=1)
-    present = [k for k in range(len(OFFICIAL_TYPE_ORDER)) if (types == k).any()]
+    per_type = np.stack([mean_delta(t == k) for k in range(len(categories))], axis=1)
+    present = [k for k in range(len(categories)) if (types == k).any()]
     columns = per_type[:, present]
     counts = (~np.isnan(columns)).sum(axis=1)
     with np.errstate(invalid="ignore"):
         task = np.where(counts > 0, np.nansum(columns, axis=1) / np.maximum(counts, 1), np.nan)
-    out = {name: percentile_interval(per_type[:, k], confidence) for k, name in enumerate(OFFICIAL_TYPE_ORDER)}
+    out = {name: percentile_interval(per_type[:, k], confidence) for k, name in enumerate(categories)}
     out["abstention"] = percentile_interval(mean_delta(abstain[draws]), confidence)
     out["overall"] = percentile_interval(d.mean(axis=1), confidence)
     out["task_averaged"] = percentile_interval(task, confidence)
@@ -242,29 +255,41 @@ def paired_comparison(
             raise ValueError(f"question {qid}: type {judged_a[qid].get('question_type')!r} in A but "
                              f"{judged_b[qid].get('question_type')!r} in B; not the same question")
 
+    benchmark = benchmark_of_run(run_a or {})
+    if run_b is not None and benchmark_of_run(run_b).name != benchmark.name:
+        raise ValueError(f"run A is scored on {benchmark.title}, run B on {benchmark_of_run(run_b).title}: a paired "
+                         "comparison needs the same questions")
+    categories = benchmark.category_keys
+    by_id = benchmark.name == DEFAULT_BENCHMARK
+
+    def unanswerable(qid: str) -> bool:
+        flag = judged_a[qid].get("is_abstention")
+        return "_abs" in qid if by_id or flag is None else bool(flag)
+
     def rows(judged: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
         return [{"question_id": q, "question_type": judged[q].get("question_type"), "label": judged[q]["label"],
-                 "status": "ok"} for q in shared]
+                 "status": "ok", "is_abstention": unanswerable(q)} for q in shared]
 
-    metrics_a, metrics_b = longmemeval_metrics(rows(judged_a)), longmemeval_metrics(rows(judged_b))
+    metrics_a, metrics_b = category_metrics(rows(judged_a), categories), category_metrics(rows(judged_b), categories)
     ya = np.array([int(bool(judged_a[q]["label"])) for q in shared], dtype=float)
     yb = np.array([int(bool(judged_b[q]["label"])) for q in shared], dtype=float)
-    types = np.array([OFFICIAL_TYPE_ORDER.index(judged_a[q]["question_type"]) for q in shared], dtype=np.int64)
-    abstain = np.array(["_abs" in q for q in shared], dtype=bool)
-    cis = _paired_bootstrap(ya, yb, types, abstain, n_boot, seed, confidence)
+    types = np.array([categories.index(judged_a[q]["question_type"]) for q in shared], dtype=np.int64)
+    abstain = np.array([unanswerable(q) for q in shared], dtype=bool)
+    cis = _paired_bootstrap(ya, yb, types, abstain, n_boot, seed, confidence, categories)
     pairs = list(zip(ya.astype(int), yb.astype(int)))
 
     out: list[ComparisonRow] = []
-    for k, name in enumerate(OFFICIAL_TYPE_ORDER):
+    for k, name in enumerate(categories):
         acc_a, acc_b = metrics_a["per_type"][name]["accuracy"], metrics_b["per_type"][name]["accuracy"]
         subset = [p for p, t in zip(pairs, types) if t == k]
         out.append(ComparisonRow(name, len(subset), acc_a, acc_b, _sub(acc_b, acc_a), cis[name], **_counts(subset)))
     adjusted = holm([r.p_value for r in out])
     out = [replace(r, p_holm=p) for r, p in zip(out, adjusted)]
-    subset = [p for p, a in zip(pairs, abstain) if a]
-    abs_a, abs_b = metrics_a["abstention"]["accuracy"], metrics_b["abstention"]["accuracy"]
-    out.append(ComparisonRow("abstention", len(subset), abs_a, abs_b, _sub(abs_b, abs_a), cis["abstention"],
-                             **_counts(subset)))
+    if benchmark.abstention_row:
+        subset = [p for p, a in zip(pairs, abstain) if a]
+        abs_a, abs_b = metrics_a["abstention"]["accuracy"], metrics_b["abstention"]["accuracy"]
+        out.append(ComparisonRow("abstention", len(subset), abs_a, abs_b, _sub(abs_b, abs_a), cis["abstention"],
+                                 **_counts(subset)))
     out.append(ComparisonRow("overall", len(pairs), metrics_a["overall"], metrics_b["overall"],
                              _sub(metrics_b["overall"], metrics_a["overall"]), cis["overall"], **_counts(pairs)))
     out.append(ComparisonRow("task_averaged", len(pairs), metrics_a["task_averaged"], metrics_b["task_averaged"],
@@ -275,12 +300,17 @@ def paired_comparison(
         n_paired=len(shared), unjudged_a=unjudged_a, unjudged_b=unjudged_b,
         unmatched_a=len(judged_a) - len(shared), unmatched_b=len(judged_b) - len(shared),
         rows=tuple(out), n_boot=n_boot, seed=seed, confidence=confidence, warnings=_setup_warnings(run_a, run_b),
+        benchmark=benchmark,
     )
 
 
 # ------------------------------------------------------------------------------------------------ rendering
 
-_ROW_NAMES = {**fmt.TYPE_SHORT, "abstention": "abstention", "overall": "overall", "task_averaged": "task-avg"}
+_ROW_NAMES = {"abstention": "abstention", "overall": "overall", "task_averaged": "task-avg"}
+
+
+def _benchmark(c: Comparison) -> Benchmark:
+    return c.benchmark or benchmark_named(DEFAULT_BENCHMARK)
 
 
 def _header(c: Comparison) -> list[str]:
@@ -288,11 +318,12 @@ def _header(c: Comparison) -> list[str]:
             "both right", "both wrong", f"{c.label_a} only", f"{c.label_b} only", "McNemar p", "test", "p (Holm)"]
 
 
-def _cells(row: ComparisonRow) -> list[str]:
+def _cells(row: ComparisonRow, benchmark: Benchmark) -> list[str]:
     def count(v: int | None) -> str:
         return fmt.MISSING if v is None else str(v)
 
-    return [_ROW_NAMES[row.name], str(row.n), fmt.pct(row.acc_a), fmt.pct(row.acc_b), fmt.signed_pct(row.delta),
+    name = _ROW_NAMES.get(row.name) or benchmark.category(row.name).short
+    return [name, str(row.n), fmt.pct(row.acc_a), fmt.pct(row.acc_b), fmt.signed_pct(row.delta),
             fmt.interval(row.ci, signed=True) or fmt.MISSING, count(row.both_right), count(row.both_wrong),
             count(row.a_only), count(row.b_only), fmt.p_value(row.p_value), row.test or fmt.MISSING,
             fmt.p_value(row.p_holm)]
@@ -316,8 +347,8 @@ def comparison_to_markdown(c: Comparison, *, title: str | None = None) -> str:
     lines += [f"> **WARNING: {w}**" for w in c.warnings] + ([""] if c.warnings else [])
     lines += [line for text in _explanation(c) for line in (text, "")]
     right = [False, True, True, True, True, True, True, True, True, True, True, False, True]
-    lines += fmt.md_table(_header(c), [_cells(r) for r in c.rows], right)
-    lines += ["", fmt.TYPE_LEGEND, ""]
+    lines += fmt.md_table(_header(c), [_cells(r, _benchmark(c)) for r in c.rows], right)
+    lines += ["", *([_benchmark(c).legend, ""] if _benchmark(c).legend else [""])]
     return "\n".join(lines)
 
 
@@ -332,7 +363,7 @@ def comparison_to_rich(c: Comparison, *, title: str | None = None) -> Any:
         grid.add_column(header, justify="left" if i in (0, 11) else "right")
     for row in c.rows:
         style = "bold" if row.name in ("overall", "task_averaged") else None
-        grid.add_row(*_cells(row), style=style)
+        grid.add_row(*_cells(row, _benchmark(c)), style=style)
     parts: list[Any] = [Text(f"WARNING: {w}", style="bold red") for w in c.warnings]
-    parts += [grid, *(Text(t, style="dim") for t in (*_explanation(c), fmt.TYPE_LEGEND))]
+    parts += [grid, *(Text(t, style="dim") for t in (*_explanation(c), _benchmark(c).legend) if t)]
     return Group(*parts)

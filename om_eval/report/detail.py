@@ -36,9 +36,15 @@ _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "go
                 "status", "hypothesis", "label", "judge_status", "judge_reply", "error", "memory_key",
                 "reused_memory", "observer_calls", "reflector_calls", "observations", "reflections",
                 "history_tokens", "observation_tokens", "pending_tokens", "compression_ratio",
-                "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at")
+                "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at", "observed_message_tokens", "observation_cycles",
+                "raw_tail_tokens", "haystack_id", "score",
+                "corrected_answer", "corrected_score", "corrected_label")
 _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
-               "actor_model", "judge_model", "judge_mode", "official")
+               "actor_model", "judge_model", "judge_mode", "official", "benchmark")
+
+
+#: The id a question's memory is stored under (its haystack's, when questions share one).
+_OWNER = "coalesce(haystack_id, question_id)"
 
 
 def find_run(runs: Sequence[Mapping[str, Any]], wanted: str) -> Mapping[str, Any]:
@@ -118,12 +124,13 @@ def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str
     if not items:
         raise LookupError(f"run {run_id[:12]} has no question {question_id}")
     item = items[0]
+    owner = item.get("haystack_id") or question_id  # a shared memory is stored once, under its owner
     snapshot_rows = catalog.query(
         "SELECT snapshot FROM memory_snapshots WHERE memory_key = ? AND question_id = ? LIMIT 1",
-        [item["memory_key"], question_id])
+        [item["memory_key"], owner])
     events = catalog.query(
         f"SELECT DISTINCT {_EVENT_COLUMNS} FROM om_events WHERE memory_key = ? AND question_id = ? ORDER BY seq",
-        [item["memory_key"], question_id])
+        [item["memory_key"], owner])
     judgments = catalog.query("SELECT * FROM judgments WHERE run_id = ? AND question_id = ?", [run_id, question_id])
     return _assemble(runs[0], item, snapshot_rows[0]["snapshot"] if snapshot_rows else None, events, judgments)
 
@@ -140,14 +147,14 @@ def run_details(catalog: Catalog, run_id: str) -> dict[str, dict[str, Any]]:
     snapshots: dict[tuple[str, str], str] = {}
     for row in catalog.query(
             "SELECT s.memory_key, s.question_id, s.snapshot FROM memory_snapshots s JOIN "
-            "(SELECT DISTINCT memory_key, question_id FROM items WHERE run_id = ?) i "
-            "ON s.memory_key = i.memory_key AND s.question_id = i.question_id", [run_id]):
+            f"(SELECT DISTINCT memory_key, {_OWNER} AS owner FROM items WHERE run_id = ?) i "
+            "ON s.memory_key = i.memory_key AND s.question_id = i.owner", [run_id]):
         snapshots.setdefault((row["memory_key"], row["question_id"]), row["snapshot"])
     events: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in catalog.query(
             f"SELECT DISTINCT e.memory_key, e.question_id, {_EVENT_COLUMNS} FROM om_events e JOIN "
-            "(SELECT DISTINCT memory_key, question_id FROM items WHERE run_id = ?) i "
-            "ON e.memory_key = i.memory_key AND e.question_id = i.question_id ORDER BY seq", [run_id]):
+            f"(SELECT DISTINCT memory_key, {_OWNER} AS owner FROM items WHERE run_id = ?) i "
+            "ON e.memory_key = i.memory_key AND e.question_id = i.owner ORDER BY seq", [run_id]):
         key = (row.pop("memory_key"), row.pop("question_id"))
         events.setdefault(key, []).append(row)
     judgments: dict[str, list[dict[str, Any]]] = {}
@@ -155,7 +162,7 @@ def run_details(catalog: Catalog, run_id: str) -> dict[str, dict[str, Any]]:
         judgments.setdefault(row["question_id"], []).append(row)
     details = {}
     for item in items:
-        key = (item["memory_key"], item["question_id"])
+        key = (item["memory_key"], item.get("haystack_id") or item["question_id"])
         details[item["question_id"]] = _assemble(runs[0], item, snapshots.get(key), events.get(key, []),
                                                  judgments.get(item["question_id"], []))
     return details

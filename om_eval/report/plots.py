@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
+from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_named
 from om_eval.common.files import atomic_write
 from om_eval.report import _format as fmt
 from om_eval.report.tables import (
@@ -261,71 +261,92 @@ def _empty(axes: Any, text: str = "no runs to plot") -> None:
 
 # ---------------------------------------------------------------------------------------------------- plots
 
-_GROUPS = (*OFFICIAL_TYPE_ORDER, "abstention", "overall", "task_averaged")
-_GROUP_TICKS = (*(fmt.TYPE_TICK[t] for t in OFFICIAL_TYPE_ORDER), "Abstention", "Overall\n(micro)",
-                "Task-averaged\n(macro)")
+def _groups(benchmark: Benchmark) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The bar groups of a benchmark's plot and their tick labels: its categories, then abstention (where it is a
+    row of its own), overall and task-averaged."""
+    extra = (("abstention", "Abstention"),) if benchmark.abstention_row else ()
+    extra += (("overall", "Overall\n(micro)"), ("task_averaged", "Task-averaged\n(macro)"))
+    return (*benchmark.category_keys, *(g for g, _ in extra)), (*(c.tick for c in benchmark.categories),
+                                                                  *(t for _, t in extra))
 
 
 def _group_accuracy(row: RunSummary, group: str) -> Accuracy:
-    if group in OFFICIAL_TYPE_ORDER:
+    if group in row.graded.per_type:
         return row.graded.per_type[group]
     return getattr(row.graded, group)
 
 
-def categories_figure(source: Source, *, n_boot: int = 1000, seed: int = 0,
-                      title: str = "LongMemEval accuracy by question type") -> Any:
-    """The figure of :func:`plot_categories`, drawn but not saved (a matplotlib ``Figure``, for inspection)."""
+def _default_title(benchmark: Benchmark) -> str:
+    unit = "question type" if benchmark.categories[0].number is None else "category"
+    return f"{benchmark.title} accuracy by {unit}"
+
+
+def categories_figure(source: Source, *, n_boot: int = 1000, seed: int = 0, title: str | None = None) -> Any:
+    """The figure of :func:`plot_categories`, drawn but not saved (a matplotlib ``Figure``, for inspection). Runs of
+    several benchmarks get one panel each, with that benchmark's categories."""
     table = _table(source, n_boot, seed)
-    rows = table.rows
+    benchmarks = table.benchmarks or (benchmark_named(DEFAULT_BENCHMARK),)
 
     def draw(figure: Any) -> None:
-        axes = figure.add_subplot()
-        notes = [_bars_note(table), _regime_note(table), _caveat_note(table), _baseline_note(table)]
-        axes.set_title("\n".join([title, *_wrap(_sentences(notes), 130)]), fontsize=11)
-        axes.set_ylabel("Accuracy (%)")
-        axes.set_ylim(0, 105)
-        axes.set_xlim(-0.6, len(_GROUPS) - 0.4)
-        axes.set_xticks(range(len(_GROUPS)), _GROUP_TICKS, fontsize=8)
-        axes.axvline(len(OFFICIAL_TYPE_ORDER) - 0.5, color="#999999", linewidth=0.8, linestyle=":")
-        axes.yaxis.grid(True, color="#dddddd", linewidth=0.6)
-        axes.set_axisbelow(True)
-        if not rows:
-            _empty(axes)
-            return
-        width = 0.8 / len(rows)
-        names = [_wrap_label(_name(table, row)) for row in rows]
-        for i, (row, style, name) in enumerate(zip(rows, variant_styles([r.variant for r in rows]), names)):
-            offset = (i - (len(rows) - 1) / 2.0) * width
-            hatch = style.hatch + (_CAVEAT_HATCH if row.caveat else "") + (_BASELINE_HATCH if row.reader else "")
-            xs, heights, low, high = [], [], [], []
-            for g, group in enumerate(_GROUPS):
-                acc = _group_accuracy(row, group)
-                if fmt.missing(acc.value):
-                    axes.text(g + offset, 1.0, "n/a", ha="center", va="bottom", fontsize=7, style="italic",
-                              color="#777777", rotation=90 if len(rows) > 4 else 0)
-                    continue
-                xs.append(g + offset)
-                heights.append(float(acc.value) * 100.0)  # type: ignore[arg-type]
-                err = _percent_err(acc)
-                low.append(err[0])
-                high.append(err[1])
-            axes.bar(xs, heights, width, yerr=None if row.caveat else [low, high], color=style.color, hatch=hatch,
-                     edgecolor="#222222", linewidth=0.4, label=name,
-                     error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
-            zeros = [x for x, h in zip(xs, heights) if h == 0.0]
-            if zeros:  # a zero-height bar draws nothing: show a stub and say "0"
-                axes.bar(zeros, [_ZERO_STUB] * len(zeros), width, color=style.color, hatch=hatch,
-                         edgecolor="#222222", linewidth=0.8, label="_zero", gid="zero-stub")
-                for x in zeros:
-                    axes.text(x, _ZERO_STUB + 0.3, "0", ha="center", va="bottom", fontsize=7, fontweight="bold",
-                              color="#222222", gid="zero-label")
-        figure.legend(loc="outside lower center", ncols=_legend_columns(names), frameon=False)
+        for index, benchmark in enumerate(benchmarks):
+            rows = tuple(r for r in table.rows if r.benchmark == benchmark.name)
+            named = title or _default_title(benchmark)
+            if title is not None and len(benchmarks) > 1:
+                named = f"{title}: {benchmark.title}"
+            _draw_categories(figure.add_subplot(len(benchmarks), 1, index + 1), figure, table, rows, benchmark,
+                             named, legend=index == len(benchmarks) - 1)
 
-    return _figure(draw, (11.0, 5.5))
+    return _figure(draw, (11.0, 5.5 * len(benchmarks)))
+
+
+def _draw_categories(axes: Any, figure: Any, table: ReportTable, rows: Sequence[RunSummary], benchmark: Benchmark,
+                     title: str, *, legend: bool = True) -> None:
+    groups, ticks = _groups(benchmark)
+    notes = [_bars_note(table), _regime_note(table), _caveat_note(table), _baseline_note(table)]
+    axes.set_title("\n".join([title, *_wrap(_sentences(notes), 130)]), fontsize=11)
+    axes.set_ylabel("Accuracy (%)")
+    axes.set_ylim(0, 105)
+    axes.set_xlim(-0.6, len(groups) - 0.4)
+    axes.set_xticks(range(len(groups)), ticks, fontsize=8)
+    axes.axvline(len(benchmark.categories) - 0.5, color="#999999", linewidth=0.8, linestyle=":")
+    axes.yaxis.grid(True, color="#dddddd", linewidth=0.6)
+    axes.set_axisbelow(True)
+    if not rows:
+        _empty(axes)
+        return
+    width = 0.8 / len(rows)
+    names = [_wrap_label(_name(table, row)) for row in rows]
+    for i, (row, style, name) in enumerate(zip(rows, variant_styles([r.variant for r in rows]), names)):
+        offset = (i - (len(rows) - 1) / 2.0) * width
+        hatch = style.hatch + (_CAVEAT_HATCH if row.caveat else "") + (_BASELINE_HATCH if row.reader else "")
+        xs, heights, low, high = [], [], [], []
+        for g, group in enumerate(groups):
+            acc = _group_accuracy(row, group)
+            if fmt.missing(acc.value):
+                axes.text(g + offset, 1.0, "n/a", ha="center", va="bottom", fontsize=7, style="italic",
+                          color="#777777", rotation=90 if len(rows) > 4 else 0)
+                continue
+            xs.append(g + offset)
+            heights.append(float(acc.value) * 100.0)  # type: ignore[arg-type]
+            err = _percent_err(acc)
+            low.append(err[0])
+            high.append(err[1])
+        axes.bar(xs, heights, width, yerr=None if row.caveat else [low, high], color=style.color, hatch=hatch,
+                 edgecolor="#222222", linewidth=0.4, label=name,
+                 error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#333333"})
+        zeros = [x for x, h in zip(xs, heights) if h == 0.0]
+        if zeros:  # a zero-height bar draws nothing: show a stub and say "0"
+            axes.bar(zeros, [_ZERO_STUB] * len(zeros), width, color=style.color, hatch=hatch,
+                     edgecolor="#222222", linewidth=0.8, label="_zero", gid="zero-stub")
+            for x in zeros:
+                axes.text(x, _ZERO_STUB + 0.3, "0", ha="center", va="bottom", fontsize=7, fontweight="bold",
+                          color="#222222", gid="zero-label")
+    if legend:
+        figure.legend(loc="outside lower center", ncols=_legend_columns(names), frameon=False)
 
 
 def plot_categories(source: Source, path: str | os.PathLike[str], *, n_boot: int = 1000, seed: int = 0,
-                    title: str = "LongMemEval accuracy by question type") -> Path:
+                    title: str | None = None) -> Path:
     """Grouped bars: graded accuracy per type (plus abstention, overall, task-averaged) per variant, with CIs.
 
     Args:

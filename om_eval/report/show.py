@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from om_eval.bench.benchmark import benchmark_of_run
+
 __all__ = ["render_detail", "verdict_text"]
 
 _CUT_LINES = 40
@@ -39,16 +41,32 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     from rich.table import Table
 
     run, item = detail["run"], detail["item"]
-    abstention = ", abstention" if item["is_abstention"] else ""
-    console.print(Rule(f"[bold]{escape(item['question_id'])}[/bold] ({item['question_type']}{abstention}) · run "
+    benchmark = benchmark_of_run(run)
+    try:
+        category = benchmark.category(item["question_type"]).title
+    except KeyError:
+        category = str(item["question_type"])
+    abstention = ", abstention" if item["is_abstention"] and benchmark.abstention_row else ""
+    console.print(Rule(f"[bold]{escape(item['question_id'])}[/bold] ({escape(category)}{abstention}) · run "
                        f"{run['run_id'][:12]} · {escape(str(run['label']))}"))
     console.print(f"[bold]Question[/bold] ({escape(str(item['question_date']))}): {escape(str(item['question']))}")
-    console.print(f"[bold]Gold answer[/bold]: {escape(str(item['gold_answer']))}")
+    trap = " (the trap answer: the question cannot be answered)" if item["is_abstention"] and not \
+        benchmark.abstention_row else ""
+    console.print(f"[bold]Gold answer[/bold]{trap}: {escape(str(item['gold_answer']))}")
+    if item.get("corrected_answer") is not None:
+        console.print(f"[bold]Corrected gold[/bold] (dataset.corrections): {escape(str(item['corrected_answer']))}")
     console.print(f"[bold]Answer[/bold] ({escape(str(run['actor_model']))}): {escape(str(item['hypothesis']))}")
     console.print(f"[bold]Verdict[/bold] ({run['judge_mode']}:{escape(str(run['judge_model']))}): "
                   f"{verdict_text(item['label'], item['judge_status'])}"
                   + (f" · error: {escape(str(item['error']))}" if item.get("error") else ""))
     console.print(f"[bold]Judge reply[/bold]: {escape(str(item['judge_reply']))}")
+    if benchmark.own_score is not None and item.get("score") is not None:
+        fixed = "" if item.get("corrected_answer") is None else (
+            f" · against the corrected gold: {item['corrected_score']:.3f}, verdict "
+            f"{verdict_text(item.get('corrected_label'), 'ok' if item.get('corrected_label') is not None else 'error')}")
+        console.print(f"[bold]{benchmark.title} {benchmark.own_score}[/bold]: {item['score']:.3f}{fixed}")
+    if item.get("haystack_id"):
+        console.print(f"memory shared by every question of {escape(str(item['haystack_id']))}")
     console.print(f"memory {item['memory_key']} ({'reused' if item['reused_memory'] else 'built'}): "
                   f"{item['observations']} observation and {item['reflections']} reflection calls · history "
                   f"{item['history_tokens']} tokens → observations {item['observation_tokens']} · unobserved tail "

@@ -9,7 +9,7 @@ import os
 import textwrap
 from typing import IO, Any
 
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
+from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_named
 from om_eval.report import _format as fmt
 from om_eval.report.tables import (
     _BASELINE_PREFIX,
@@ -56,16 +56,54 @@ def _cell(row: RunSummary, acc: Accuracy, *, with_n: bool = True, sep: str = " "
     return f"{text} +{unjudged} unjudged" if unjudged > 0 else text
 
 
-#: The rows of the compact table and the columns of the wide one, in order: (name, accuracy of a score set).
-_STATISTICS: tuple[tuple[str, Any, bool], ...] = (
-    *((fmt.TYPE_SHORT[t], (lambda sc, t=t: sc.per_type[t]), True) for t in OFFICIAL_TYPE_ORDER),
-    ("abstention", lambda sc: sc.abstention, True),
-    ("overall", lambda sc: sc.overall, True),
-    ("task-avg", lambda sc: sc.task_averaged, False),
+def _statistics(benchmark: Benchmark) -> tuple[tuple[str, Any, bool], ...]:
+    """The rows of the compact table and the columns of the wide one, in order: (name, accuracy of a score set,
+    with n); the benchmark's categories first, then abstention (where it is a row of its own), overall, task-avg."""
+    return (
+        *((c.short, (lambda sc, t=c.key: sc.per_type[t]), True) for c in benchmark.categories),
+        *((("abstention", lambda sc: sc.abstention, True),) if benchmark.abstention_row else ()),
+        ("overall", lambda sc: sc.overall, True),
+        ("task-avg", lambda sc: sc.task_averaged, False),
+    )
+
+
+def _own_cell(own: Any, key: str | None) -> str:
+    if own is None:
+        return fmt.MISSING
+    value, n = (own.overall, own.n) if key is None else own.per_type[key]
+    return f"{fmt.pct(value)} n={n}"
+
+
+def _benchmark_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
+    """(name, cell of a run) rows of a benchmark's own score and of its corrected gold: LoCoMo's F1 per category and
+    overall; with corrections, the accuracy and F1 against the corrected gold and the ceiling of the raw scores."""
+    if benchmark.own_score is None:
+        return ()
+    name = benchmark.own_score
+    return (
+        *((f"{name} {c.short}", lambda r, k=c.key: _own_cell(r.own, k)) for c in benchmark.categories),
+        (f"{name} overall", lambda r: _own_cell(r.own, None)),
+    )
+
+
+#: Rows shown when a run's gold answers were corrected (``dataset.corrections``).
+_CORRECTED_ROWS: tuple[tuple[str, Any], ...] = (
+    ("gold corrected", lambda r: str(r.n_corrected) if r.corrected is not None else fmt.MISSING),
+    ("ceiling (raw)", lambda r: fmt.pct(r.ceiling)),
+    ("corrected overall", lambda r: _cell(r, r.corrected.overall, compact=True) if r.corrected else fmt.MISSING),
+    ("corrected task-avg", lambda r: _cell(r, r.corrected.task_averaged, with_n=False, compact=True)
+     if r.corrected else fmt.MISSING),
+    ("corrected own overall", lambda r: _own_cell(r.corrected_own, None) if r.corrected_own else fmt.MISSING),
 )
 
 
-def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any]]:
+def _corrected_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
+    name = benchmark.own_score
+    return tuple((f"corrected {name} overall" if label == "corrected own overall" else label, cell)
+                 for label, cell in _CORRECTED_ROWS if name is not None or label != "corrected own overall")
+
+
+def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = None) -> list[tuple[str, bool, Any]]:
     """(header, right-aligned, cell function) for the wide rendered (markdown and rich) tables."""
     columns: list[tuple[str, bool, Any]] = [
         ("#", True, None),
@@ -77,9 +115,13 @@ def _columns(table: ReportTable, *, sep: str = " ") -> list[tuple[str, bool, Any
         ("official", False, lambda r: "yes" if r.official else "no"),
         ("judged/n", True, _judged),
     ]
-    for name, pick, with_n in _STATISTICS:
+    benchmark = section.bench if section is not None else benchmark_named(DEFAULT_BENCHMARK)
+    for name, pick, with_n in _statistics(benchmark):
         columns.append((name, True, lambda r, pick=pick, with_n=with_n: _cell(r, pick(r.graded), with_n=with_n,
                                                                               sep=sep, strict=pick(r.strict))))
+    columns += [(name, True, cell) for name, cell in _benchmark_rows(benchmark)]
+    if section is not None and any(r.corrected is not None for r in section.rows):
+        columns += [(name, True, cell) for name, cell in _corrected_rows(benchmark)]
     if any(r.unjudged for r in table.rows):
         columns += [
             ("unjudged", True, lambda r: str(r.unjudged)),
@@ -123,10 +165,19 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         *(((["memory", *(memory_name(r) for r in rows)], False),) if table.has_baselines else ()),
         (["judged/n", *(_judged(r) for r in rows)], True),
     ]
-    for name, pick, with_n in _STATISTICS:
+    statistics = _statistics(section.bench)
+    last_group = len(section.bench.categories) - (0 if section.bench.abstention_row else 1)
+    for index, (name, pick, with_n) in enumerate(statistics):
         body.append(([name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True, strict=pick(r.strict))
                              for r in rows)],
-                     name == "abstention"))
+                     index == last_group))
+    own_rows = _benchmark_rows(section.bench)
+    if own_rows:
+        body[-1] = (body[-1][0], True)
+        body += [([name, *(cell(r) for r in rows)], False) for name, cell in own_rows]
+    if any(r.corrected is not None for r in rows):
+        body[-1] = (body[-1][0], True)
+        body += [([name, *(cell(r) for r in rows)], False) for name, cell in _corrected_rows(section.bench)]
     if any(r.unjudged for r in table.rows):
         body[-1] = (body[-1][0], True)
         body.append((["strict task-avg", *(_cell(r, r.strict.task_averaged, with_n=False, compact=True)
@@ -143,12 +194,18 @@ def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
         cells = f"Cells: accuracy % [{level} CI] (n judged)."
     else:
         cells = f"Cells: accuracy % [{level} CI, whole points] n=judged questions; one column per run."
-    lines = [
-        f"{cells} overall = micro average over questions; task-avg = mean of the six type accuracies (macro, the "
-        "official headline); abstention = questions with `_abs` in their id.",
-        f"Intervals: percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}. "
-        "Graded accuracies leave unjudged answers (judge error, not run) out; strict ones count them wrong.",
-    ]
+    names = [b.name for b in table.benchmarks] or [DEFAULT_BENCHMARK]
+    lines = []
+    if DEFAULT_BENCHMARK in names:
+        lines += [
+            f"{cells} overall = micro average over questions; task-avg = mean of the six type accuracies (macro, "
+            "the official headline); abstention = questions with `_abs` in their id.",
+            f"Intervals: percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}. "
+            "Graded accuracies leave unjudged answers (judge error, not run) out; strict ones count them wrong.",
+        ]
+    for benchmark in table.benchmarks:
+        if benchmark.name != DEFAULT_BENCHMARK:
+            lines += _benchmark_explanation(benchmark, cells if DEFAULT_BENCHMARK not in names else None, table)
     if wide:
         lines.append("cost $ = known spend (unpriced calls are counted, not guessed); obs tokens = mean observation "
                      "tokens at answer time; compression = mean raw history tokens / observation tokens.")
@@ -160,21 +217,45 @@ def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
     return lines
 
 
+def _benchmark_explanation(benchmark: Benchmark, cells: str | None, table: ReportTable) -> list[str]:
+    """What a section of another benchmark shows (LoCoMo: categories with their numbers, its own score, Wilson
+    intervals, corrected gold)."""
+    level = f"{100 * table.confidence:g}%"
+    lines = [f"{benchmark.title}: " + (f"{cells} " if cells else "") + "categories are shown with the benchmark's "
+             "own numbers; overall = micro average over questions; task-avg = mean of the category accuracies."]
+    intervals = (f"Wilson {level} score intervals per category and overall (the task average: percentile "
+                 f"bootstrap, {table.n_boot} resamples, seed {table.seed})" if benchmark.intervals == "wilson" else
+                 f"percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}")
+    lines.append(f"{benchmark.title} intervals: {intervals}. Graded accuracies leave unjudged answers out.")
+    if benchmark.own_score is not None:
+        lines.append(f"{benchmark.own_score} = {benchmark.title}'s own answer score, computed with its evaluation "
+                     "script's arithmetic: the mean per category and over all answered questions.")
+    if any(r.corrected is not None for r in table.rows if r.benchmark == benchmark.name):
+        lines.append("corrected = scored against the audit's corrected gold answers where it says the published one "
+                     "is wrong (gold corrected = how many); ceiling (raw) = the best raw score possible, 1 minus "
+                     "their share.")
+    return lines
+
+
 def _warning(table: ReportTable) -> str:
     titles = "; ".join(s.title for s in table.sections)
     return (f"WARNING: these runs were scored under {len(table.sections)} different regimes ({titles}). "
             "Accuracies are not comparable across sections; each section is ranked on its own.")
 
 
-def to_markdown(table: ReportTable, *, title: str = "LongMemEval results", wide: bool = False) -> str:
+def _legends(table: ReportTable) -> list[str]:
+    legends = [b.legend for b in table.benchmarks] or [benchmark_named(DEFAULT_BENCHMARK).legend]
+    return [legend for legend in legends if legend]
+
+
+def to_markdown(table: ReportTable, *, title: str | None = None, wide: bool = False) -> str:
     """The table as GitHub markdown: explanation, a warning when regimes are mixed, one section per regime.
 
     Args:
         wide: one row per run with every column (as the CSV, minus raw fractions) instead of the compact
             transposed table (types as rows, runs as columns).
     """
-    columns = _columns(table)
-    lines = [f"# {title}", ""]
+    lines = [f"# {title or table.title}", ""]
     lines += [line for text in _explanation(table, wide=wide) for line in (text, "")]
     if table.mixed:
         lines += [f"> **{_warning(table)}**", ""]
@@ -185,6 +266,7 @@ def to_markdown(table: ReportTable, *, title: str = "LongMemEval results", wide:
         if not section.rows:
             continue
         if wide:
+            columns = _columns(table, section=section)
             rows = [_cells(columns, rank, row) for rank, row in zip(section_ranks(section), section.rows)]
             lines += fmt.md_table([h for h, _, _ in columns], rows, [r for _, r, _ in columns])
         else:
@@ -192,7 +274,7 @@ def to_markdown(table: ReportTable, *, title: str = "LongMemEval results", wide:
             lines += fmt.md_table(headers, [cells for cells, _ in body], [False] + [True] * len(section.rows))
         lines.append("")
     lines += [line for note in caveat_notes(table.rows) for line in (f"> {note}", "")]
-    lines += [fmt.TYPE_LEGEND, ""]
+    lines += [line for legend in _legends(table) for line in (legend, "")]
     return "\n".join(lines)
 
 
@@ -213,7 +295,10 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
         "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
         "n_error": str(row.n_error), "n_not_run": str(row.n_not_run),
     }
-    for t in OFFICIAL_TYPE_ORDER:
+    benchmark = section.bench
+    if benchmark.name != DEFAULT_BENCHMARK:
+        record["benchmark"] = benchmark.name
+    for t in benchmark.category_keys:
         record.update(_accuracy_fields(t, row.graded.per_type[t]))
     record.update(_accuracy_fields("abstention", row.graded.abstention))
     record.update(_accuracy_fields("overall", row.graded.overall))
@@ -221,6 +306,7 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
     record.update(_accuracy_fields("strict_overall", row.strict.overall, with_n=False))
     record.update(_accuracy_fields("strict_task_averaged", row.strict.task_averaged, with_n=False))
     record.update(_accuracy_fields("strict_abstention", row.strict.abstention, with_n=False))
+    record.update(_own_fields(benchmark, row))
     record.update({
         "cost_usd": fmt.csv_number(row.cost_usd), "unknown_cost_calls": str(row.unknown_cost_calls),
         "mean_observation_tokens": fmt.csv_number(row.mean_observation_tokens, 2),
@@ -233,6 +319,27 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
     return record
 
 
+def _own_fields(benchmark: Benchmark, row: RunSummary) -> dict[str, str]:
+    """A benchmark's own score per category and overall, raw and (with corrections) corrected, and the ceiling."""
+    if benchmark.own_score is None:
+        return {}
+    name = benchmark.own_score.lower()
+    out: dict[str, str] = {}
+    for prefix, own in ((name, row.own), (f"corrected_{name}", row.corrected_own)):
+        out[f"{prefix}_overall"] = fmt.csv_number(own.overall if own else None)
+        for key in benchmark.category_keys:
+            out[f"{prefix}_{key}"] = fmt.csv_number(own.per_type[key][0] if own else None)
+    fixed = row.corrected
+    out["gold_corrected"] = str(row.n_corrected) if fixed is not None else ""
+    out["ceiling"] = fmt.csv_number(row.ceiling)
+    for key in benchmark.category_keys:
+        out.update(_accuracy_fields(f"corrected_{key}", fixed.per_type[key] if fixed else Accuracy(None, None, 0),
+                                    with_n=False))
+    out.update(_accuracy_fields("corrected_overall", fixed.overall if fixed else Accuracy(None, None, 0),
+                                with_n=False))
+    return out
+
+
 def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] | None = None) -> str:
     """The table as CSV: one line per run, machine-readable (fractions, full run ids, every column always).
 
@@ -243,7 +350,7 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
     records = [_csv_record(s, rank, row, table.has_baselines)
                for s in table.sections for rank, row in zip(section_ranks(s), s.rows)]
     if records:
-        fields = list(records[0])
+        fields = list(dict.fromkeys(name for record in records for name in record))  # benchmarks' columns differ
     else:
         empty_section = Section("", "", False, ())
         fields = list(_csv_record(empty_section, 0, _empty_summary()))
@@ -266,27 +373,28 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
 
 def _empty_summary() -> RunSummary:
     none = Accuracy(None, None, 0)
-    scores = Scores(dict.fromkeys(OFFICIAL_TYPE_ORDER, none), none, none, none)
+    scores = Scores(dict.fromkeys(benchmark_named(DEFAULT_BENCHMARK).category_keys, none), none, none, none)
     return RunSummary("", "", "", "", None, None, False, 0, 0, 0, 0, scores, scores, 0.0, 0, None, None)
 
 
-def to_rich(table: ReportTable, *, title: str = "LongMemEval results", wide: bool = False) -> Any:
+def to_rich(table: ReportTable, *, title: str | None = None, wide: bool = False) -> Any:
     """The table as a rich renderable (a ``Group``): a warning when regimes are mixed, one table per section.
 
     Args:
         wide: one row per run with every column instead of the compact transposed table.
     """
     from rich.console import Group
+    from rich.markup import escape
     from rich.table import Table
     from rich.text import Text
 
-    columns = _columns(table, sep="\n")
-    parts: list[Any] = [Text(title, style="bold")]
+    parts: list[Any] = [Text(title or table.title, style="bold")]
     if table.mixed:
         parts.append(Text(_warning(table), style="bold red"))
     parts += [Text(note, style="yellow") for note in table.notes]
     for section in table.sections:
         if wide:
+            columns = _columns(table, sep="\n", section=section)
             grid = Table(title=section.title, title_style="bold", show_lines=True)
             for header, right, _ in columns:
                 grid.add_column(header, justify="right" if right else "left", no_wrap=header in ("variant", "run"))
@@ -297,12 +405,12 @@ def to_rich(table: ReportTable, *, title: str = "LongMemEval results", wide: boo
             headers, body = _compact(table, section)
             grid.add_column(headers[0], justify="left", no_wrap=True)
             for header, row in zip(headers[1:], section.rows):
-                grid.add_column(header, justify="right", overflow="fold",
+                grid.add_column(escape(header), justify="right", overflow="fold",
                                 header_style="bold yellow" if row.caveat else "bold")
             for cells, end in body:
                 grid.add_row(*cells, end_section=end, style="bold" if cells[0] == "task-avg" else None)
         parts.append(grid)
         parts += [Text(note, style="yellow") for note in section.notes]
     parts += [Text(note, style="yellow") for note in caveat_notes(table.rows)]
-    parts += [Text(line, style="dim") for line in (*_explanation(table, wide=wide), fmt.TYPE_LEGEND)]
+    parts += [Text(line, style="dim") for line in (*_explanation(table, wide=wide), *_legends(table))]
     return Group(*parts)

@@ -54,13 +54,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, metric_report
+from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_of_run
+from om_eval.bench.metrics import metric_report, score_means
 from om_eval.report import _format as fmt
 
 __all__ = [
     "BASELINE_READERS",
     "CAVEAT_MARK",
     "Accuracy",
+    "OwnScores",
     "ReportTable",
     "RunSummary",
     "Scores",
@@ -140,12 +142,23 @@ class Accuracy:
 
 @dataclass(frozen=True)
 class Scores:
-    """The LongMemEval metrics of one run under one error policy (graded or strict)."""
+    """The judge's metrics of one run under one error policy (graded or strict), per category of its benchmark."""
 
     per_type: Mapping[str, Accuracy]
     overall: Accuracy
     task_averaged: Accuracy
     abstention: Accuracy
+
+
+@dataclass(frozen=True)
+class OwnScores:
+    """A benchmark's own score (LoCoMo's F1) of one run: the mean per category and over all answered questions."""
+
+    name: str
+    overall: float | None
+    n: int
+    per_type: Mapping[str, tuple[float | None, int]]
+    """Per category: (mean, n)."""
 
 
 @dataclass(frozen=True)
@@ -186,6 +199,19 @@ class RunSummary:
     """Message tokens per Observer call, over the run (``None`` for runs stored before it was recorded)."""
     mean_raw_tail_tokens: float | None = None
     """Tokens of raw, unobserved messages the actor was shown, per question."""
+    benchmark: str = DEFAULT_BENCHMARK
+    own: OwnScores | None = None
+    """The benchmark's own score against the published gold (``None`` when the judge's verdict is its score)."""
+    corrected: Scores | None = None
+    """Graded accuracies with the corrected gold answers (``dataset.corrections``); ``None`` without corrections."""
+    corrected_own: OwnScores | None = None
+    n_corrected: int = 0
+    """Questions whose gold a correction changed: their share is the ceiling of the raw scores."""
+
+    @property
+    def ceiling(self) -> float | None:
+        """The best raw score possible: 1 minus the share of questions whose published gold is known wrong."""
+        return 1.0 - self.n_corrected / self.n_items if self.corrected is not None and self.n_items else None
 
     @property
     def complete(self) -> bool:
@@ -202,13 +228,21 @@ class RunSummary:
 
 @dataclass(frozen=True)
 class Section:
-    """Runs scored under one regime, ranked among themselves only."""
+    """Runs of one benchmark scored under one regime, ranked among themselves only."""
 
     key: str
     title: str
     official: bool
     rows: tuple[RunSummary, ...]
     notes: tuple[str, ...] = ()
+    benchmark: Benchmark | None = None
+    """Whose categories its rows hold (``None``: LongMemEval)."""
+
+    @property
+    def bench(self) -> Benchmark:
+        from om_eval.bench.benchmark import benchmark_named
+
+        return self.benchmark or benchmark_named(DEFAULT_BENCHMARK)
 
 
 @dataclass(frozen=True)
@@ -231,6 +265,17 @@ class ReportTable:
         return tuple(row for section in self.sections for row in section.rows)
 
     @property
+    def benchmarks(self) -> tuple[Benchmark, ...]:
+        """The benchmarks of its sections, in order, each once."""
+        return tuple({s.bench.name: s.bench for s in self.sections}.values())
+
+    @property
+    def title(self) -> str:
+        """``LongMemEval results``, ``LoCoMo results``, or ``Results`` for several benchmarks."""
+        found = self.benchmarks
+        return f"{found[0].title} results" if len(found) == 1 else "Results" if found else "LongMemEval results"
+
+    @property
     def has_baselines(self) -> bool:
         """True when a run is a baseline reader (the tables then say which runs used OM)."""
         return any(row.reader is not None for row in self.rows)
@@ -245,32 +290,42 @@ class ReportTable:
 # ------------------------------------------------------------------------------------------------- building
 
 
-def metric_rows(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def metric_rows(items: Iterable[Mapping[str, Any]], *, by_id: bool = True,
+                corrected: bool = False) -> list[dict[str, Any]]:
     """Store item rows as :mod:`om_eval.bench.metrics` rows, sorted by question id.
 
     ``status`` is the item's ``judge_status``; when that is missing it is ``ok`` for a labelled row and
-    ``not_run`` otherwise. Abstention is read from the question id (``_abs``), as upstream does; an
-    ``is_abstention`` flag that contradicts the id is an error, not something to paper over.
+    ``not_run`` otherwise. For LongMemEval (``by_id``) abstention is read from the question id (``_abs``), as
+    upstream does, and an ``is_abstention`` flag that contradicts the id is an error, not something to paper
+    over; another benchmark's flag is its own. ``corrected`` takes the verdict and score against the corrected
+    gold where a correction applies.
     """
     rows = []
     for item in items:
         qid = item.get("question_id")
         label = item.get("label")
+        score = item.get("score")
+        if corrected and item.get("corrected_answer") is not None:
+            label = label if item.get("corrected_label") is None else item["corrected_label"]
+            score = score if item.get("corrected_score") is None else item["corrected_score"]
         status = item.get("judge_status")
         if status is None:
             status = "ok" if label is not None else "not_run"
         flag = item.get("is_abstention")
-        if flag is not None and isinstance(qid, str) and bool(flag) != ("_abs" in qid):
-            raise ValueError(f"question {qid}: is_abstention={flag!r} contradicts the id ('_abs' marks abstention)")
+        if by_id:
+            if flag is not None and isinstance(qid, str) and bool(flag) != ("_abs" in qid):
+                raise ValueError(f"question {qid}: is_abstention={flag!r} contradicts the id ('_abs' marks "
+                                 "abstention)")
+            flag = None
         rows.append({"question_id": qid, "question_type": item.get("question_type"),
-                     "label": label, "status": status})
+                     "label": label, "status": status, "is_abstention": flag, "score": score})
     return sorted(rows, key=lambda r: str(r["question_id"]))
 
 
-def _scores(block: Mapping[str, Any]) -> Scores:
+def _scores(block: Mapping[str, Any], categories: Sequence[str]) -> Scores:
     ci = block["ci"]
     per_type = {t: Accuracy(block["per_type"][t]["accuracy"], ci["per_type"][t], block["per_type"][t]["n"])
-                for t in OFFICIAL_TYPE_ORDER}
+                for t in categories}
     n = sum(a.n for a in per_type.values())
     return Scores(
         per_type=per_type,
@@ -308,10 +363,31 @@ def _section_title(official: bool, mode: str | None) -> str:
     return f"Non-official scoring ({mode} judge)"
 
 
+def _own(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]]) -> OwnScores | None:
+    if benchmark.own_score is None:
+        return None
+    done = [r for r in rows if r["status"] == "ok" or r.get("score") is not None]
+    means = score_means(done, benchmark.category_keys)
+    return OwnScores(benchmark.own_score, means["overall"], means["n"],
+                     {k: (v["mean"], v["n"]) for k, v in means["per_type"].items()})
+
+
 def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short_id: str, label: str,
                n_boot: int, seed: int, confidence: float) -> RunSummary:
-    report = metric_report(metric_rows(items), n_boot=n_boot, seed=seed, confidence=confidence)
+    benchmark = benchmark_of_run(run)
+    keys = benchmark.category_keys
+    by_id = benchmark.name == DEFAULT_BENCHMARK
+    rows = metric_rows(items, by_id=by_id)
+    options = {"n_boot": n_boot, "seed": seed, "confidence": confidence, "categories": keys,
+               "intervals": benchmark.intervals}
+    report = metric_report(rows, **options)
     counts = report["counts"]
+    n_corrected = sum(1 for i in items if i.get("corrected_answer") is not None)
+    corrected = corrected_own = None
+    if n_corrected:
+        fixed = metric_rows(items, by_id=by_id, corrected=True)
+        corrected = _scores(metric_report(fixed, **options)["graded"], keys)
+        corrected_own = _own(benchmark, fixed)
     _, official, mode = _section_of(run)
     return RunSummary(
         run_id=str(run["run_id"]),
@@ -325,8 +401,8 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         n_ok=counts["ok"],
         n_error=counts["error"],
         n_not_run=counts["not_run"],
-        graded=_scores(report["graded"]),
-        strict=_scores(report["strict"]),
+        graded=_scores(report["graded"], keys),
+        strict=_scores(report["strict"], keys),
         cost_usd=math.fsum(float(i["cost_usd"]) for i in items if not fmt.missing(i.get("cost_usd"))),
         unknown_cost_calls=sum(int(i.get("unknown_cost_calls") or 0) for i in items),
         mean_observation_tokens=_mean(i.get("observation_tokens") for i in items),
@@ -338,6 +414,11 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         mean_observations=_mean(i.get("observation_cycles") for i in items),
         mean_observer_call_tokens=_per_call(items),
         mean_raw_tail_tokens=_mean(i.get("raw_tail_tokens") for i in items),
+        benchmark=benchmark.name,
+        own=_own(benchmark, rows),
+        corrected=corrected,
+        corrected_own=corrected_own,
+        n_corrected=n_corrected,
     )
 
 
@@ -410,20 +491,27 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
     labels = {rid: v if variants.count(v) == 1 else f"{v} ({short[rid]})" for rid, v in zip(run_ids, variants)}
 
     grouped: dict[str, list[RunSummary]] = {}
-    regimes: dict[str, tuple[bool, str | None]] = {}
+    regimes: dict[str, tuple[bool, str | None, Benchmark]] = {}
     for run, rid in zip(runs, run_ids):
         key, official, mode = _section_of(run)
-        regimes[key] = (official, mode)
+        benchmark = benchmark_of_run(run)
+        if benchmark.name != DEFAULT_BENCHMARK:  # one benchmark's categories never share a table with another's
+            key = f"{benchmark.name}:{key}"
+        regimes[key] = (official, mode, benchmark)
         grouped.setdefault(key, []).append(
             _summarise(run, by_run[rid], short[rid], labels[rid], n_boot, seed, confidence))
 
     sections = []
-    for key in sorted(grouped, key=lambda k: (k != "official", k)):
-        official, mode = regimes[key]
+    several = len({b.name for _, _, b in regimes.values()}) > 1
+    for key in sorted(grouped, key=lambda k: (":" in k.split("non-official")[0], k != "official", k)):
+        official, mode, benchmark = regimes[key]
         rows = tuple(sorted(grouped[key], key=_rank_key))
         judges = sorted({str(r.judge_model) for r in rows})
         notes = (f"Judge models differ within this section ({', '.join(judges)}).",) if len(judges) > 1 else ()
-        sections.append(Section(key, _section_title(official, mode), official, rows, notes))
+        title = _section_title(official, mode)
+        if several or benchmark.name != DEFAULT_BENCHMARK:
+            title = f"{benchmark.title}: {title}"
+        sections.append(Section(key, title, official, rows, notes, benchmark))
     notes = (f"{stray} item(s) of runs not in this table were ignored.",) if stray else ()
     datasets = sorted({row.dataset for section in sections for row in section.rows})
     if len(datasets) > 1:
@@ -466,8 +554,14 @@ def suspect_counts(items: Iterable[Mapping[str, Any]], events: Iterable[Mapping[
         if event.get("kind", SUSPECT_KIND) == SUSPECT_KIND:
             by_build.setdefault((event["memory_key"], event["question_id"]), set()).add(event.get("seq"))
     counts: dict[str, int] = {}
+    seen: set[tuple[str, Any, Any]] = set()
     for item in items:
-        found = len(by_build.get((item.get("memory_key"), item.get("question_id")), ()))
+        owner = item.get("haystack_id") or item.get("question_id")  # a shared memory counts once per run
+        build = (str(item["run_id"]), item.get("memory_key"), owner)
+        if build in seen:
+            continue
+        seen.add(build)
+        found = len(by_build.get(build[1:], ()))
         if found:
             counts[str(item["run_id"])] = counts.get(str(item["run_id"]), 0) + found
     return counts

@@ -47,7 +47,7 @@ from typing import Any
 import jinja2
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER
+from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_named
 from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
@@ -258,11 +258,12 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
     for item in sorted(items, key=lambda i: (str(i["question_id"]), str(i["run_id"]))):
         qid, rid = str(item["question_id"]), str(item["run_id"])
         entry = questions.setdefault(qid, {
-            "id": qid, "type": item.get("question_type"), "abstention": "_abs" in qid,
+            "id": qid, "type": item.get("question_type"),
+            "abstention": "_abs" in qid if item.get("is_abstention") is None else bool(item["is_abstention"]),
             "text": _short(item.get("question"), _LIST_QUESTION_CHARS), "marks": {}})
         entry["marks"][rid] = _mark(item)
         detail = per_run[rid][qid]
-        ref = f"{item.get('memory_key') or rid}|{qid}"
+        ref = f"{item.get('memory_key') or rid}|{item.get('haystack_id') or qid}"  # a shared memory is embedded once
         if ref not in memories:
             memories[ref] = _memory(detail)
         details[rid][qid] = _embedded(detail, ref)
@@ -283,7 +284,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
         })
     data = {
         "runs": run_entries,
-        "types": [[t, fmt.TYPE_SHORT[t]] for t in OFFICIAL_TYPE_ORDER],
+        "types": [[c.key, c.short] for b in _benchmarks(table) for c in b.categories],
         "status_text": {**EVIDENCE_STATUS_TEXT, **BASELINE_STATUS_TEXT},
         "questions": [questions[q] for q in sorted(questions)],
         "details": details,
@@ -371,9 +372,21 @@ def _bar(acc: Accuracy, row: RunSummary, color: str) -> dict[str, Any]:
             "hatched": bool(row.caveat), "whisker": whisker, "text": _pct(value)}
 
 
+def _benchmarks(table: ReportTable) -> tuple[Benchmark, ...]:
+    return table.benchmarks or (benchmark_named(DEFAULT_BENCHMARK),)
+
+
 def _bar_groups(table: ReportTable, colors: Mapping[str, str]) -> list[dict[str, Any]]:
-    groups = [(fmt.TYPE_SHORT[t], t, lambda row, t=t: row.graded.per_type[t]) for t in OFFICIAL_TYPE_ORDER]
-    groups.append(("Abstention", "questions with _abs in their id", lambda row: row.graded.abstention))
+    """One group of bars per category of each benchmark shown (a run of another benchmark has no bar there), and
+    abstention where a benchmark shows it as a row of its own."""
+    none = Accuracy(None, None, 0)
+    groups = []
+    for benchmark in _benchmarks(table):
+        groups += [(c.short, c.title, lambda row, t=c.key: row.graded.per_type.get(t, none))
+                   for c in benchmark.categories]
+        if benchmark.abstention_row:
+            groups.append(("Abstention", "questions with _abs in their id",
+                           lambda row, name=benchmark.name: row.graded.abstention if row.benchmark == name else none))
     return [{"short": short, "full": full, "bars": [_bar(pick(row), row, colors[row.variant]) for row in table.rows]}
             for short, full, pick in groups]
 
