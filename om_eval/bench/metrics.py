@@ -234,7 +234,10 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (max(0.0, centre - half), min(1.0, centre + half))
+    # At 0 % and 100 % the bound is exactly 0 or 1; the formula leaves rounding noise there.
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return (low, high)
 
 
 def _wilson(scored: Sequence[Scored], categories: Sequence[str], confidence: float) -> dict[str, Any]:
