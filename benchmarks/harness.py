@@ -62,24 +62,13 @@ def measure(dataset_path: Path, concurrency: int) -> dict:
     """The measured part (run in a child process): load the file streamed, run the job, report figures."""
     import asyncio
 
+    from scripted_time import scripted_model_time
+
     from om_eval.data import load_dataset
     from om_eval.experiment.job import RunJob
     from om_eval.experiment.spec import spec_from_config
-    from om_eval.om.scripted import ScriptedModel
 
-    model_seconds = 0.0
-    original = ScriptedModel.reply
-
-    def timed(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
-        nonlocal model_seconds
-        start = time.perf_counter()
-        try:
-            return original(self, *a, **kw)
-        finally:
-            model_seconds += time.perf_counter() - start
-
-    ScriptedModel.reply = timed  # type: ignore[method-assign]
-    with tempfile.TemporaryDirectory() as folder:
+    with scripted_model_time() as model, tempfile.TemporaryDirectory() as folder:
         results = Path(folder)
         job = RunJob(spec_from_config(_config(results, dataset_path, concurrency)))
         rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
@@ -97,7 +86,7 @@ def measure(dataset_path: Path, concurrency: int) -> dict:
     return {
         "questions": len(dataset), "done": progress.done, "errors": progress.errors, "calls": totals.calls,
         "prompt_tokens": totals.prompt_tokens, "load_s": load_seconds, "run_s": run_seconds,
-        "model_s": model_seconds, "store_mb": store_mb, "cache_mb": cache_mb,
+        "model_s": model.seconds, "store_mb": store_mb, "cache_mb": cache_mb,
         "rss_start_gb": rss_start, "rss_loaded_gb": rss_loaded,
         "peak_rss_gb": usage.ru_maxrss / 1e6, "cpu_s": usage.ru_utime + usage.ru_stime,
     }

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from om_eval.bench.replay import ReplayConfig, session_messages, thread_id_for
 from om_eval.data.records import Question
@@ -30,8 +31,11 @@ MIN_SHARED_WORDS = 3
 MIN_LINE_COVERAGE = 0.6
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP}
+@lru_cache(maxsize=65536)
+def _words(text: str) -> frozenset[str]:
+    # Cached: a memory's observation lines are matched again for every question asked of it (a LoCoMo
+    # conversation's memory answers ~200 questions).
+    return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
 
 
 def matching_lines(observations: str, content: str, limit: int = 3) -> list[str]:
@@ -74,6 +78,8 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
     earlier = [g.active_observations for history in histories for g in history[:-1]]
     traces = []
     for session in question.sessions:
+        if not any(turn.has_answer for turn in session.turns):
+            continue  # most sessions of a long haystack hold no evidence: their messages are not rebuilt
         thread = thread_id_for(session, shown_raw=not memory.config.obscure_thread_ids)
         messages = {m.id.rsplit(":", 1)[-1]: m for m in session_messages(session, replay, thread)}
         for turn_index, turn in enumerate(session.turns):

@@ -199,7 +199,6 @@ class RunJob:
         self.memory_key = memory_hash(spec.om, spec.replay, self.counter.name)
         self.benchmark: Benchmark = benchmark_named(spec.dataset.get("benchmark"))
         self.progress = RunProgress()
-        self._ledger = Ledger()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
         """The memories questions share (LoCoMo's conversations): one build each per invocation."""
 
@@ -315,9 +314,7 @@ class RunJob:
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
         store.record_question(self.run_id, item, events, _call_rows(ledger), snapshot=held.held, judgments=judgments)
         self.progress.finished.append((question.question_id, "ok" if item["status"] == "done" else "error"))
-        for record in ledger.records:
-            self._ledger.add(record)
-        self.progress.totals = self._ledger.totals()
+        self.progress.totals = self.progress.totals + totals  # a running sum: re-adding every record is quadratic
 
     def _reader_counter(self) -> Any:
         """The baseline reader's token counter (built once; OM's counter stays ``self.counter``)."""

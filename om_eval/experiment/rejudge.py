@@ -93,7 +93,10 @@ def _question(item: Mapping[str, Any]) -> Question | None:
 
 
 def _questions(items: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) -> dict[str, Question]:
-    questions = {i["question_id"]: q for i in items if (q := _question(i)) is not None}
+    # Another benchmark's question carries what an item does not keep (LoCoMo's unanswerable flag and the note its
+    # judge reads): its dataset is read again, checked against its pinned sha256.
+    rebuilt = (config.get("dataset") or {}).get("benchmark") in (None, "longmemeval")
+    questions = {i["question_id"]: q for i in items if rebuilt and (q := _question(i)) is not None}
     missing = [i["question_id"] for i in items if i["question_id"] not in questions]
     if missing:  # an older store: the dataset is read again (it is sha256-checked where it is pinned)
         from om_eval.experiment.job import load_run_dataset

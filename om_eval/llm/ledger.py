@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 #: How a record's ``error`` begins when the call succeeded but the caller refused the reply (empty, looping,
 #: unparsable, no verdict). Such a call was made and paid for; its reply was not cached.
@@ -77,6 +77,10 @@ class LedgerTotals:
                 cost += record.cost_usd
             saved += record.saved_usd or 0.0
         return cls(calls, cached, errors, retries, prompt, completion, cost, unknown, saved, latency)
+
+    def __add__(self, other: LedgerTotals) -> LedgerTotals:
+        """The totals of both sets of records (a run keeps a running sum instead of re-adding every record)."""
+        return LedgerTotals(*(getattr(self, f.name) + getattr(other, f.name) for f in fields(self)))
 
 
 @dataclass

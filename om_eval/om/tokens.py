@@ -72,16 +72,30 @@ def _load_encoding(name: str) -> Any:
 class TiktokenCounter:
     """Exact BPE counts with tiktoken (default ``o200k_base``, what the benchmark-era OM used)."""
 
+    #: Texts up to this many characters (observation lines, short messages) have their counts remembered: the
+    #: Observer's truncation of previous observations counts the same lines again at every call.
+    REMEMBERED_CHARS = 400
+    REMEMBERED_TEXTS = 200_000
+
     def __init__(self, encoding: str = "o200k_base") -> None:
         self.encoding_name = encoding
         self.name = f"tiktoken/{encoding}"
         self._encoding = _load_encoding(encoding)
+        self._remembered: dict[str, int] = {}
 
     def count_text(self, text: str) -> int:
         if not text:
             return 0
+        short = len(text) <= self.REMEMBERED_CHARS
+        if short and (known := self._remembered.get(text)) is not None:
+            return known
         # 'all' special tokens allowed, like the reference's encode(text, 'all').
-        return len(self._encoding.encode(text, allowed_special="all"))
+        count = len(self._encoding.encode(text, allowed_special="all"))
+        if short:
+            if len(self._remembered) >= self.REMEMBERED_TEXTS:
+                self._remembered.clear()
+            self._remembered[text] = count
+        return count
 
 
 class CharRatioCounter:

@@ -136,3 +136,16 @@ def test_the_official_longmemeval_judge_is_refused_for_locomo(tmp_path: Path) ->
         import asyncio
 
         asyncio.run(RunJob(spec).run())
+
+
+def test_rejudging_a_locomo_run_grades_the_same_prompts(results: Path) -> None:
+    from om_eval.experiment.rejudge import rejudge_run
+
+    om, _, items = _runs(results)
+    result = rejudge_run(results, om["run_id"], ["judge.no_verdict=wrong"], cache_dir=str(results / "cache"))
+    assert result.judged == 14 and result.errors == 0
+    with Catalog(results) as catalog:
+        verdicts = catalog.query("SELECT question_id, label FROM judgments WHERE run_id = ? AND judge_identity LIKE "
+                                 "'%no_verdict%'", [om["run_id"]])
+    labels = {i["question_id"]: i["label"] for i in items if i["run_id"] == om["run_id"]}
+    assert {v["question_id"]: v["label"] for v in verdicts} == labels  # unanswerable ones routed as before

@@ -1,0 +1,33 @@
+"""Time spent inside the scripted model, so benchmarks can subtract it and report the harness's own overhead."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+
+class ModelTime:
+    seconds = 0.0
+
+
+@contextmanager
+def scripted_model_time() -> Iterator[ModelTime]:
+    """Within the block, every ``ScriptedModel.reply`` adds its wall time to the yielded ``seconds``."""
+    from om_eval.om.scripted import ScriptedModel
+
+    spent = ModelTime()
+    original = ScriptedModel.reply
+
+    def timed(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        start = time.perf_counter()
+        try:
+            return original(self, *a, **kw)
+        finally:
+            spent.seconds += time.perf_counter() - start
+
+    ScriptedModel.reply = timed  # type: ignore[method-assign]
+    try:
+        yield spent
+    finally:
+        ScriptedModel.reply = original  # type: ignore[method-assign]
