@@ -18,6 +18,7 @@ INTEGRATION_MODULES = (
     "tests/experiment/test_run_errors.py",
     "tests/experiment/test_ray_launcher.py",
     "tests/experiment/test_baselines.py",
+    "tests/experiment/test_locomo_run.py",
     "tests/store/test_processes.py",
     "tests/om/test_mastra_differential.py",
     "tests/om/test_mastra_pair_replay.py",

@@ -96,3 +96,23 @@ def test_without_a_path_the_pinned_file_is_downloaded_once_and_checked(tmp_path:
     monkeypatch.setattr(locomo, "LOCOMO_SHA256", "1" * 64)  # not cached
     with pytest.raises(FileNotFoundError, match="could not download .*give its path instead"):
         locomo.load_locomo()
+
+
+SHARED = Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+@pytest.mark.skipif(not (SHARED / "locomo10.json").exists() or not (SHARED / "locomo-audit-errors.json").exists(),
+                    reason="the LoCoMo file and its audit are not shipped; they are read from ../shared/data when "
+                           "present")
+def test_the_real_file_gives_ten_shared_memories_and_99_corrected_golds() -> None:
+    dataset = locomo_dataset(SHARED / "locomo10.json", corrections="locomo_audit",
+                             audit_path=SHARED / "locomo-audit-errors.json")
+    assert len(dataset) == 1986 and len({e.memory_owner for e in dataset.entries}) == 10
+    assert sum(e.is_abstention for e in dataset.entries) == 446
+    questions = list(dataset.iter_questions())
+    assert sum(q.corrected_answer is not None for q in questions) == 99
+    assert all(q.question_date > max(s.date for s in q.sessions) for q in questions[::97])
+    # every answerable question points at least one turn of its conversation, malformed ids included
+    answerable = [q for q in questions if not q.is_abstention]
+    unmarked = [q.question_id for q in answerable if not any(t.has_answer for s in q.sessions for t in s.turns)]
+    assert len(unmarked) <= 5, unmarked
