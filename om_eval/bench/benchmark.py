@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
+from functools import lru_cache
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,10 +21,13 @@ from typing import Any
 from om_eval.data.records import Dataset, Question
 from om_eval.om.config import ConfigError
 
-__all__ = ["DEFAULT_BENCHMARK", "Benchmark", "Category", "benchmark_named", "benchmark_of_run"]
+__all__ = ["DEFAULT_BENCHMARK", "Benchmark", "Category", "benchmark_named", "benchmark_of_run", "house_route"]
 
 DEFAULT_BENCHMARK = "longmemeval"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+#: The house judge's template per question type of every benchmark defined so far (a benchmark's questions exist
+#: only once its module has run, so its routes are known before any of them is judged).
+_HOUSE_ROUTES: dict[str, str] = {}
 
 
 @dataclass(frozen=True)
@@ -67,6 +71,9 @@ class Benchmark:
     """The ``judge.mode`` values that can grade it (the official LongMemEval templates grade only LongMemEval)."""
     intervals: str = "bootstrap"
     """How per-category accuracy intervals are drawn: ``bootstrap`` (percentile, over questions) or ``wilson``."""
+    house_routes: Mapping[str, str] = field(default_factory=dict)
+    """Which house judge template grades each category (``answer``, ``temporal``, ``update``, ``preference``,
+    ``abstention``); LongMemEval's own are in :data:`om_eval.bench.judge.HOUSE_ROUTES`."""
     identity: Mapping[str, Any] = field(default_factory=dict)
     """What, beyond the data, makes its scores differ (its judge routes, its scoring revision): in run ids of
     every benchmark but the default."""
@@ -76,6 +83,10 @@ class Benchmark:
             raise ValueError(f"benchmark name {self.name!r} must be a Python module name")
         if len({c.key for c in self.categories}) != len(self.categories):
             raise ValueError(f"benchmark {self.name}: a category key appears twice")
+        clash = {k for k, v in self.house_routes.items() if _HOUSE_ROUTES.get(k, v) != v}
+        if clash:
+            raise ValueError(f"benchmark {self.name}: categories {sorted(clash)} are routed differently elsewhere")
+        _HOUSE_ROUTES.update(self.house_routes)
 
     @property
     def category_keys(self) -> tuple[str, ...]:
@@ -99,6 +110,26 @@ class Benchmark:
         if self.scorer is None or prediction is None:
             return None
         return float(self.scorer(question, prediction, question.answer if gold is None else gold))
+
+
+def house_route(question_type: str) -> str | None:
+    """The house judge template a benchmark routes ``question_type`` to, or ``None``. A type no benchmark defined so
+    far knows makes every benchmark module under ``om_eval/bench/`` load once (questions can be built from the data
+    layer alone, before their benchmark's module ran)."""
+    if question_type not in _HOUSE_ROUTES:
+        _load_all()
+    return _HOUSE_ROUTES.get(question_type)
+
+
+@lru_cache(maxsize=1)
+def _load_all() -> None:
+    import pkgutil
+
+    import om_eval.bench as package
+
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name != "benchmark" and not module.ispkg:
+            importlib.import_module(f"om_eval.bench.{module.name}")  # a BENCHMARK registers its routes
 
 
 def benchmark_named(name: str | None) -> Benchmark:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from om_eval.bench.locomo import HOUSE_ROUTES as LOCOMO_HOUSE_ROUTES
+from om_eval.bench.benchmark import house_route
 from om_eval.bench.official_templates import (
     PINNED_COMMIT,
     PINNED_SHA256,
@@ -127,10 +127,10 @@ def house_template_name(task: str, abstention: bool = False) -> str:
     """The house template a (type, abstention) pair uses."""
     if abstention:
         return "abstention"
-    route = HOUSE_ROUTES.get(task) or LOCOMO_HOUSE_ROUTES.get(task)
+    route = HOUSE_ROUTES.get(task) or house_route(task)  # another benchmark's categories route themselves
     if route is None:
-        raise ValueError(f"unknown question type {task!r}; known: {', '.join(QUESTION_TYPES)} (LongMemEval), "
-                         f"{', '.join(LOCOMO_HOUSE_ROUTES)} (LoCoMo)")
+        raise ValueError(f"unknown question type {task!r}; known: {', '.join(QUESTION_TYPES)}, or a category of a "
+                         "benchmark defined in om_eval/bench/")
     return route
 
 

@@ -160,5 +160,6 @@ BENCHMARK = Benchmark(
     scorer=_score,
     judge_modes=("house",),
     intervals="wilson",
+    house_routes=HOUSE_ROUTES,
     identity={"scoring": "locomo-f1-v1", "house_routes": HOUSE_ROUTES},
 )

@@ -114,3 +114,14 @@ def test_a_failed_shared_build_is_retried_by_the_next_question() -> None:
     first, second = asyncio.run(main())
     assert isinstance(first, RuntimeError) and isinstance(second, MemoryBuild) and not second.reused
     assert calls["n"] == 2
+
+
+def test_the_house_judge_routes_another_benchmarks_categories_loaded_on_demand() -> None:
+    import subprocess
+    import sys
+
+    # A fresh process that builds no LoCoMo benchmark first: the route is found by loading the bench modules.
+    code = ("from om_eval.bench.judge import house_template_name as h; "
+            "print(h('adversarial'), h('multi-hop'), h('temporal-reasoning'))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["abstention", "answer", "temporal"]
