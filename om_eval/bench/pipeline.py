@@ -146,12 +146,18 @@ async def build_memory(
     return MemoryBuild(memory, stats, key, reused=False)
 
 
+class SharedBuildFailed(RuntimeError):
+    """A shared memory failed to build twice in one job."""
+
+
 class SharedBuilds:
     """Memories that several questions share (a LoCoMo conversation's), built once per job and handed to each.
 
     The first question of a haystack builds it; the others wait for that build and get it marked ``reused`` (so
-    its OM events and snapshot are recorded once, with the builder's item). A failed build is not handed on: a
-    waiter then tries once itself, so one bad reply does not fail a whole conversation. Only the ``keep`` most
+    its OM events and snapshot are recorded once, with the builder's item). A failed build is not handed on: the
+    next question tries once more, so one passing error does not fail a whole conversation; after a second
+    failure the haystack's remaining questions fail at once with that error (each would fail the same way, a
+    deterministic model reply at temperature 0 most of all) and are retried on resume. Only the ``keep`` most
     recent haystacks stay in memory (questions come in file order, grouped by haystack); an older one comes back
     from the snapshot store.
     """
@@ -159,11 +165,16 @@ class SharedBuilds:
     def __init__(self, keep: int = 4) -> None:
         self.keep = max(1, keep)
         self._builds: OrderedDict[str, asyncio.Future[MemoryBuild]] = OrderedDict()
+        self._failures: dict[str, list[Exception]] = {}
         self.builds = 0
         """Builds this object started (replays or snapshot loads), for reports and tests."""
 
     async def get(self, owner: str, make: Callable[[], Awaitable[MemoryBuild]]) -> MemoryBuild:
-        for _ in range(2):
+        while True:  # ends: each pass returns, raises, or waits for a build, and at most two builds fail
+            failed = self._failures.get(owner, [])
+            if len(failed) >= 2:
+                raise SharedBuildFailed(f"the memory of {owner} failed to build twice in this run, so its other "
+                                        f"questions are left for a resume: {failed[-1]}") from failed[-1]
             future = self._builds.get(owner)
             if future is None:
                 return await self._make(owner, make)
@@ -172,10 +183,9 @@ class SharedBuilds:
                 return replace(await asyncio.shield(future), reused=True)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the builder's question records the error; this one tries on its own
+            except Exception:  # the builder's question records the error; the next one tries again
                 if self._builds.get(owner) is future:
                     del self._builds[owner]
-        return await make()
 
     async def _make(self, owner: str, make: Callable[[], Awaitable[MemoryBuild]]) -> MemoryBuild:
         future: asyncio.Future[MemoryBuild] = asyncio.get_running_loop().create_future()
@@ -189,6 +199,7 @@ class SharedBuilds:
             future.cancel()
             raise
         except Exception as error:
+            self._failures.setdefault(owner, []).append(error)
             future.set_exception(error)
             future.exception()  # retrieved here: a build nobody waited for must not warn at exit
             raise

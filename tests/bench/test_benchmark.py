@@ -125,3 +125,41 @@ def test_the_house_judge_routes_another_benchmarks_categories_loaded_on_demand()
             "print(h('adversarial'), h('multi-hop'), h('temporal-reasoning'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["abstention", "answer", "temporal"]
+
+
+def test_after_two_failed_builds_the_other_questions_fail_at_once() -> None:
+    from om_eval.bench.pipeline import SharedBuildFailed
+
+    calls = {"n": 0}
+
+    async def broken() -> MemoryBuild:
+        calls["n"] += 1
+        await asyncio.sleep(0.01)
+        raise RuntimeError("the same cut-off reply")
+
+    async def main() -> list[object]:
+        shared = SharedBuilds()
+        return list(await asyncio.gather(*(shared.get("a", broken) for _ in range(5)), return_exceptions=True))
+
+    results = asyncio.run(main())
+    assert calls["n"] == 2  # the builder and one retry; not one replay per question
+    assert all(isinstance(r, Exception) for r in results)
+    later = asyncio.run(_after_failures())
+    assert isinstance(later, SharedBuildFailed) and "failed to build twice" in str(later)
+
+
+async def _after_failures() -> object:
+    async def broken() -> MemoryBuild:
+        raise RuntimeError("down")
+
+    shared = SharedBuilds()
+    for _ in range(2):
+        try:
+            await shared.get("a", broken)
+        except RuntimeError:
+            pass
+    try:
+        await shared.get("a", broken)
+    except Exception as error:  # noqa: BLE001 - the test returns what was raised
+        return error
+    return None
