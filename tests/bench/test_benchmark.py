@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from om_eval.bench.benchmark import benchmark_named, benchmark_of_run
 from om_eval.bench.locomo import CATEGORY_NAMES, locomo_scores
-from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, category_metrics, metric_report, score_means, wilson_interval
+from om_eval.bench.metrics import (
+    OFFICIAL_TYPE_ORDER,
+    category_metrics,
+    metric_report,
+    score_means,
+    wilson_interval,
+)
 from om_eval.bench.pipeline import MemoryBuild, SharedBuilds
 from om_eval.om.config import ConfigError
 
