@@ -457,16 +457,18 @@ async def call_observer(
     def problem(raw: str) -> str | None:
         return _multi_problem(raw, thread_ids, reading) if multi_thread else _single_problem(raw, reading)
 
+    # What a reply must not merely copy: the previous observations and the instructions' own example lines (a
+    # 1.5B Observer answered a whole LoCoMo session with the example's bakery).
+    seen = "\n".join(part for part in (previous_observations, system_prompt) if part)
+
     def suspicion(raw: str) -> Suspicion | None:
-        if not previous_observations:
-            return None
         reply = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
-        return find_repetition(reply, previous_observations, new_messages)
+        return find_repetition(reply, seen, new_messages)
 
     def refusal(raw: str) -> str | None:
         reason = problem(raw)
         if reason is None and (found := suspicion(raw)) is not None:
-            return f"repeats earlier observations ({found.describe()})"
+            return f"repeats earlier observations or the prompt's example ({found.describe()})"
         return reason
 
     replies: list[ModelReply] = []

@@ -4,7 +4,9 @@ Why: a small Observer model (a 1.5B one did it) can answer every call with lines
 observations" section of its prompt. Such a reply is well formed, so the degenerate and format checks accept it,
 and the engine would mark the new messages observed while recording nothing about them. This module is the pure
 test for that failure; :func:`om_eval.om.observer.call_observer` uses it to retry once, and the engine records an
-``observation_suspect`` event when the retry repeats too.
+``observation_suspect`` event when the retry repeats too. The Observer passes its instructions along with the
+previous observations, so a reply that copies the prompt's example lines (the same model did that on a real
+conversation) is caught the same way.
 
 The rule (:func:`find_repetition`) needs two signs at once:
 
@@ -111,7 +113,8 @@ class Suspicion:
 
     def describe(self) -> str:
         """One line for logs and event details."""
-        return (f"{self.repeated_share:.0%} of {self.lines} reply lines repeat earlier observations, "
+        return (f"{self.repeated_share:.0%} of {self.lines} reply lines repeat earlier observations or the prompt's "
+                "example, "
                 f"{self.grounding:.0%} of its words occur in the new messages; e.g. {self.sample.strip()[:160]!r}")
 
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -187,13 +188,29 @@ def test_a_repeat_then_an_unusable_reply_keeps_the_repeat() -> None:
     assert call.suspect is not None and "beagle" in call.output.observations
 
 
-def test_without_previous_observations_nothing_is_checked() -> None:
+def test_without_previous_observations_or_an_example_in_the_prompt_nothing_is_flagged() -> None:
     model = CheckingModel([COPY])
     call = asyncio.run(call_observer(
         model, ModelSettings(model="test/checking"), "system", [{"role": "user", "content": "history"}],
         multi_thread=False, new_messages=history(SECOND.split()),
     ))
     assert call.suspect is None and model.seen == [(0, None)]
+
+
+def test_a_copy_of_the_prompts_example_is_flagged_even_on_the_first_call() -> None:
+    system = "Write observations like this example:\n" + OLD  # an instruction text whose example is OLD's line
+    model = CheckingModel([COPY, COPY])
+    call = asyncio.run(call_observer(
+        model, ModelSettings(model="test/checking"), system, [{"role": "user", "content": "history"}],
+        multi_thread=False, new_messages=history(SECOND.split()),
+    ))
+    assert call.suspect is not None and model.seen[0][1].startswith("repeats earlier observations or the prompt's")
+    # an honest first reply is untouched by the example
+    honest = asyncio.run(call_observer(
+        CheckingModel([GOOD]), ModelSettings(model="test/checking"), system, [{"role": "user", "content": "h"}],
+        multi_thread=False, new_messages=history(SECOND.split()),
+    ))
+    assert honest.suspect is None
 
 
 # -- through the engine ------------------------------------------------------------------------------------------
@@ -247,3 +264,18 @@ def test_buffered_repeats_are_flagged_too() -> None:
     chunk = asyncio.run(memory._buffer_observations("t1"))  # the buffering pass, called directly
     assert chunk is not None and "beagle" in chunk.observations
     assert kinds(memory)[-2:] == ["observation_suspect", "observation_buffered"]
+
+
+@pytest.mark.parametrize("variant", ["current", "legacy", "condensed"])
+def test_copying_the_real_prompts_example_is_flagged_for_every_variant(variant: str) -> None:
+    from om_eval.om.observer import render_observer_system_prompt
+
+    system = render_observer_system_prompt(variant, multi_thread=False)
+    example = [line for line in system.splitlines() if line.lstrip().startswith("* 🔴")][:3]
+    assert example, "the prompt shows example observation lines"
+    copied = "<observations>\nDate: Jan 20, 2023\n" + "\n".join(example) + "\n</observations>"
+    call = asyncio.run(call_observer(
+        CheckingModel([copied, copied]), ModelSettings(model="test/checking"), system,
+        [{"role": "user", "content": "history"}], multi_thread=False, new_messages=history(SECOND.split()),
+    ))
+    assert call.suspect is not None
