@@ -462,8 +462,14 @@ async def call_observer(
     seen = "\n".join(part for part in (previous_observations, system_prompt) if part)
 
     def suspicion(raw: str) -> Suspicion | None:
-        reply = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
-        return find_repetition(reply, seen, new_messages)
+        whole = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
+        found = find_repetition(whole, seen, new_messages)
+        if found is not None or not multi_thread:
+            return found
+        # One thread's section copied while the others are honest is still a copy: its lines are judged alone.
+        multi = _read_multi(raw, thread_ids, reading)
+        threads = multi.threads.values() if multi else ()
+        return next((f for out in threads if (f := find_repetition(out.observations, seen, new_messages))), None)
 
     def refusal(raw: str) -> str | None:
         reason = problem(raw)

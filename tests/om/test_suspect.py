@@ -279,3 +279,20 @@ def test_copying_the_real_prompts_example_is_flagged_for_every_variant(variant: 
         [{"role": "user", "content": "history"}], multi_thread=False, new_messages=history(SECOND.split()),
     ))
     assert call.suspect is not None
+
+
+def test_one_copied_thread_in_a_multi_thread_reply_is_flagged() -> None:
+    from om_eval.om.observer import render_observer_system_prompt
+
+    system = render_observer_system_prompt("condensed", multi_thread=True)
+    example = [line for line in system.splitlines() if line.lstrip().startswith("* 🔴")][:3]
+    reply = ('<observations>\n<thread id="t1">\nDate: Jan 20, 2023\n' + "\n".join(example) + "\n</thread>\n"
+             '<thread id="t2">\nDate: Mar 3, 2024\n* 🔴 (10:00) User repainted the kitchen pale green\n'
+             "* 🔴 (10:05) User repainted the kitchen pale green again\n* 🔴 (10:06) User chose green\n"
+             "* 🔴 (10:07) User painted the hall\n</thread>\n</observations>")
+    call = asyncio.run(call_observer(
+        CheckingModel([reply, reply]), ModelSettings(model="test/checking"), system,
+        [{"role": "user", "content": "history"}], multi_thread=True, thread_ids=("t1", "t2"),
+        new_messages=history(SECOND.split()) + "\nI repainted the kitchen pale green and painted the hall, I chose green",
+    ))
+    assert call.suspect is not None and call.suspect.repeated_share == 1.0 and call.suspect.lines == 3
