@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import importlib
 import re
-from functools import lru_cache
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from om_eval.data.records import Dataset, Question
 from om_eval.om.config import ConfigError
 
-__all__ = ["DEFAULT_BENCHMARK", "Benchmark", "Category", "benchmark_named", "benchmark_of_run", "house_route"]
+__all__ = ["DEFAULT_BENCHMARK", "Benchmark", "Category", "benchmark_named", "benchmark_of_run", "default_benchmark",
+           "house_route"]
 
 DEFAULT_BENCHMARK = "longmemeval"
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -151,6 +152,11 @@ def benchmark_named(name: str | None) -> Benchmark:
         raise ConfigError(f"dataset.benchmark={name!r} is unknown: add om_eval/bench/{name}.py defining BENCHMARK, "
                           "or use longmemeval or locomo")
     return found
+
+
+def default_benchmark() -> Benchmark:
+    """LongMemEval: the benchmark of anything that names none (runs stored before benchmarks were recorded)."""
+    return benchmark_named(DEFAULT_BENCHMARK)
 
 
 def benchmark_of_run(run: Mapping[str, Any]) -> Benchmark:

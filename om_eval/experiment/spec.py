@@ -132,6 +132,8 @@ ALWAYS_HASHED_OM_SETTINGS = frozenset({
 #: :data:`ALWAYS_HASHED_OM_SETTINGS`: any other key (``benchmark``, ``corrections``...) is left out while unset or
 #: at its default, so LongMemEval runs keep their ids.
 ALWAYS_HASHED_DATASET_KEYS = frozenset({"name", "path", "synthetic", "subset"})
+#: The subset keys every run id hashes (frozen, as above).
+_HASHED_SUBSET_KEYS = frozenset({"ids", "types", "abstention", "first", "sample", "per_type", "seed"})
 _DATASET_DEFAULTS = {"benchmark": DEFAULT_BENCHMARK}
 
 
@@ -149,9 +151,6 @@ def _hashed_dataset(dataset: Mapping[str, Any]) -> dict[str, Any]:
         out[key] = value
     return out
 
-
-#: The subset keys every run id hashes (frozen, as above).
-_HASHED_SUBSET_KEYS = frozenset({"ids", "types", "abstention", "first", "sample", "per_type", "seed"})
 
 
 def _flat_defaults(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -24,6 +24,7 @@ discordant pairs uses it (lessons-from-peers §6.6).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -34,8 +35,8 @@ import numpy as np
 from om_eval.bench.benchmark import (
     DEFAULT_BENCHMARK,
     Benchmark,
-    benchmark_named,
     benchmark_of_run,
+    default_benchmark,
 )
 from om_eval.bench.metrics import (
     OFFICIAL_TYPE_ORDER,
@@ -120,8 +121,8 @@ class Comparison:
     seed: int
     confidence: float
     warnings: tuple[str, ...] = ()
-    benchmark: Benchmark | None = None
-    """Whose categories the rows are (``None``: LongMemEval)."""
+    benchmark: Benchmark = dataclasses.field(default_factory=default_benchmark)
+    """Whose categories the rows are."""
 
     def row(self, name: str) -> ComparisonRow:
         for row in self.rows:
@@ -309,9 +310,6 @@ def paired_comparison(
 _ROW_NAMES = {"abstention": "abstention", "overall": "overall", "task_averaged": "task-avg"}
 
 
-def _benchmark(c: Comparison) -> Benchmark:
-    return c.benchmark or benchmark_named(DEFAULT_BENCHMARK)
-
 
 def _header(c: Comparison) -> list[str]:
     return ["", "n", c.label_a, c.label_b, f"Δ ({c.label_b} − {c.label_a})", f"{100 * c.confidence:g}% CI",
@@ -347,8 +345,8 @@ def comparison_to_markdown(c: Comparison, *, title: str | None = None) -> str:
     lines += [f"> **WARNING: {w}**" for w in c.warnings] + ([""] if c.warnings else [])
     lines += [line for text in _explanation(c) for line in (text, "")]
     right = [False, True, True, True, True, True, True, True, True, True, True, False, True]
-    lines += fmt.md_table(_header(c), [_cells(r, _benchmark(c)) for r in c.rows], right)
-    lines += ["", *([_benchmark(c).legend, ""] if _benchmark(c).legend else [""])]
+    lines += fmt.md_table(_header(c), [_cells(r, c.benchmark) for r in c.rows], right)
+    lines += ["", *([c.benchmark.legend, ""] if c.benchmark.legend else [""])]
     return "\n".join(lines)
 
 
@@ -363,7 +361,7 @@ def comparison_to_rich(c: Comparison, *, title: str | None = None) -> Any:
         grid.add_column(header, justify="left" if i in (0, 11) else "right")
     for row in c.rows:
         style = "bold" if row.name in ("overall", "task_averaged") else None
-        grid.add_row(*_cells(row, _benchmark(c)), style=style)
+        grid.add_row(*_cells(row, c.benchmark), style=style)
     parts: list[Any] = [Text(f"WARNING: {w}", style="bold red") for w in c.warnings]
-    parts += [grid, *(Text(t, style="dim") for t in (*_explanation(c), _benchmark(c).legend) if t)]
+    parts += [grid, *(Text(t, style="dim") for t in (*_explanation(c), c.benchmark.legend) if t)]
     return Group(*parts)

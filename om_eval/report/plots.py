@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_named
+from om_eval.bench.benchmark import Benchmark
 from om_eval.common.files import atomic_write
 from om_eval.report import _format as fmt
 from om_eval.report.tables import (
@@ -285,7 +285,7 @@ def categories_figure(source: Source, *, n_boot: int = 1000, seed: int = 0, titl
     """The figure of :func:`plot_categories`, drawn but not saved (a matplotlib ``Figure``, for inspection). Runs of
     several benchmarks get one panel each, with that benchmark's categories."""
     table = _table(source, n_boot, seed)
-    benchmarks = table.benchmarks or (benchmark_named(DEFAULT_BENCHMARK),)
+    benchmarks = table.benchmarks
 
     def draw(figure: Any) -> None:
         for index, benchmark in enumerate(benchmarks):

@@ -9,7 +9,7 @@ import os
 import textwrap
 from typing import IO, Any
 
-from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_named
+from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, default_benchmark
 from om_eval.report import _format as fmt
 from om_eval.report.tables import (
     _BASELINE_PREFIX,
@@ -86,21 +86,20 @@ def _benchmark_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
     )
 
 
-#: Rows shown when a run's gold answers were corrected (``dataset.corrections``).
-_CORRECTED_ROWS: tuple[tuple[str, Any], ...] = (
-    ("gold corrected", lambda r: str(r.n_corrected) if r.corrected is not None else fmt.MISSING),
-    ("ceiling (raw)", lambda r: fmt.pct(r.ceiling)),
-    ("corrected overall", lambda r: _cell(r, r.corrected.overall, compact=True) if r.corrected else fmt.MISSING),
-    ("corrected task-avg", lambda r: _cell(r, r.corrected.task_averaged, with_n=False, compact=True)
-     if r.corrected else fmt.MISSING),
-    ("corrected own overall", lambda r: _own_cell(r.corrected_own, None) if r.corrected_own else fmt.MISSING),
-)
-
-
 def _corrected_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
-    name = benchmark.own_score
-    return tuple((f"corrected {name} overall" if label == "corrected own overall" else label, cell)
-                 for label, cell in _CORRECTED_ROWS if name is not None or label != "corrected own overall")
+    """Rows shown when a run's gold answers were corrected (``dataset.corrections``): how many, the ceiling of the raw
+    scores, and the accuracies (and the benchmark's own score) against the corrected gold."""
+    rows: tuple[tuple[str, Any], ...] = (
+        ("gold corrected", lambda r: str(r.n_corrected) if r.corrected is not None else fmt.MISSING),
+        ("ceiling (raw)", lambda r: fmt.pct(r.ceiling)),
+        ("corrected overall", lambda r: _cell(r, r.corrected.overall, compact=True) if r.corrected else fmt.MISSING),
+        ("corrected task-avg", lambda r: _cell(r, r.corrected.task_averaged, with_n=False, compact=True)
+         if r.corrected else fmt.MISSING),
+    )
+    if benchmark.own_score is not None:
+        rows += ((f"corrected {benchmark.own_score} overall",
+                  lambda r: _own_cell(r.corrected_own, None) if r.corrected_own else fmt.MISSING),)
+    return rows
 
 
 def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = None) -> list[tuple[str, bool, Any]]:
@@ -115,7 +114,7 @@ def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = No
         ("official", False, lambda r: "yes" if r.official else "no"),
         ("judged/n", True, _judged),
     ]
-    benchmark = section.bench if section is not None else benchmark_named(DEFAULT_BENCHMARK)
+    benchmark = section.benchmark if section is not None else default_benchmark()
     for name, pick, with_n in _statistics(benchmark):
         columns.append((name, True, lambda r, pick=pick, with_n=with_n: _cell(r, pick(r.graded), with_n=with_n,
                                                                               sep=sep, strict=pick(r.strict))))
@@ -165,19 +164,19 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         *(((["memory", *(memory_name(r) for r in rows)], False),) if table.has_baselines else ()),
         (["judged/n", *(_judged(r) for r in rows)], True),
     ]
-    statistics = _statistics(section.bench)
-    last_group = len(section.bench.categories) - (0 if section.bench.abstention_row else 1)
+    statistics = _statistics(section.benchmark)
+    last_group = len(section.benchmark.categories) - (0 if section.benchmark.abstention_row else 1)
     for index, (name, pick, with_n) in enumerate(statistics):
         body.append(([name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True, strict=pick(r.strict))
                              for r in rows)],
                      index == last_group))
-    own_rows = _benchmark_rows(section.bench)
+    own_rows = _benchmark_rows(section.benchmark)
     if own_rows:
         body[-1] = (body[-1][0], True)
         body += [([name, *(cell(r) for r in rows)], False) for name, cell in own_rows]
     if any(r.corrected is not None for r in rows):
         body[-1] = (body[-1][0], True)
-        body += [([name, *(cell(r) for r in rows)], False) for name, cell in _corrected_rows(section.bench)]
+        body += [([name, *(cell(r) for r in rows)], False) for name, cell in _corrected_rows(section.benchmark)]
     if any(r.unjudged for r in table.rows):
         body[-1] = (body[-1][0], True)
         body.append((["strict task-avg", *(_cell(r, r.strict.task_averaged, with_n=False, compact=True)
@@ -194,7 +193,7 @@ def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
         cells = f"Cells: accuracy % [{level} CI] (n judged)."
     else:
         cells = f"Cells: accuracy % [{level} CI, whole points] n=judged questions; one column per run."
-    names = [b.name for b in table.benchmarks] or [DEFAULT_BENCHMARK]
+    names = [b.name for b in table.benchmarks]
     lines = []
     if DEFAULT_BENCHMARK in names:
         lines += [
@@ -244,8 +243,7 @@ def _warning(table: ReportTable) -> str:
 
 
 def _legends(table: ReportTable) -> list[str]:
-    legends = [b.legend for b in table.benchmarks] or [benchmark_named(DEFAULT_BENCHMARK).legend]
-    return [legend for legend in legends if legend]
+    return [b.legend for b in table.benchmarks if b.legend]
 
 
 def to_markdown(table: ReportTable, *, title: str | None = None, wide: bool = False) -> str:
@@ -295,7 +293,7 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
         "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
         "n_error": str(row.n_error), "n_not_run": str(row.n_not_run),
     }
-    benchmark = section.bench
+    benchmark = section.benchmark
     if benchmark.name != DEFAULT_BENCHMARK:
         record["benchmark"] = benchmark.name
     for t in benchmark.category_keys:
@@ -373,7 +371,7 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
 
 def _empty_summary() -> RunSummary:
     none = Accuracy(None, None, 0)
-    scores = Scores(dict.fromkeys(benchmark_named(DEFAULT_BENCHMARK).category_keys, none), none, none, none)
+    scores = Scores(dict.fromkeys(default_benchmark().category_keys, none), none, none, none)
     return RunSummary("", "", "", "", None, None, False, 0, 0, 0, 0, scores, scores, 0.0, 0, None, None)
 
 

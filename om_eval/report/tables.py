@@ -51,10 +51,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_of_run
+from om_eval.bench.benchmark import (
+    DEFAULT_BENCHMARK,
+    Benchmark,
+    benchmark_of_run,
+    default_benchmark,
+)
 from om_eval.bench.metrics import metric_report, score_means
 from om_eval.report import _format as fmt
 
@@ -235,14 +240,8 @@ class Section:
     official: bool
     rows: tuple[RunSummary, ...]
     notes: tuple[str, ...] = ()
-    benchmark: Benchmark | None = None
-    """Whose categories its rows hold (``None``: LongMemEval)."""
-
-    @property
-    def bench(self) -> Benchmark:
-        from om_eval.bench.benchmark import benchmark_named
-
-        return self.benchmark or benchmark_named(DEFAULT_BENCHMARK)
+    benchmark: Benchmark = field(default_factory=default_benchmark)
+    """Whose categories its rows hold."""
 
 
 @dataclass(frozen=True)
@@ -266,14 +265,14 @@ class ReportTable:
 
     @property
     def benchmarks(self) -> tuple[Benchmark, ...]:
-        """The benchmarks of its sections, in order, each once."""
-        return tuple({s.bench.name: s.bench for s in self.sections}.values())
+        """The benchmarks of its sections, in order, each once (LongMemEval for a table without runs)."""
+        return tuple({s.benchmark.name: s.benchmark for s in self.sections}.values()) or (default_benchmark(),)
 
     @property
     def title(self) -> str:
         """``LongMemEval results``, ``LoCoMo results``, or ``Results`` for several benchmarks."""
         found = self.benchmarks
-        return f"{found[0].title} results" if len(found) == 1 else "Results" if found else "LongMemEval results"
+        return f"{found[0].title} results" if len(found) == 1 else "Results"
 
     @property
     def has_baselines(self) -> bool:

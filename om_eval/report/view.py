@@ -47,7 +47,6 @@ from typing import Any
 import jinja2
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
-from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, benchmark_named
 from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
@@ -284,7 +283,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
         })
     data = {
         "runs": run_entries,
-        "types": [[c.key, c.short] for b in _benchmarks(table) for c in b.categories],
+        "types": [[c.key, c.short] for b in table.benchmarks for c in b.categories],
         "status_text": {**EVIDENCE_STATUS_TEXT, **BASELINE_STATUS_TEXT},
         "questions": [questions[q] for q in sorted(questions)],
         "details": details,
@@ -372,16 +371,12 @@ def _bar(acc: Accuracy, row: RunSummary, color: str) -> dict[str, Any]:
             "hatched": bool(row.caveat), "whisker": whisker, "text": _pct(value)}
 
 
-def _benchmarks(table: ReportTable) -> tuple[Benchmark, ...]:
-    return table.benchmarks or (benchmark_named(DEFAULT_BENCHMARK),)
-
-
 def _bar_groups(table: ReportTable, colors: Mapping[str, str]) -> list[dict[str, Any]]:
     """One group of bars per category of each benchmark shown (a run of another benchmark has no bar there), and
     abstention where a benchmark shows it as a row of its own."""
     none = Accuracy(None, None, 0)
     groups = []
-    for benchmark in _benchmarks(table):
+    for benchmark in table.benchmarks:
         groups += [(c.short, c.title, lambda row, t=c.key: row.graded.per_type.get(t, none))
                    for c in benchmark.categories]
         if benchmark.abstention_row:

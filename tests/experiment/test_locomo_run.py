@@ -107,7 +107,7 @@ def test_the_report_shows_numbered_categories_f1_and_raw_against_corrected(resul
     assert summary.ceiling == pytest.approx(1 - 1 / 14)
     record = next(csv.DictReader(io.StringIO(to_csv(table))))
     assert record["benchmark"] == "locomo" and float(record["f1_overall"]) >= 0
-    assert {"1 multi-hop", "5 adversarial"} <= {c.title for c in table.sections[0].bench.categories}
+    assert {"1 multi-hop", "5 adversarial"} <= {c.title for c in table.sections[0].benchmark.categories}
 
 
 def test_plot_show_and_view_use_locomo_categories(results: Path) -> None:
