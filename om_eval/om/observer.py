@@ -7,8 +7,9 @@ what "unusable" means (:func:`~om_eval.om.model.complete_checked`), so a caching
 answer, and the retry differs from the first call only by its attempt number: it is a new call, not the cached
 bad answer again.
 
-A well-formed answer that only repeats the previous observations (:mod:`om_eval.om.suspect`) is refused and
-retried the same way; when the retry repeats too it is kept (memory still advances) and marked on the call, so
+A well-formed answer that only repeats the previous observations or the prompt's example
+(:mod:`om_eval.om.suspect`) is refused too, and its retry carries one more user message saying what was wrong
+(``repeat_correction``); when the retry repeats too it is kept (memory still advances) and marked on the call, so
 the engine can record an ``observation_suspect`` event.
 """
 
@@ -440,7 +441,8 @@ async def call_observer(
     """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
 
     ``thread_ids`` (multi-thread only) are the ids the model was shown; an answer must cover one of them. The
-    retry sends the same messages as attempt 1; only the attempt number (a cache scope) differs.
+    retry sends the same messages as attempt 1 (only the attempt number, a cache scope, differs), except after a
+    copied reply, when it adds the ``repeat_correction`` note.
 
     With ``previous_observations`` (what the model was shown of them) and ``new_messages`` (the formatted history
     it was asked to observe), an answer that repeats old observations (:func:`~om_eval.om.suspect.find_repetition`)
@@ -461,7 +463,15 @@ async def call_observer(
     # 1.5B Observer answered a whole LoCoMo session with the example's bakery).
     seen = "\n".join(part for part in (previous_observations, system_prompt) if part)
 
+    judged: dict[str, Suspicion | None] = {}
+
     def suspicion(raw: str) -> Suspicion | None:
+        # The cache check and the loop below both ask about the same reply; judge it once.
+        if raw not in judged:
+            judged[raw] = _suspicion(raw)
+        return judged[raw]
+
+    def _suspicion(raw: str) -> Suspicion | None:
         whole = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
         found = find_repetition(whole, seen, new_messages)
         if found is not None or not multi_thread:
@@ -481,8 +491,11 @@ async def call_observer(
     reason: str | None = None
     kept: tuple[str, Suspicion] | None = None
     for attempt in range(OBSERVER_ATTEMPTS):
+        # After a copied reply the retry says so: asked the same way again, a small model at temperature 0 copies
+        # the same lines again (om-eval's own remedy; 1.10 has no repeat check).
+        sent = messages if kept is None else [*messages, {"role": "user", "content": _repeat_correction()}]
         reply = await complete_checked(
-            model, messages, stage="observer", settings=settings, check=refusal, attempt=attempt
+            model, sent, stage="observer", settings=settings, check=refusal, attempt=attempt
         )
         replies.append(reply)
         reason = problem(reply.text)
@@ -503,6 +516,10 @@ async def call_observer(
         "no message was marked observed and no bad reply was cached. First 200 characters of the last reply: "
         + repr(replies[-1].text[:200])
     )
+
+
+def _repeat_correction() -> str:
+    return load_prompts("observer_request")["repeat_correction"].strip()
 
 
 async def _call_observer_as_mastra(

@@ -53,6 +53,7 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "task_single",
         "task_multi",
         "hints_skipped",
+        "repeat_correction",
     ],
     "reflector.toml": [
         "identity",

@@ -142,6 +142,7 @@ class CheckingModel:
     def __init__(self, replies: list[str]) -> None:
         self.replies = list(replies)
         self.seen: list[tuple[int, str | None]] = []
+        self.sent: list[list[dict[str, str]]] = []
 
     async def complete(self, messages: Sequence[ChatMessage], *, stage: Stage, settings: ModelSettings) -> ModelReply:
         raise AssertionError("call_observer must use complete_checked")
@@ -151,6 +152,7 @@ class CheckingModel:
         check: ReplyCheck | None = None, attempt: int = 0,
     ) -> ModelReply:
         text = self.replies.pop(0)
+        self.sent.append([dict(m) for m in messages])
         self.seen.append((attempt, check(text) if check else None))
         return ModelReply(text, settings.model)
 
@@ -175,6 +177,17 @@ def test_a_repeat_is_refused_by_the_check_and_retried_as_a_new_attempt() -> None
     assert (first_attempt, second_attempt) == (0, 1)
     assert first_verdict is not None and first_verdict.startswith("repeats earlier observations")
     assert second_verdict is None  # only the good reply may be cached
+
+
+def test_the_retry_after_a_copy_says_what_was_wrong_and_other_retries_do_not() -> None:
+    model = CheckingModel([COPY, GOOD])
+    observe_with(model)
+    first, second = model.sent
+    assert second[:-1] == first and second[-1]["role"] == "user"
+    assert "copied" in second[-1]["content"] and second[-1]["content"] not in str(first)
+    degenerate = CheckingModel(["", GOOD])
+    observe_with(degenerate)
+    assert degenerate.sent[0] == degenerate.sent[1]  # an unusable reply is simply asked again
 
 
 def test_a_repeated_repeat_is_kept_and_marked() -> None:
