@@ -43,6 +43,9 @@ class Category:
     """Its tick label in plots (may hold a line break)."""
     number: int | None = None
     """The benchmark's own number for it (LoCoMo's 1-5), shown beside the name: vendors renumber them."""
+    gold_is_answer: bool = True
+    """False when its gold is a rubric rather than an answer (LongMemEval's preference questions): judge-free
+    matching (:mod:`om_eval.bench.matching`) leaves it out."""
 
     @property
     def title(self) -> str:
@@ -68,7 +71,7 @@ class Benchmark:
     ``None`` when the judge's verdict is the benchmark's score."""
     scorer: Callable[[Question, str, str | int], float] | None = field(default=None, repr=False)
     """``scorer(question, prediction, gold)``: the benchmark's own score of one answer against a gold answer."""
-    judge_modes: tuple[str, ...] = ("house", "official")
+    judge_modes: tuple[str, ...] = ("house", "official", "lenient")
     """The ``judge.mode`` values that can grade it (the official LongMemEval templates grade only LongMemEval)."""
     intervals: str = "bootstrap"
     """How per-category accuracy intervals are drawn: ``bootstrap`` (percentile, over questions) or ``wilson``."""
@@ -98,6 +101,11 @@ class Benchmark:
             if category.key == key:
                 return category
         raise KeyError(f"{key!r} is not a {self.title} category ({', '.join(self.category_keys)})")
+
+    @property
+    def unmatched_keys(self) -> tuple[str, ...]:
+        """Categories whose gold is not an answer to match."""
+        return tuple(c.key for c in self.categories if not c.gold_is_answer)
 
     @property
     def legend(self) -> str:

@@ -53,6 +53,8 @@ __all__ = [
     "PINNED_SHA256",
     "Judge",
     "JudgeResult",
+    "LENIENT_TEMPLATES",
+    "LENIENT_TEMPLATES_SHA256",
     "OfficialTemplateError",
     "OfficialTemplates",
     "TemplateHashMismatch",
@@ -63,9 +65,10 @@ __all__ = [
     "load_official_templates",
     "parse_label",
     "parse_verdict",
+    "template_set_sha256",
 ]
 
-Mode = Literal["official", "house"]
+Mode = Literal["official", "house", "lenient"]
 ParseRule = Literal["official", "mastra"]
 NoVerdict = Literal["error", "wrong"]
 
@@ -122,6 +125,49 @@ HOUSE_TEMPLATES_SHA256 = hashlib.sha256(
 ).hexdigest()
 """Identity of the whole house template set (texts and routing)."""
 
+LENIENT_TEMPLATES_ID = "lenient-v1"
+_LENIENT = (
+    "You are checking a chat assistant's reply against a reference answer. Give the benefit of the doubt: reply "
+    "yes when the response is about the same thing as the reference answer and does not plainly contradict it, "
+    "even if it is partial, approximate or loosely worded. Reply no only when the response is clearly wrong or "
+    "does not address the question."
+) + _SLOTS.replace("{label}", "Reference answer") + _SAME
+#: A deliberately forgiving judge in our words, for the judge panel: how far a score moves when the judge
+#: accepts near misses. It routes like the house set, so every house route name has a template.
+LENIENT_TEMPLATES: Mapping[str, str] = {
+    "answer": _LENIENT,
+    "temporal": _LENIENT,
+    "update": _LENIENT,
+    "preference": (
+        "You are checking a personalised reply from a chat assistant against a rubric. Give the benefit of the "
+        "doubt: reply yes when the response is on the rubric's topic and fits the user in a general way. Reply "
+        "no only when it ignores the user or goes against the rubric."
+    ) + _SLOTS.replace("{label}", "Rubric")
+    + "Does the response meet the rubric? Reply with yes or no and nothing else.",
+    "abstention": (
+        "You are checking a chat assistant's reply to a question that cannot be answered from what it was told. "
+        "You get the question, a note on why it cannot be answered and the response. Reply yes when the response "
+        "shows any doubt, hedges, or says it lacks some of the details; reply no only when it answers with full "
+        "confidence as if it knew."
+    ) + _SLOTS.replace("{label}", "Why it cannot be answered")
+    + "Does the response recognise that the question cannot be answered? Reply with yes or no and nothing else.",
+}
+LENIENT_TEMPLATES_SHA256 = hashlib.sha256(
+    json.dumps({"id": LENIENT_TEMPLATES_ID, "templates": LENIENT_TEMPLATES, "routes": HOUSE_ROUTES},
+               sort_keys=True, ensure_ascii=False).encode("utf-8")
+).hexdigest()
+"""Identity of the lenient template set."""
+#: Our own template sets by ``judge.mode``, with their identities.
+OWN_TEMPLATE_SETS: Mapping[str, tuple[Mapping[str, str], str]] = {
+    "house": (HOUSE_TEMPLATES, HOUSE_TEMPLATES_SHA256),
+    "lenient": (LENIENT_TEMPLATES, LENIENT_TEMPLATES_SHA256),
+}
+
+
+def template_set_sha256(mode: str) -> str:
+    """The identity of the template set ``judge.mode`` names (the pinned upstream file's for ``official``)."""
+    return PINNED_SHA256 if mode == "official" else OWN_TEMPLATE_SETS[mode][1]
+
 
 def house_template_name(task: str, abstention: bool = False) -> str:
     """The house template a (type, abstention) pair uses."""
@@ -134,9 +180,11 @@ def house_template_name(task: str, abstention: bool = False) -> str:
     return route
 
 
-def house_prompt(task: str, question: str, answer: Any, response: str, abstention: bool = False) -> str:
-    """The house judge prompt; same signature and routing as the upstream builder."""
-    template = HOUSE_TEMPLATES[house_template_name(task, abstention)]
+def house_prompt(task: str, question: str, answer: Any, response: str, abstention: bool = False, *,
+                 templates: Mapping[str, str] = HOUSE_TEMPLATES) -> str:
+    """The house judge prompt (or another of our template sets'); same signature and routing as the upstream
+    builder."""
+    template = templates[house_template_name(task, abstention)]
     return template.format(question=question, answer=answer, response=response)
 
 
@@ -232,14 +280,15 @@ class Judge:
     no_verdict: NoVerdict = "error"
 
     def __post_init__(self) -> None:
-        if self.mode not in ("official", "house"):
-            raise ConfigError(f"judge.mode={self.mode!r} is invalid: use 'official' or 'house'")
+        if self.mode not in ("official", *OWN_TEMPLATE_SETS):
+            raise ConfigError(f"judge.mode={self.mode!r} is invalid: use 'official', 'house' or 'lenient'")
         if self.parse not in ("official", "mastra"):
             raise ConfigError(f"judge.parse={self.parse!r} is invalid: use 'official' or 'mastra'")
         if self.no_verdict not in ("error", "wrong"):
             raise ConfigError(f"judge.no_verdict={self.no_verdict!r} is invalid: use 'error' or 'wrong'")
         if (self.mode == "official") != (self.templates is not None):
-            raise ValueError("official mode needs loaded templates (Judge.official(...)); house mode takes none")
+            raise ValueError("official mode needs loaded templates (Judge.official(...)); our own template sets "
+                             "(house, lenient) take none")
         self.model.validate("judge.model")
 
     @classmethod
@@ -262,9 +311,15 @@ class Judge:
         """A judge with our own templates (offline tests pass ``scripted/...`` or ``local/...``)."""
         return cls("house", judge_model_settings(model), parse, None, no_verdict)
 
+    @classmethod
+    def lenient(cls, *, model: ModelSettings | str = OFFICIAL_JUDGE_SETTINGS, parse: ParseRule = "official",
+                no_verdict: NoVerdict = "error") -> Judge:
+        """A deliberately forgiving judge in our words (:data:`LENIENT_TEMPLATES`), for the judge panel."""
+        return cls("lenient", judge_model_settings(model), parse, None, no_verdict)
+
     @property
     def template_sha256(self) -> str:
-        return self.templates.sha256 if self.templates is not None else HOUSE_TEMPLATES_SHA256
+        return self.templates.sha256 if self.templates is not None else template_set_sha256(self.mode)
 
     @property
     def identity(self) -> dict[str, str]:
@@ -282,8 +337,9 @@ class Judge:
                 and self.model == OFFICIAL_JUDGE_SETTINGS and self.no_verdict == "error")
 
     def prompt(self, task: str, question: str, answer: Any, response: str, abstention: bool = False) -> str:
-        builder = self.templates.builder if self.templates is not None else house_prompt
-        return builder(task, question, answer, response, abstention)
+        if self.templates is not None:
+            return self.templates.builder(task, question, answer, response, abstention)
+        return house_prompt(task, question, answer, response, abstention, templates=OWN_TEMPLATE_SETS[self.mode][0])
 
     def prompt_for(self, question: Question, hypothesis: str) -> str:
         """The prompt for one question (abstention routed by the question's flag, LongMemEval's ``_abs``; the

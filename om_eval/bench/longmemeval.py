@@ -59,6 +59,7 @@ def load_longmemeval(dataset: Mapping[str, Any]) -> Dataset:
 BENCHMARK = Benchmark(
     name="longmemeval",
     title="LongMemEval",
-    categories=tuple(Category(t, TYPE_SHORT[t], TYPE_TICK[t]) for t in OFFICIAL_TYPE_ORDER),
+    categories=tuple(Category(t, TYPE_SHORT[t], TYPE_TICK[t], gold_is_answer=t != "single-session-preference")
+                     for t in OFFICIAL_TYPE_ORDER),
     load=load_longmemeval,
 )

@@ -9,7 +9,11 @@ REJUDGE_EXAMPLES = """examples:
   om-eval rejudge 1825af23 judge=house model@models.judge=local          # a second judge on the same answers
   om-eval rejudge 1825af23 judge=official                               # the upstream templates
   om-eval rejudge smoke judge.parse=mastra
-Verdicts go to the run's judgments table; om-eval report shows how far the judges agree (Cohen's kappa).
+  om-eval rejudge smoke judge=panel --probes                            # every protocol, plus the judge probes
+  om-eval rejudge smoke judge=panel "judge.panel=[house,house_strict,lenient,house:local]"
+Verdicts go to the run's judgments table (probe verdicts to probe_verdicts); om-eval report shows how far the
+judges agree (Cohen's kappa), the judge panel (score per protocol, range, flipped questions) and, after
+--probes, each judge's false-accept and false-reject rates.
 """
 
 
@@ -23,11 +27,14 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     rejudge.add_argument("--results", default="results", help="results folder (default: results)")
     rejudge.add_argument("--concurrency", type=int, default=4, help="judge calls at a time (default 4)")
     rejudge.add_argument("--cache-dir", help="response cache folder (default: the run's)")
+    rejudge.add_argument("--probes", action="store_true",
+                         help="also grade three probe answers per question (the gold, a vague one, a specific "
+                         "wrong one) to measure each judge's false accepts and rejects; three times the calls")
 
 
 def run(args: argparse.Namespace) -> int:
     from om_eval.bench.judge import OfficialTemplateError
-    from om_eval.experiment.rejudge import RejudgeError, rejudge_run
+    from om_eval.experiment.rejudge import RejudgeError, rejudge_panel, rejudge_run
     from om_eval.om.config import ConfigError
     from om_eval.report.agreement import agreement_lines
     from om_eval.store import StoreError
@@ -35,15 +42,27 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print(f"om-eval rejudge: --concurrency {args.concurrency} is invalid: must be >= 1", file=sys.stderr)
         return 2
+    panel = any(o in ("judge=panel", "judge.mode=panel") for o in args.overrides)
     try:
-        result = rejudge_run(args.results, args.run, args.overrides, concurrency=args.concurrency,
-                             cache_dir=args.cache_dir)
+        if panel:
+            outcome = rejudge_panel(args.results, args.run, args.overrides, concurrency=args.concurrency,
+                                    cache_dir=args.cache_dir, probes=args.probes)
+            results, labels = outcome.judges, outcome.labels
+        else:
+            result = rejudge_run(args.results, args.run, args.overrides, concurrency=args.concurrency,
+                                 cache_dir=args.cache_dir, probes=args.probes)
+            results, labels = [result], [f"{result.judge_identity['mode']}:{result.judge_identity['model']}"]
     except (RejudgeError, StoreError, OfficialTemplateError, ConfigError) as error:
         print(f"om-eval rejudge: {error}", file=sys.stderr)
         return 2
-    judge = f"{result.judge_identity['mode']}:{result.judge_identity['model']}"
-    print(f"run {result.run_id[:12]}: {result.judged} answers graded by {judge}, {result.errors} judge errors, "
-          f"{result.skipped} questions without an answer")
-    for line in agreement_lines(result.agreement):
+    for result, label in zip(results, labels):
+        probes = f", {result.probes} probe answers graded ({result.probe_errors} errors)" if args.probes else ""
+        print(f"run {result.run_id[:12]}: {result.judged} answers graded by {label}, {result.errors} judge errors, "
+              f"{result.skipped} questions without an answer{probes}")
+    skipped = outcome.skipped if panel else {}
+    for label, reason in skipped.items():
+        print(f"  {label}: not graded: {reason}", file=sys.stderr)
+    for line in agreement_lines(outcome.agreement if panel else results[0].agreement):
         print(line)
-    return 1 if result.errors else 0
+    failed = any(r.errors or r.probe_errors for r in results) or bool(skipped)
+    return 1 if failed else 0

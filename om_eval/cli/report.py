@@ -43,6 +43,40 @@ def _judge_agreement(results: str, runs: list[dict[str, Any]]) -> list[str]:
     return agreement_lines(pairs, {r["run_id"]: r["label"] for r in runs})
 
 
+def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
+    """Markdown: the judge-free floor of every run, then each run's judge panel and judge quality where
+    ``om-eval rejudge`` (``judge=panel``, ``--probes``) stored more than one judge or probe verdicts."""
+    from om_eval.bench.benchmark import benchmark_of_run
+    from om_eval.report.panel import (
+        floor_line,
+        judge_quality,
+        panel_markdown,
+        panel_report,
+        quality_markdown,
+    )
+    from om_eval.store import Catalog
+
+    floors, panels, qualities = [], [], []
+    with Catalog(results, warn=False) as catalog:
+        for run in runs:
+            benchmark = benchmark_of_run(run)
+            own = [i for i in items if i["run_id"] == run["run_id"]]
+            floors.append(f"- {floor_line(run['label'] or run['run_id'][:8], own, benchmark)}")
+            panel = panel_report(catalog, run["run_id"], benchmark)
+            if panel is not None:
+                panels.append(panel_markdown(panel, benchmark))
+            quality = judge_quality(catalog, run["run_id"], benchmark)
+            if quality:
+                qualities.append(f"Run {run['run_id'][:12]}:\n\n" + quality_markdown(quality, benchmark))
+    text = "## Judge-free floor\n\nThe gold answer found word for word in the answer: no judge can move it.\n\n"
+    text += "\n".join(floors) + "\n"
+    if panels:
+        text += "\n## Judge panel\n\n" + "\n".join(panels)
+    if qualities:
+        text += "\n## Judge quality\n\n" + "\n".join(qualities)
+    return text
+
+
 def load_runs(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from om_eval.store import Catalog
 
@@ -111,11 +145,14 @@ def run(args: argparse.Namespace) -> int:
         console.print("[bold]Judge agreement[/bold] (same answers graded by two judges; kappa = Cohen's):")
         for line in agreement:
             console.print(f"  {line}", markup=False, highlight=False)
+    judges = judge_sections(args.results, runs, items)
+    console.print(judges, markup=False, highlight=False)
     if args.markdown:
         text = to_markdown(table, wide=wide)
         if agreement:
             text += "\n## Judge agreement\n\nSame answers graded by two judges; kappa is Cohen's.\n\n" + "".join(
                 f"- {line}\n" for line in agreement)
+        text += "\n" + judges
         Path(args.markdown).write_text(text, encoding="utf-8")
         console.print(f"markdown written to {args.markdown}")
     if args.csv:

@@ -67,7 +67,13 @@ def make_judge(spec: RunSpec) -> Judge:
                               no_verdict=spec.judge_no_verdict)
     if spec.judge_mode == "house":
         return Judge.house(model=spec.judge_model, parse=spec.judge_parse, no_verdict=spec.judge_no_verdict)
-    raise ConfigError(f"judge.mode={spec.judge_mode!r} is invalid: allowed values are house, official")
+    if spec.judge_mode == "lenient":
+        return Judge.lenient(model=spec.judge_model, parse=spec.judge_parse, no_verdict=spec.judge_no_verdict)
+    if spec.judge_mode == "panel":
+        raise ConfigError("judge=panel grades stored answers under several protocols: run with one judge, then "
+                          "om-eval rejudge RUN judge=panel")
+    raise ConfigError(f"judge.mode={spec.judge_mode!r} is invalid: allowed values are house, official, lenient "
+                      "(and panel for om-eval rejudge)")
 
 
 @dataclass

@@ -37,6 +37,9 @@ class RejudgeResult:
     skipped: int = 0
     """Items with no answer to grade (failed questions)."""
     agreement: list[Any] = field(default_factory=list)
+    probes: int = 0
+    """Probe answers graded (``probes=True``)."""
+    probe_errors: int = 0
 
 
 def judge_config(stored: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -127,51 +130,184 @@ async def _grade(items: Sequence[Mapping[str, Any]], questions: Mapping[str, Que
 
 
 def rejudge_run(results_dir: str | Path, run: str, overrides: Sequence[str], *, concurrency: int = 4,
-                cache_dir: str | None = None) -> RejudgeResult:
+                cache_dir: str | None = None, probes: bool = False) -> RejudgeResult:
     """Grade every answered question of ``run`` (an id, id prefix or label) with the judge ``overrides`` give.
+
+    With ``probes`` the judge also grades each question's probe answers (:mod:`om_eval.bench.probes`).
+
+    Raises:
+        RejudgeError: bad overrides, ``judge=panel`` (use :func:`rejudge_panel`), or no run / several runs match.
+        StoreBusyError: the run is being written (running or resumed elsewhere); wait for it to end.
+    """
+    from om_eval.experiment.job import make_judge
+
+    target = _Target.open(results_dir, run, overrides, cache_dir)
+    if target.config["judge"].get("mode") == "panel":
+        raise RejudgeError("judge=panel grades under several protocols: use om-eval rejudge RUN judge=panel "
+                           "(rejudge_panel)")
+    result = target.grade(make_judge(target.spec), concurrency, probes=probes)
+    result.agreement = target.agreement()
+    return result
+
+
+@dataclass
+class PanelResult:
+    """What a panel re-judging did: one :class:`RejudgeResult` per protocol graded, and those it skipped."""
+
+    run_id: str
+    judges: list[RejudgeResult] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
+    """The panel entry of each judge (``house``, ``lenient:gpt-4o-judge``...)."""
+    skipped: dict[str, str] = field(default_factory=dict)
+    """Panel entries not graded, with why (the upstream templates could not be loaded, the benchmark refuses them)."""
+    agreement: list[Any] = field(default_factory=list)
+
+
+def rejudge_panel(results_dir: str | Path, run: str, overrides: Sequence[str], *, concurrency: int = 4,
+                  cache_dir: str | None = None, probes: bool = False) -> PanelResult:
+    """Grade ``run``'s stored answers under every protocol of ``judge.panel`` (:mod:`om_eval.bench.panel`).
+
+    ``overrides`` hold ``judge=panel`` and optionally ``judge.panel=[...]``, ``judge.source=...`` or a judge
+    model. A protocol the run's benchmark cannot be graded by, or whose upstream templates cannot be loaded, is
+    skipped with the reason (in :attr:`PanelResult.skipped`); the others are graded.
 
     Raises:
         RejudgeError: bad overrides, or no run / several runs match.
-        StoreBusyError: the run is being written (running or resumed elsewhere); wait for it to end.
+        ConfigError: a malformed ``judge.panel``.
     """
-    from dataclasses import asdict
+    from om_eval.bench.benchmark import benchmark_named
+    from om_eval.bench.official_templates import OfficialTemplateError
+    from om_eval.bench.panel import panel_judge, parse_panel
 
-    from om_eval.bench.pipeline import hypothesis_hash
-    from om_eval.experiment.job import make_judge
-    from om_eval.experiment.spec import spec_from_config
-    from om_eval.llm import LLMClient
-    from om_eval.llm.cache import ResponseCache
-    from om_eval.report.agreement import run_agreement
-    from om_eval.report.detail import find_run
-    from om_eval.store import Catalog, RunStore, store_path
-
-    with Catalog(results_dir, warn=False) as catalog:
+    target = _Target.open(results_dir, run, overrides, cache_dir)
+    judge_group = target.config["judge"]
+    if judge_group.get("mode") != "panel":
+        raise RejudgeError("rejudge_panel needs judge=panel among the overrides")
+    benchmark = benchmark_named(target.config.get("dataset", {}).get("benchmark"))
+    result = PanelResult(target.run_id)
+    for entry in parse_panel(judge_group.get("panel")):
+        if entry.protocol.mode not in benchmark.judge_modes:
+            result.skipped[entry.label] = (f"{benchmark.title} cannot be graded with the {entry.protocol.mode} "
+                                           "templates (they are LongMemEval's)")
+            continue
         try:
-            stored_run = dict(find_run(catalog.runs(), run))
-        except LookupError as error:
-            raise RejudgeError(str(error)) from None
-        items = catalog.items([stored_run["run_id"]])
-    stored = json.loads(stored_run["config_json"])
-    spec = spec_from_config(judge_config(stored, overrides))
-    judge = make_judge(spec)
-    answered = [i for i in items if i["status"] == "done" and i["hypothesis"] is not None]
-    questions = _questions(answered, stored)
-    client = LLMClient(cache=ResponseCache(cache_dir or (stored.get("run") or {}).get("cache_dir")))
-    graded = asyncio.run(_grade(answered, questions, judge, client, concurrency))
-    result = RejudgeResult(stored_run["run_id"], judge.identity, skipped=len(items) - len(answered))
-    identity = json.dumps(judge.identity, sort_keys=True)
-    rows = []
-    calls: dict[str, list[Any]] = {}
-    for (qid, verdict, records), item in zip(graded, answered):
-        result.judged += verdict.status == "ok"
-        result.errors += verdict.status != "ok"
-        rows.append((qid, {"judge_identity": identity, "judge_mode": judge.mode, "judge_model": judge.model.model,
-                           "official": judge.is_official, "hypothesis_hash": hypothesis_hash(item["hypothesis"]),
-                           "label": verdict.label, "status": verdict.status, "reply": verdict.reply,
-                           "error": verdict.error, "judged_at": datetime.now()}))
-        calls[qid] = [asdict(r) for r in records]
-    with RunStore(store_path(results_dir, stored_run["run_id"])) as store:
-        store.record_judgments(stored_run["run_id"], rows, calls=calls)
-    with Catalog(results_dir, warn=False) as catalog:
-        result.agreement = run_agreement(catalog, stored_run["run_id"])
+            judge = panel_judge(entry, target.spec.judge_model, target.spec.judge_source)
+        except OfficialTemplateError as error:
+            result.skipped[entry.label] = (f"the upstream templates could not be loaded ({error}); give "
+                                           "judge.source=<a LongMemEval clone or evaluate_qa.py>")
+            continue
+        result.judges.append(target.grade(judge, concurrency, probes=probes))
+        result.labels.append(entry.label)
+    result.agreement = target.agreement()
     return result
+
+
+@dataclass
+class _Target:
+    """A stored run opened for re-judging: its answers, their questions and the client to grade with."""
+
+    results_dir: Path
+    run_id: str
+    config: dict[str, Any]
+    spec: Any
+    items: list[dict[str, Any]]
+    answered: list[dict[str, Any]]
+    questions: dict[str, Question]
+    client: Any
+
+    @classmethod
+    def open(cls, results_dir: str | Path, run: str, overrides: Sequence[str], cache_dir: str | None) -> _Target:
+        from om_eval.experiment.spec import spec_from_config
+        from om_eval.llm import LLMClient
+        from om_eval.llm.cache import ResponseCache
+        from om_eval.report.detail import find_run
+        from om_eval.store import Catalog
+
+        with Catalog(results_dir, warn=False) as catalog:
+            try:
+                stored_run = dict(find_run(catalog.runs(), run))
+            except LookupError as error:
+                raise RejudgeError(str(error)) from None
+            items = catalog.items([stored_run["run_id"]])
+        stored = json.loads(stored_run["config_json"])
+        config = judge_config(stored, overrides)
+        answered = [i for i in items if i["status"] == "done" and i["hypothesis"] is not None]
+        client = LLMClient(cache=ResponseCache(cache_dir or (stored.get("run") or {}).get("cache_dir")))
+        return cls(Path(results_dir), stored_run["run_id"], config, spec_from_config(config), items, answered,
+                   _questions(answered, stored), client)
+
+    def grade(self, judge: Any, concurrency: int, *, probes: bool = False) -> RejudgeResult:
+        """Grade every stored answer (and, with ``probes``, every probe) with ``judge``; stores the verdicts."""
+        from dataclasses import asdict
+
+        from om_eval.bench.pipeline import hypothesis_hash
+        from om_eval.store import RunStore, store_path
+
+        graded = asyncio.run(_grade(self.answered, self.questions, judge, self.client, concurrency))
+        result = RejudgeResult(self.run_id, judge.identity, skipped=len(self.items) - len(self.answered))
+        rows = []
+        calls: dict[str, list[Any]] = {}
+        for (qid, verdict, records), item in zip(graded, self.answered):
+            result.judged += verdict.status == "ok"
+            result.errors += verdict.status != "ok"
+            rows.append((qid, {**_verdict_columns(judge, verdict), "official": judge.is_official,
+                               "hypothesis_hash": hypothesis_hash(item["hypothesis"])}))
+            calls[qid] = [asdict(r) for r in records]
+        with RunStore(store_path(self.results_dir, self.run_id)) as store:
+            store.record_judgments(self.run_id, rows, calls=calls)
+        if probes:
+            result.probes, result.probe_errors = self._grade_probes(judge, concurrency)
+        return result
+
+    def _grade_probes(self, judge: Any, concurrency: int) -> tuple[int, int]:
+        from dataclasses import asdict
+
+        from om_eval.bench.benchmark import benchmark_named
+        from om_eval.bench.probes import probes_for
+        from om_eval.store import RunStore, store_path
+
+        rubrics = benchmark_named(self.config.get("dataset", {}).get("benchmark")).unmatched_keys
+        questions = [self.questions[i["question_id"]] for i in self.answered]
+        pool = [(q.question_type, str(q.answer)) for q in questions if not q.is_abstention]
+        work = [(q, probe) for q in questions
+                for probe in probes_for(q, pool, rubric=q.question_type in rubrics)]
+        graded = asyncio.run(_grade_texts(work, judge, self.client, concurrency))
+        rows = []
+        calls: dict[str, list[Any]] = {}
+        for (question, probe), (verdict, records) in zip(work, graded):
+            rows.append((question.question_id, {**_verdict_columns(judge, verdict), "probe": probe.kind,
+                                                "probe_text": probe.text, "expected": probe.expected}))
+            calls.setdefault(question.question_id, []).extend(asdict(r) for r in records)
+        with RunStore(store_path(self.results_dir, self.run_id)) as store:
+            store.record_probes(self.run_id, rows, calls=calls)
+        return sum(v.status == "ok" for v, _ in graded), sum(v.status != "ok" for v, _ in graded)
+
+    def agreement(self) -> list[Any]:
+        from om_eval.report.agreement import run_agreement
+        from om_eval.store import Catalog
+
+        with Catalog(self.results_dir, warn=False) as catalog:
+            return run_agreement(catalog, self.run_id)
+
+
+def _verdict_columns(judge: Any, verdict: Any) -> dict[str, Any]:
+    return {"judge_identity": json.dumps(judge.identity, sort_keys=True), "judge_mode": judge.mode,
+            "judge_model": judge.model.model, "label": verdict.label, "status": verdict.status,
+            "reply": verdict.reply, "error": verdict.error, "judged_at": datetime.now()}
+
+
+async def _grade_texts(work: Sequence[tuple[Question, Any]], judge: Any, client: Any,
+                       concurrency: int) -> list[tuple[Any, list[Any]]]:
+    """Grade each ``(question, probe)``'s text as if it were the answer; each with its own calls."""
+    from om_eval.bench.judge import judge_answer
+    from om_eval.llm.ledger import Ledger
+
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(question: Question, text: str) -> tuple[Any, list[Any]]:
+        ledger = Ledger()
+        async with gate:
+            verdict = await judge_answer(judge, client.with_ledger(ledger), question, text)
+        return verdict, list(ledger.records)
+
+    return list(await asyncio.gather(*(one(q, p.text) for q, p in work)))

@@ -18,7 +18,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, List, Literal, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -186,12 +186,18 @@ class DatasetSchema:
 @dataclass
 class JudgeSchema:
     mode: str = "house"
-    """``house`` (our templates, offline) or ``official`` (the upstream templates at the pinned commit)."""
+    """``house`` (our templates, offline), ``official`` (the upstream templates at the pinned commit),
+    ``lenient`` (a forgiving judge in our words) or ``panel`` (``om-eval rejudge`` only: every protocol of
+    ``panel``)."""
     source: Optional[str] = None
     """A LongMemEval clone or evaluate_qa.py file; None downloads the pinned file once."""
     parse: str = "official"
     no_verdict: str = "error"
     """A reply without a verdict: ``error`` (unjudged, retried) or ``wrong`` (as Mastra's harness counts it)."""
+    panel: Optional[List[str]] = None
+    """``judge=panel``: the protocols to grade with, each ``<protocol>`` or ``<protocol>:<model>`` (a
+    ``configs/model`` name or a litellm id; default the run's judge model). Protocols: official, mastra, house,
+    house_strict, lenient (``om_eval.bench.panel.PROTOCOLS``)."""
 
 
 BaselineSchema = schema_of(BaselineConfig, "BaselineSchema")

@@ -62,17 +62,18 @@ class RunSpec:
     def config_hash(self) -> str:
         """The run id: sha256 of everything that can change results, prompt and template wording included.
 
-        Left out: the ``run`` group, the experiment's name, ``dataset.verify`` and ``judge.source`` (the
-        official file is pinned by its sha256, which is in the hash instead).
+        Left out: the ``run`` group, the experiment's name, ``dataset.verify``, ``judge.source`` (the
+        official file is pinned by its sha256, which is in the hash instead) and ``judge.panel`` (re-judging only).
         """
         from om_eval.bench.answer import actor_prompt_hash
-        from om_eval.bench.judge import HOUSE_TEMPLATES_SHA256, PINNED_SHA256
+        from om_eval.bench.judge import OWN_TEMPLATE_SETS, template_set_sha256
 
         payload = {k: v for k, v in self.resolved.items() if k not in ("run", "experiment")}
         payload["om"] = _without_later_defaults(payload.get("om"))
         payload["dataset"] = _hashed_dataset(payload.get("dataset", {}))
-        payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k != "source"}
-        judge_templates = PINNED_SHA256 if self.judge_mode == "official" else HOUSE_TEMPLATES_SHA256
+        payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k not in ("source", "panel")}
+        known = self.judge_mode == "official" or self.judge_mode in OWN_TEMPLATE_SETS
+        judge_templates = template_set_sha256(self.judge_mode if known else "house")
         if self.baseline.enabled:
             from om_eval.bench.baseline import baseline_prompt_hash
 

@@ -8,9 +8,10 @@ answer, and the retry differs from the first call only by its attempt number: it
 bad answer again.
 
 A well-formed answer that only repeats the previous observations or the prompt's example
-(:mod:`om_eval.om.suspect`) is refused too, and its retry carries one more user message saying what was wrong
-(``repeat_correction``); when the retry repeats too it is kept (memory still advances) and marked on the call, so
-the engine can record an ``observation_suspect`` event.
+(:mod:`om_eval.om.suspect`) is refused and retried the same way; when the retry repeats too it is kept (memory
+still advances) and marked on the call, so the engine can record an ``observation_suspect`` event. (A retry that
+said what was wrong was tried on LoCoMo with the 1.5B local model: it answered every such retry with empty
+observations, losing the batch instead of flagging it, so the retry asks the same question again.)
 """
 
 from __future__ import annotations
@@ -441,8 +442,7 @@ async def call_observer(
     """Call the Observer, retrying once on a degenerate or unusable answer, then raising.
 
     ``thread_ids`` (multi-thread only) are the ids the model was shown; an answer must cover one of them. The
-    retry sends the same messages as attempt 1 (only the attempt number, a cache scope, differs), except after a
-    copied reply, when it adds the ``repeat_correction`` note.
+    retry sends the same messages as attempt 1; only the attempt number (a cache scope) differs.
 
     With ``previous_observations`` (what the model was shown of them) and ``new_messages`` (the formatted history
     it was asked to observe), an answer that repeats old observations (:func:`~om_eval.om.suspect.find_repetition`)
@@ -491,11 +491,8 @@ async def call_observer(
     reason: str | None = None
     kept: tuple[str, Suspicion] | None = None
     for attempt in range(OBSERVER_ATTEMPTS):
-        # After a copied reply the retry says so: asked the same way again, a small model at temperature 0 copies
-        # the same lines again (om-eval's own remedy; 1.10 has no repeat check).
-        sent = messages if kept is None else [*messages, {"role": "user", "content": _repeat_correction()}]
         reply = await complete_checked(
-            model, sent, stage="observer", settings=settings, check=refusal, attempt=attempt
+            model, messages, stage="observer", settings=settings, check=refusal, attempt=attempt
         )
         replies.append(reply)
         reason = problem(reply.text)
@@ -516,10 +513,6 @@ async def call_observer(
         "no message was marked observed and no bad reply was cached. First 200 characters of the last reply: "
         + repr(replies[-1].text[:200])
     )
-
-
-def _repeat_correction() -> str:
-    return load_prompts("observer_request")["repeat_correction"].strip()
 
 
 async def _call_observer_as_mastra(

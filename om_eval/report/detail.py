@@ -15,6 +15,8 @@ from typing import Any
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
+from om_eval.bench.probes import PROBE_KINDS
+from om_eval.report.panel import judge_label
 from om_eval.store.catalog import Catalog
 
 __all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail", "run_details"]
@@ -100,9 +102,19 @@ def _judgments(rows: Sequence[Mapping[str, Any]], hypothesis: str | None) -> lis
     current = hypothesis_hash(hypothesis)
     return [{
         "judge_key": r["judge_key"], "judge_mode": r["judge_mode"], "judge_model": r["judge_model"],
+        "judge": judge_label(r["judge_identity"]) if r.get("judge_identity") else f"{r['judge_mode']}:{r['judge_model']}",
         "official": r["official"], "label": r["label"], "status": r["status"], "reply": r["reply"],
         "error": r["error"], "judged_at": r["judged_at"], "current": r["hypothesis_hash"] == current,
     } for r in sorted(rows, key=lambda r: (str(r["judged_at"]), r["judge_key"]))]
+
+
+def _probes(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    order = {kind: index for index, kind in enumerate(PROBE_KINDS)}
+    return [{
+        "judge": judge_label(r["judge_identity"]), "probe": r["probe"], "probe_text": r["probe_text"],
+        "expected": r["expected"], "label": r["label"], "status": r["status"], "reply": r["reply"],
+        "error": r["error"],
+    } for r in sorted(rows, key=lambda r: (judge_label(r["judge_identity"]), order.get(r["probe"], 9)))]
 
 
 def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str, Any]:
@@ -112,7 +124,8 @@ def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str
     statistics), ``evidence`` (list, or None for runs stored before it was kept), ``memory`` (records with their
     generations of observations, or [] when no snapshot is found), ``events`` (the build's OM events, in order),
     ``reflections`` (those events that are reflections), ``actor_messages`` (what the actor saw, or None) and
-    ``judgments`` (every verdict on this question, ``current`` when it grades the stored answer).
+    ``judgments`` (every verdict on this question, ``current`` when it grades the stored answer, ``judge`` its
+    ``protocol:model``) and ``probes`` (each judge's verdicts on the question's probe answers, ``rejudge --probes``).
 
     Raises:
         LookupError: the run or the question is not in the catalog.
@@ -132,7 +145,9 @@ def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str
         f"SELECT DISTINCT {_EVENT_COLUMNS} FROM om_events WHERE memory_key = ? AND question_id = ? ORDER BY seq",
         [item["memory_key"], owner])
     judgments = catalog.query("SELECT * FROM judgments WHERE run_id = ? AND question_id = ?", [run_id, question_id])
-    return _assemble(runs[0], item, snapshot_rows[0]["snapshot"] if snapshot_rows else None, events, judgments)
+    probes = catalog.query("SELECT * FROM probe_verdicts WHERE run_id = ? AND question_id = ?", [run_id, question_id])
+    return _assemble(runs[0], item, snapshot_rows[0]["snapshot"] if snapshot_rows else None, events, judgments,
+                     probes)
 
 
 def run_details(catalog: Catalog, run_id: str) -> dict[str, dict[str, Any]]:
@@ -160,16 +175,21 @@ def run_details(catalog: Catalog, run_id: str) -> dict[str, dict[str, Any]]:
     judgments: dict[str, list[dict[str, Any]]] = {}
     for row in catalog.query("SELECT * FROM judgments WHERE run_id = ?", [run_id]):
         judgments.setdefault(row["question_id"], []).append(row)
+    probes: dict[str, list[dict[str, Any]]] = {}
+    for row in catalog.query("SELECT * FROM probe_verdicts WHERE run_id = ?", [run_id]):
+        probes.setdefault(row["question_id"], []).append(row)
     details = {}
     for item in items:
         key = (item["memory_key"], item.get("haystack_id") or item["question_id"])
         details[item["question_id"]] = _assemble(runs[0], item, snapshots.get(key), events.get(key, []),
-                                                 judgments.get(item["question_id"], []))
+                                                 judgments.get(item["question_id"], []),
+                                                 probes.get(item["question_id"], []))
     return details
 
 
 def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: str | None,
-              events: list[dict[str, Any]], judgments: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+              events: list[dict[str, Any]], judgments: Sequence[Mapping[str, Any]],
+              probes: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
     snapshot = json.loads(snapshot_text) if snapshot_text else None
     evidence = json.loads(item["evidence"]) if item.get("evidence") else None
     for trace in evidence or []:
@@ -183,4 +203,5 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
         "reflections": [e for e in events if e["kind"].startswith("reflection")],
         "actor_messages": unpack_messages(item.get("actor_prompt")),
         "judgments": _judgments(judgments, item.get("hypothesis")),
+        "probes": _probes(probes),
     }

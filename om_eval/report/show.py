@@ -128,9 +128,17 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     console.print(Rule("Verdicts"))
     for judgment in detail["judgments"]:
         note = "" if judgment["current"] else " (graded an earlier answer)"
-        console.print(f"{judgment['judge_mode']}:{escape(str(judgment['judge_model']))} "
+        console.print(f"{escape(str(judgment['judge']))} "
                       f"{escape('[' + str(judgment['judge_key']) + ']')} "
                       f"{verdict_text(judgment['label'], judgment['status'])}{note} · reply: "
                       f"{escape(str(judgment['reply']))}")
     if not detail["judgments"]:
         console.print("(only the item's verdict above is stored)")
+    if detail["probes"]:
+        console.print(Rule("Judge probes (answers whose right verdict is known)"))
+    for probe in detail["probes"]:
+        right = "" if probe["status"] != "ok" else (" ✓" if probe["label"] == probe["expected"] else " ✗ judge wrong")
+        console.print(f"{escape(probe['judge'])} · {probe['probe']} (should be "
+                      f"{'accepted' if probe['expected'] else 'rejected'}): {escape(repr(probe['probe_text'][:120]))} "
+                      f"-> {verdict_text(probe['label'], probe['status'])}{right} · reply: "
+                      f"{escape(str(probe['reply']))}")

@@ -215,6 +215,7 @@ def _embedded(detail: Mapping[str, Any], memory_ref: str) -> dict[str, Any]:
             "messages": len(messages), "lines": sum(max(1, len(str(m.get("content") or "").splitlines()))
                                                     for m in messages)},
         "judgments": judgments,
+        "probes": [{**p, "reply": clip_text(p["reply"], REPLY_LINES, REPLY_LINES)} for p in detail["probes"]],
     }
 
 

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import pandas
 
 #: The tables the catalog exposes as views (``meta`` is per file and stays out).
-VIEWS = ("runs", "items", "om_events", "llm_calls", "memory_snapshots", "judgments")
+VIEWS = ("runs", "items", "om_events", "llm_calls", "memory_snapshots", "judgments", "probe_verdicts")
 _EMPTY = "_empty"
 
 

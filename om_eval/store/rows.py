@@ -115,6 +115,17 @@ def judgment_row(run_id: str, question_id: str, judgment: Mapping[str, Any] | An
     return _full_row("judgments", values, "judgment")
 
 
+def probe_row(run_id: str, question_id: str, verdict: Mapping[str, Any] | Any) -> dict[str, Any]:
+    """A ``probe_verdicts`` row: a judgment row's rules, plus the probe's kind, text and expected verdict."""
+    values = dict(_as_dict(verdict, "probe verdict"))
+    probe = {key: values.pop(key, None) for key in ("probe", "probe_text", "expected")}
+    if probe["probe"] is None or probe["expected"] is None:
+        raise ValueError(f"probe verdict of question {question_id} needs probe and expected")
+    row = judgment_row(run_id, question_id, values)
+    return _full_row("probe_verdicts", {**{k: v for k, v in row.items() if k in column_names("probe_verdicts")},
+                                        **probe}, "probe verdict")
+
+
 def judge_key(identity: str | Mapping[str, Any]) -> str:
     """Short, stable name of a judge: the sha256 of its canonical identity JSON."""
     text = identity if isinstance(identity, str) else to_json(identity, sort_keys=True)

@@ -109,6 +109,24 @@ TABLES: dict[str, str] = {
             judged_at TIMESTAMP,
             PRIMARY KEY (run_id, question_id, judge_key)
         )""",
+    "probe_verdicts": """
+        CREATE TABLE IF NOT EXISTS probe_verdicts (
+            run_id VARCHAR,
+            question_id VARCHAR,
+            judge_key VARCHAR,                 -- as in judgments
+            judge_mode VARCHAR,
+            judge_model VARCHAR,
+            judge_identity VARCHAR,
+            probe VARCHAR,                     -- gold | vague | wrong (bench.probes)
+            probe_text VARCHAR,                -- the answer the judge was shown
+            expected BOOLEAN,                  -- the verdict a sound judge gives it
+            label BOOLEAN,                     -- NULL unless status is ok
+            status VARCHAR,                    -- ok | error
+            reply VARCHAR,
+            error VARCHAR,
+            judged_at TIMESTAMP,
+            PRIMARY KEY (run_id, question_id, judge_key, probe)
+        )""",
     "memory_snapshots": """
         CREATE TABLE IF NOT EXISTS memory_snapshots (
             memory_key VARCHAR,

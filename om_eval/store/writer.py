@@ -44,6 +44,7 @@ from om_eval.store.rows import (
     insert,
     item_row,
     judgment_row,
+    probe_row,
     snapshot_data,
     snapshot_row,
     to_json,
@@ -391,17 +392,29 @@ class RunStore:
         A verdict replaces the same judge's earlier one for that question; the run's items stay as they are.
         ``calls`` (question id -> the judge calls made for it) are added after the question's earlier calls.
         """
+        return self._record_verdicts("judgments", judgment_row, run_id, rows, calls)
+
+    def record_probes(
+        self, run_id: str, rows: Iterable[tuple[str, Mapping[str, Any]]],
+        calls: Mapping[str, Iterable[Mapping[str, Any] | Any]] | None = None,
+    ) -> int:
+        """Store ``(question_id, probe verdict)`` rows (:func:`~om_eval.store.rows.probe_row`) and their judge
+        calls as :meth:`record_judgments` does, a verdict replacing the same judge's earlier one on that probe."""
+        return self._record_verdicts("probe_verdicts", probe_row, run_id, rows, calls)
+
+    def _record_verdicts(self, table: str, make_row: Any, run_id: str, rows: Iterable[tuple[str, Mapping[str, Any]]],
+                         calls: Mapping[str, Iterable[Mapping[str, Any] | Any]] | None) -> int:
         if run_id not in self._run_ids:
             raise StoreError(f"run {run_id} is not registered in {self.path}; call register_run first")
-        judgment_rows = [judgment_row(run_id, qid, judgment) for qid, judgment in rows]
+        verdict_rows = [make_row(run_id, qid, verdict) for qid, verdict in rows]
         with self._transaction() as con:
-            insert(con, "judgments", judgment_rows, replace=True)
+            insert(con, table, verdict_rows, replace=True)
             for question_id, question_calls in (calls or {}).items():
                 first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
                                     "question_id = ?", [run_id, question_id]).fetchone()[0]
                 insert(con, "llm_calls", [call_row(call, run_id, question_id, first + seq)
                                           for seq, call in enumerate(question_calls)])
-        return len(judgment_rows)
+        return len(verdict_rows)
 
     # -- memory snapshots (the pipeline's SnapshotStore interface) ----------------------------------------------
 

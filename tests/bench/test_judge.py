@@ -384,7 +384,10 @@ def test_judge_config_is_validated(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="official mode needs loaded templates"):
         Judge("official")
     with pytest.raises(ValueError, match="mode"):
-        Judge("lenient")  # type: ignore[arg-type]
+        Judge("sloppy")  # type: ignore[arg-type]
+    lenient = Judge.lenient(model="scripted")
+    assert lenient.identity["template_sha256"] != Judge.house(model="scripted").identity["template_sha256"]
+    assert "benefit of the doubt" in lenient.prompt("temporal-reasoning", "q", "a", "r")
     path, sha = write_standin(tmp_path)
     judge = Judge.official(path, expected_sha256=sha, parse="mastra")
     assert judge.identity["template_sha256"] == sha and judge.identity["parse"] == "mastra"

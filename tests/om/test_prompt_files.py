@@ -53,7 +53,6 @@ EXPECTED_KEYS: dict[str, list[str]] = {
         "task_single",
         "task_multi",
         "hints_skipped",
-        "repeat_correction",
     ],
     "reflector.toml": [
         "identity",

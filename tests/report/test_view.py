@@ -48,7 +48,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
     results = tmp_path_factory.mktemp("view")
     first = run_from_config(composed(results, "prompt=current", f"run.label='{HOSTILE}'"))["run_id"]
     second = run_from_config(composed(results, "prompt=legacy", "dataset.subset.first=5"))["run_id"]
-    assert main(["rejudge", first[:8], "judge.parse=mastra", "--results", str(results)]) == 0
+    assert main(["rejudge", first[:8], "judge.parse=mastra", "--probes", "--results", str(results)]) == 0
     return results, first, second
 
 
@@ -168,6 +168,10 @@ def test_chromium_draws_the_drill_down_of_two_runs_side_by_side(
         assert answers[run_id] == html.escape(data["details"][run_id][KU_QUESTION]["item"]["hypothesis"], quote=False)
     assert html.escape(HOSTILE, quote=False) in drawn and "<b>cur" not in dom
     assert 'class="compare two"' in drawn and "Observations by generation" in drawn and "What the actor saw" in drawn
+    # The first run's probes (rejudge --probes): the gold shown as an answer, to be accepted, and two to reject.
+    assert "judge probes: 3 answers whose right verdict is known" in drawn
+    assert "gold (should be accepted)" in drawn and "vague (should be rejected)" in drawn
+    assert "house/mastra:scripted/om-eval" in drawn  # mastra parse, no verdict still an error: no named protocol
 
     shot = tmp_path / "view.png"
     done = browse(path, f"q={KU_QUESTION}&a={first[:8]}&b={second[:8]}", tmp_path / "profile",

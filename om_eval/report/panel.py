@@ -1,0 +1,238 @@
+"""The judge panel and judge quality of a run: how far its score moves across judges, and how good each judge is.
+
+* :func:`panel_report`: every judge that graded the run's current answers (its own judge and those of ``om-eval
+  rejudge``), with its accuracy per category and overall, the range across judges, and the questions whose
+  verdict flips from one judge to another, with each judge's reply. Only questions every judge graded count, so
+  the judges are compared on the same answers.
+* :func:`judge_quality`: after ``rejudge --probes``, each judge's false-accept rate (wrong probes it said yes to:
+  a vague answer and a specific wrong one) and false-reject rate (gold probes it said no to), overall and per
+  category (:mod:`om_eval.bench.probes`).
+* :func:`floor_line`: the judge-free floor (:mod:`om_eval.bench.matching`) beside the judged accuracy.
+
+A judge is named ``<protocol>:<model>`` (:func:`om_eval.bench.panel.protocol_name`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from om_eval.bench.benchmark import Benchmark
+from om_eval.bench.matching import contains_match, match_floor
+from om_eval.bench.panel import protocol_name
+
+__all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "judge_label", "judge_quality",
+           "panel_markdown", "panel_report", "quality_markdown"]
+
+
+def judge_label(identity: str | Mapping[str, Any]) -> str:
+    """``<protocol>:<model>`` of a stored judge identity."""
+    data = json.loads(identity) if isinstance(identity, str) else identity
+    return f"{protocol_name(data)}:{data.get('model')}"
+
+
+@dataclass(frozen=True)
+class JudgeScores:
+    """One judge's accuracy on the questions every judge of the panel graded."""
+
+    label: str
+    judge_key: str
+    accuracy: float | None
+    by_category: Mapping[str, float | None]
+    own: bool
+    """The run's own judge (the one its items were graded with)."""
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A question whose verdict differs between judges: each judge's label and reply."""
+
+    question_id: str
+    question_type: str
+    verdicts: Mapping[str, tuple[bool, str]]
+
+
+@dataclass(frozen=True)
+class PanelReport:
+    run_id: str
+    n: int
+    """Questions every judge graded (the comparison's base)."""
+    judges: tuple[JudgeScores, ...]
+    categories: tuple[str, ...]
+    flips: tuple[Flip, ...]
+
+    @property
+    def spread(self) -> float | None:
+        """Largest minus smallest overall accuracy across judges."""
+        values = [j.accuracy for j in self.judges if j.accuracy is not None]
+        return max(values) - min(values) if values else None
+
+    def category_spread(self, category: str) -> float | None:
+        values = [v for j in self.judges if (v := j.by_category.get(category)) is not None]
+        return max(values) - min(values) if values else None
+
+
+def _current_verdicts(catalog: Any, run_id: str) -> tuple[dict[str, dict[str, tuple[bool, str]]], dict[str, str],
+                                                            dict[str, str], str | None]:
+    """Per judge key: question -> (label, reply) on current answers; judge labels; question types; own key."""
+    from om_eval.bench.pipeline import hypothesis_hash
+    from om_eval.store.rows import judge_key
+
+    run = catalog.query("SELECT judge_identity FROM runs WHERE run_id = ?", [run_id])
+    items = catalog.query("SELECT question_id, question_type, hypothesis, label, judge_status, judge_reply "
+                          "FROM items WHERE run_id = ? AND status = 'done'", [run_id])
+    current = {i["question_id"]: hypothesis_hash(i["hypothesis"]) for i in items}
+    types = {i["question_id"]: i["question_type"] for i in items}
+    verdicts: dict[str, dict[str, tuple[bool, str]]] = {}
+    labels: dict[str, str] = {}
+    own = None
+    if run and run[0]["judge_identity"]:
+        own = judge_key(run[0]["judge_identity"])
+        labels[own] = judge_label(run[0]["judge_identity"])
+        verdicts[own] = {i["question_id"]: (bool(i["label"]), i["judge_reply"] or "") for i in items
+                         if i["judge_status"] == "ok" and i["label"] is not None}
+    rows = catalog.query("SELECT question_id, judge_key, judge_identity, hypothesis_hash, label, status, reply "
+                         "FROM judgments WHERE run_id = ?", [run_id])
+    for row in rows:
+        labels.setdefault(row["judge_key"], judge_label(row["judge_identity"]))
+        if row["status"] == "ok" and current.get(row["question_id"]) == row["hypothesis_hash"]:
+            verdicts.setdefault(row["judge_key"], {})[row["question_id"]] = (bool(row["label"]), row["reply"] or "")
+    return verdicts, labels, types, own
+
+
+def _mean(values: Sequence[bool]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def panel_report(catalog: Any, run_id: str, benchmark: Benchmark) -> PanelReport | None:
+    """The panel of ``run_id``, or ``None`` when fewer than two judges graded its current answers."""
+    verdicts, labels, types, own = _current_verdicts(catalog, run_id)
+    keys = sorted((k for k in verdicts if verdicts[k]), key=lambda k: (k != own, labels[k], k))
+    if len(keys) < 2:
+        return None
+    shared = sorted(set.intersection(*(set(verdicts[k]) for k in keys)))
+    present = {types[q] for q in shared}
+    categories = tuple(c for c in benchmark.category_keys if c in present)
+    judges = []
+    for key in keys:
+        graded = {q: verdicts[key][q][0] for q in shared}
+        judges.append(JudgeScores(
+            labels[key], key, _mean(list(graded.values())),
+            {c: _mean([v for q, v in graded.items() if types[q] == c]) for c in categories}, key == own,
+        ))
+    flips = tuple(
+        Flip(q, types[q], {labels[k]: verdicts[k][q] for k in keys})
+        for q in shared if len({verdicts[k][q][0] for k in keys}) > 1
+    )
+    return PanelReport(run_id, len(shared), tuple(judges), categories, flips)
+
+
+@dataclass(frozen=True)
+class JudgeQuality:
+    """One judge's verdicts on the probes (answers whose right verdict is known)."""
+
+    label: str
+    judge_key: str
+    false_accept: float | None
+    """Share of wrong probes (vague and specific) graded correct."""
+    false_accept_vague: float | None
+    false_accept_wrong: float | None
+    false_reject: float | None
+    """Share of gold probes graded wrong."""
+    by_category: Mapping[str, tuple[float | None, float | None]]
+    """Category -> (false accept, false reject)."""
+    n_wrong: int
+    n_gold: int
+    errors: int
+    """Probes without a verdict (left out of the rates)."""
+
+
+def judge_quality(catalog: Any, run_id: str, benchmark: Benchmark) -> list[JudgeQuality]:
+    """Each judge's probe rates for ``run_id`` (empty when no probes were graded)."""
+    rows = catalog.query(
+        "SELECT p.question_id, p.judge_key, p.judge_identity, p.probe, p.expected, p.label, p.status, "
+        "i.question_type FROM probe_verdicts p JOIN items i ON i.run_id = p.run_id AND i.question_id = p.question_id "
+        "WHERE p.run_id = ?", [run_id])
+    by_judge: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_judge.setdefault(row["judge_key"], []).append(row)
+    qualities = []
+    for key, judged in by_judge.items():
+        ok = [r for r in judged if r["status"] == "ok"]
+
+        def accepted(kinds: tuple[str, ...], category: str | None = None, *, rows: list[dict[str, Any]] = ok
+                     ) -> list[bool]:
+            return [bool(r["label"]) for r in rows if r["probe"] in kinds
+                    and (category is None or r["question_type"] == category)]
+
+        wrong, gold = accepted(("vague", "wrong")), accepted(("gold",))
+        present = {r["question_type"] for r in ok}
+        qualities.append(JudgeQuality(
+            judge_label(judged[0]["judge_identity"]), key, _mean(wrong), _mean(accepted(("vague",))),
+            _mean(accepted(("wrong",))), _mean([not g for g in gold]),
+            {c: (_mean(accepted(("vague", "wrong"), c)), _mean([not g for g in accepted(("gold",), c)]))
+             for c in benchmark.category_keys if c in present},
+            len(wrong), len(gold), len(judged) - len(ok),
+        ))
+    return sorted(qualities, key=lambda q: q.label)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}"
+
+
+def panel_markdown(panel: PanelReport, benchmark: Benchmark, *, max_flips: int = 20) -> str:
+    """The panel as markdown: accuracy per judge and category, the range, then the flipped questions."""
+    shorts = [benchmark.category(c).short for c in panel.categories]
+    lines = [f"Run {panel.run_id[:12]}: {len(panel.judges)} judges on the same {panel.n} answers (accuracy %).",
+             "", "| judge | " + " | ".join(shorts) + " | overall |", "|---" * (len(shorts) + 2) + "|"]
+    for judge in panel.judges:
+        name = judge.label + (" (run's judge)" if judge.own else "")
+        lines.append(f"| {name} | " + " | ".join(_pct(judge.by_category[c]) for c in panel.categories)
+                     + f" | {_pct(judge.accuracy)} |")
+    lines.append("| **range** | " + " | ".join(_pct(panel.category_spread(c)) for c in panel.categories)
+                 + f" | **{_pct(panel.spread)}** |")
+    lines += ["", f"{len(panel.flips)} of {panel.n} questions flip between judges."]
+    for flip in panel.flips[:max_flips]:
+        said = "; ".join(f"{label}: {'yes' if label_ok else 'no'} ({reply.strip()[:60]!r})"
+                         for label, (label_ok, reply) in flip.verdicts.items())
+        lines.append(f"- {flip.question_id} ({flip.question_type}): {said}")
+    if len(panel.flips) > max_flips:
+        lines.append(f"- ... and {len(panel.flips) - max_flips} more (om-eval show RUN QUESTION prints every reply)")
+    return "\n".join(lines) + "\n"
+
+
+def quality_markdown(qualities: Sequence[JudgeQuality], benchmark: Benchmark) -> str:
+    """The judge-quality table: false-accept and false-reject rates (%) per judge, overall and per category."""
+    categories = [c for c in benchmark.category_keys if any(c in q.by_category for q in qualities)]
+    shorts = [benchmark.category(c).short for c in categories]
+    lines = ["Probe answers with a known verdict: FA = wrong answers accepted (vague / specific), FR = gold "
+             "answers rejected (%).", "",
+             "| judge | FA | FA vague | FA specific | FR | " + " | ".join(f"{s} FA/FR" for s in shorts) + " |",
+             "|---" * (len(shorts) + 5) + "|"]
+    for q in qualities:
+        cells = [f"{_pct(q.by_category[c][0])}/{_pct(q.by_category[c][1])}" if c in q.by_category else "n/a"
+                 for c in categories]
+        errors = f" ({q.errors} probes unjudged)" if q.errors else ""
+        lines.append(f"| {q.label}{errors} | {_pct(q.false_accept)} | {_pct(q.false_accept_vague)} | "
+                     f"{_pct(q.false_accept_wrong)} | {_pct(q.false_reject)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def floor_line(label: str, items: Sequence[Mapping[str, Any]], benchmark: Benchmark) -> str:
+    """One line: the judge-free floor of a run's answers beside its judged accuracy on the same questions, and
+    how many answers holding the gold the judge still graded wrong."""
+    skip = benchmark.unmatched_keys
+    floor = match_floor(items, skip=skip)
+    checked = [i for i in items
+               if not (i.get("is_abstention") or i.get("question_type") in skip or i.get("gold_answer") is None)]
+    graded = [i for i in checked if i.get("judge_status") == "ok" and i.get("label") is not None]
+    judged = _mean([bool(i["label"]) for i in graded])
+    rejected = sum(1 for i in graded if not i["label"] and contains_match(i.get("hypothesis") or "", i["gold_answer"]))
+    number = (f", number match {_pct(floor.number)}% of {floor.numbered} numeric golds"
+              if floor.numbered else "")
+    return (f"{label}: gold found in the answer {_pct(floor.contains)}% (exact {_pct(floor.exact)}%{number}) of "
+            f"{floor.n} questions, judged correct {_pct(judged)}%; {rejected} answers holding the gold judged "
+            f"wrong; {floor.skipped} questions without a gold to match (rubrics, unanswerable)")

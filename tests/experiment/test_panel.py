@@ -1,0 +1,144 @@
+"""The judge panel on a smoke run: a judge with a known bias, the flips it causes and its measured false accepts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from om_eval.bench.benchmark import benchmark_named
+from om_eval.bench.judge import HOUSE_TEMPLATES
+from om_eval.cli import main
+from om_eval.experiment.app import run_from_config
+from om_eval.experiment.rejudge import RejudgeError, rejudge_panel, rejudge_run
+from om_eval.llm.providers import register_scripted
+from om_eval.om.scripted import ScriptedModel
+from om_eval.report.panel import judge_quality, panel_report
+from om_eval.store import Catalog
+from tests.runs import compose_run
+
+LME = benchmark_named("longmemeval")
+#: The opening words of the house temporal template only.
+TEMPORAL_RULE = "Counts of days, weeks, months"
+
+
+class TemporalYesJudge(ScriptedModel):
+    """The scripted judge, except that it accepts every answer to a temporal question: a known bias."""
+
+    def _answer(self, messages, stage, fault):  # noqa: ANN001, ANN202
+        if stage == "judge" and TEMPORAL_RULE in messages[-1]["content"]:
+            return "yes"
+        return super()._answer(messages, stage, fault)
+
+
+def test_the_bias_is_aimed_at_the_temporal_template_only() -> None:
+    assert [name for name, text in HOUSE_TEMPLATES.items() if TEMPORAL_RULE in text] == ["temporal"]
+
+
+@pytest.fixture(scope="module")
+def paneled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    results = tmp_path_factory.mktemp("panel")
+    run_id = run_from_config(compose_run(results))["run_id"]
+    biased = register_scripted("temporal-yes", TemporalYesJudge())
+    result = rejudge_panel(results, run_id, ["judge=panel", f"judge.panel=[house,house:{biased},lenient]"],
+                           probes=True)
+    assert result.labels == ["house", f"house:{biased}", "lenient"] and not result.skipped
+    assert all(r.errors == 0 and r.probe_errors == 0 for r in result.judges)
+    return results, run_id, biased
+
+
+def test_the_panel_reports_exactly_the_flips_the_bias_causes(paneled: tuple[Path, str, str]) -> None:
+    results, run_id, biased = paneled
+    with Catalog(results) as catalog:
+        items = catalog.items([run_id])
+        panel = panel_report(catalog, run_id, LME)
+    assert panel is not None and panel.n == len(items) == 7
+    honest = "house:scripted/om-eval"
+    labels = [j.label for j in panel.judges]
+    assert labels[0] == honest and panel.judges[0].own  # the run's own judge comes first
+    assert set(labels) == {honest, f"house:{biased}", "lenient:scripted/om-eval"}
+    # Expected a priori: the temporal questions the honest judge said no to, and only those, flip for the biased one.
+    expected = {i["question_id"] for i in items if i["question_type"] == "temporal-reasoning" and not i["label"]}
+    assert expected, "the smoke run must have a temporal question graded wrong for this test to bite"
+    flipped_by_bias = {f.question_id for f in panel.flips
+                       if f.verdicts[honest][0] != f.verdicts[f"house:{biased}"][0]}
+    assert flipped_by_bias == expected
+    for flip in panel.flips:
+        assert all(reply in ("yes", "no") for _, reply in flip.verdicts.values())
+    by_label = {j.label: j for j in panel.judges}
+    assert by_label[f"house:{biased}"].by_category["temporal-reasoning"] == 1.0
+    assert panel.category_spread("temporal-reasoning") == pytest.approx(
+        1.0 - by_label[honest].by_category["temporal-reasoning"])
+
+
+def test_the_probes_measure_the_bias_exactly(paneled: tuple[Path, str, str]) -> None:
+    results, run_id, biased = paneled
+    with Catalog(results) as catalog:
+        qualities = {q.label: q for q in judge_quality(catalog, run_id, LME)}
+        honest_rows = catalog.query("SELECT question_id, probe, label FROM probe_verdicts WHERE run_id = ? AND "
+                                    "judge_model = 'scripted/om-eval' AND judge_mode = 'house'", [run_id])
+        types = {i["question_id"]: i["question_type"] for i in catalog.items([run_id])}
+    honest, skewed = qualities["house:scripted/om-eval"], qualities[f"house:{biased}"]
+    wrong = [r for r in honest_rows if r["probe"] != "gold"]
+    # The bias adds exactly the temporal questions' wrong probes to what the honest judge accepts.
+    accepted = [r for r in wrong if r["label"] or types[r["question_id"]] == "temporal-reasoning"]
+    assert skewed.n_wrong == honest.n_wrong == len(wrong) > 0
+    assert skewed.false_accept == pytest.approx(len(accepted) / len(wrong))
+    assert skewed.false_accept > honest.false_accept and skewed.false_reject == honest.false_reject == 0.0
+    assert skewed.by_category["temporal-reasoning"] == (1.0, 0.0)
+    assert {c: v for c, v in skewed.by_category.items() if c != "temporal-reasoning"} == {
+        c: v for c, v in honest.by_category.items() if c != "temporal-reasoning"}
+    # The word-overlap scripted judge has a weakness of its own, which the probes find: a number moved inside
+    # an otherwise identical sentence ("7 days. 8 days (including ...") keeps most of the gold's words.
+    assert honest.false_accept_wrong > 0.0 and honest.false_accept_vague == 0.0
+
+
+def test_the_report_shows_panel_quality_and_floor(paneled: tuple[Path, str, str],
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    results, _, biased = paneled
+    assert main(["report", "--results", str(results), "--markdown", str(results / "r.md")]) == 0
+    text = (results / "r.md").read_text()
+    for part in ("## Judge-free floor", "## Judge panel", "## Judge quality", f"house:{biased}", "**range**",
+                 "questions flip between judges", "FA vague"):
+        assert part in text, part
+
+
+def test_a_panel_needs_known_protocols_and_rejudge_run_refuses_it(paneled: tuple[Path, str, str]) -> None:
+    results, run_id, _ = paneled
+    from om_eval.om.config import ConfigError
+
+    with pytest.raises(ConfigError, match="names no protocol"):
+        rejudge_panel(results, run_id, ["judge=panel", "judge.panel=[house,sloppy]"])
+    with pytest.raises(RejudgeError, match="several protocols"):
+        rejudge_run(results, run_id, ["judge=panel"])
+
+
+def test_official_protocols_are_skipped_with_the_reason_when_the_templates_cannot_load(
+        paneled: tuple[Path, str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results, run_id, _ = paneled
+    code = main(["rejudge", run_id[:8], "judge=panel", "judge.panel=[official,mastra,house]",
+                 f"judge.source={tmp_path / 'nowhere'}", "--results", str(results)])
+    captured = capsys.readouterr()
+    assert code == 1 and "graded by house" in captured.out
+    assert "official: not graded" in captured.err and "judge.source" in captured.err
+
+
+def test_probe_verdicts_keep_the_text_shown_and_the_expected_verdict(paneled: tuple[Path, str, str]) -> None:
+    results, run_id, _ = paneled
+    with Catalog(results) as catalog:
+        rows = catalog.query("SELECT probe, probe_text, expected, judge_identity FROM probe_verdicts "
+                             "WHERE run_id = ?", [run_id])
+    assert {r["probe"] for r in rows} == {"gold", "vague", "wrong"}
+    assert all(r["expected"] == (r["probe"] == "gold") and r["probe_text"] for r in rows)
+    assert {json.loads(r["judge_identity"])["mode"] for r in rows} == {"house", "lenient"}
+
+
+def test_show_prints_each_judges_verdict_and_probes(paneled: tuple[Path, str, str],
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    results, run_id, biased = paneled
+    assert main(["show", run_id[:8], "9ce80b45", "--results", str(results)]) == 0
+    out = capsys.readouterr().out
+    assert f"house:{biased}" in out and "lenient:scripted/om-eval" in out
+    assert "Judge probes" in out and "should be rejected" in out
+    assert "judge wrong" in out  # the biased judge accepted this temporal question's wrong probes
