@@ -12,10 +12,11 @@ from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
 from om_eval.bench.judge import Judge, judge_answer
+from om_eval.bench.metrics import category_metrics, score_means
 from om_eval.data.records import Question
 from om_eval.llm.client import LLMClient
 
-__all__ = ["benchmark_columns"]
+__all__ = ["benchmark_columns", "run_metrics"]
 
 
 async def benchmark_columns(benchmark: Benchmark, question: Question, hypothesis: str | None, label: bool | None,
@@ -32,3 +33,20 @@ async def benchmark_columns(benchmark: Benchmark, question: Question, hypothesis
         verdict = await judge_answer(judge, client, replace(question, answer=gold, corrected_answer=None), hypothesis)
         row["corrected_label"] = verdict.label
     return row
+
+
+def run_metrics(benchmark: Benchmark, judged: list[dict[str, Any]]) -> dict[str, Any]:
+    """The judge's metrics over the benchmark's categories (rows: ``question_id``, ``question_type``, ``label``,
+    ``status``); with the benchmark's own score (LoCoMo's F1) under ``own`` and, where gold answers were
+    corrected, both again under ``corrected``. What a run writes to ``metrics.json`` and an export re-scores."""
+    keys = benchmark.category_keys
+    if benchmark.own_score is None:
+        return category_metrics(judged, keys)
+    metrics = {**category_metrics(judged, keys), "own": {"name": benchmark.own_score, **score_means(judged, keys)}}
+    if any(r.get("corrected_answer") is not None for r in judged):
+        fixed = [{**r, "label": r["label"] if r.get("corrected_label") is None else r["corrected_label"],
+                  "score": r["score"] if r.get("corrected_score") is None else r["corrected_score"]}
+                 for r in judged]
+        metrics["corrected"] = {**category_metrics(fixed, keys), "own": score_means(fixed, keys),
+                                "changed": sum(r.get("corrected_answer") is not None for r in judged)}
+    return metrics

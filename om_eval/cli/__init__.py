@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 
 #: The commands, in the order ``--help`` lists them; each is the module ``om_eval.cli.<name>``.
-COMMANDS = ("run", "demo", "report", "plot", "show", "view", "rejudge", "runs", "cache", "data")
+COMMANDS = ("run", "demo", "report", "plot", "show", "view", "rejudge", "export", "runs", "cache", "data")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

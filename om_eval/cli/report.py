@@ -44,9 +44,10 @@ def _judge_agreement(results: str, runs: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
-    """Markdown: the judge-free floor of every run, then each run's judge panel and judge quality where
-    ``om-eval rejudge`` (``judge=panel``, ``--probes``) stored more than one judge or probe verdicts."""
+    """Markdown: each run's comparability verdict and judge-free floor, then its judge panel and judge quality
+    where ``om-eval rejudge`` (``judge=panel``, ``--probes``) stored more than one judge or probe verdicts."""
     from om_eval.bench.benchmark import benchmark_of_run
+    from om_eval.report.comparability import run_comparability, verdict_lines
     from om_eval.report.panel import (
         floor_line,
         judge_quality,
@@ -56,10 +57,11 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
     )
     from om_eval.store import Catalog
 
-    floors, panels, qualities = [], [], []
+    floors, panels, qualities, verdicts = [], [], [], []
     with Catalog(results, warn=False) as catalog:
         for run in runs:
             benchmark = benchmark_of_run(run)
+            verdicts += verdict_lines(run_comparability(catalog, run, benchmark))
             own = [i for i in items if i["run_id"] == run["run_id"]]
             floors.append(f"- {floor_line(run['label'] or run['run_id'][:8], own, benchmark)}")
             panel = panel_report(catalog, run["run_id"], benchmark)
@@ -68,7 +70,9 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
             quality = judge_quality(catalog, run["run_id"], benchmark)
             if quality:
                 qualities.append(f"Run {run['run_id'][:12]}:\n\n" + quality_markdown(quality, benchmark))
-    text = "## Judge-free floor\n\nThe gold answer found word for word in the answer: no judge can move it.\n\n"
+    text = ("## Comparability with published numbers\n\nThe official protocol's conditions, each checked "
+            "(om_eval/report/comparability.py).\n\n" + "\n".join(verdicts) + "\n\n")
+    text += "## Judge-free floor\n\nThe gold answer found word for word in the answer: no judge can move it.\n\n"
     text += "\n".join(floors) + "\n"
     if panels:
         text += "\n## Judge panel\n\n" + "\n".join(panels)

@@ -24,8 +24,6 @@ from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.benchmark import Benchmark, benchmark_named
 from om_eval.bench.judge import Judge
 from om_eval.bench.metrics import (
-    category_metrics,
-    score_means,
     write_eval_results_jsonl,
     write_hypotheses_jsonl,
 )
@@ -35,7 +33,7 @@ from om_eval.bench.pipeline import (
     build_memory,
     memory_hash,
 )
-from om_eval.bench.scoring import benchmark_columns
+from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.common.files import open_lock, safe_file_name, try_lock
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
@@ -414,22 +412,6 @@ class RunJob:
             self._export(store, dataset)
         return self.progress
 
-    def benchmark_metrics(self, judged: list[dict[str, Any]]) -> dict[str, Any]:
-        """The judge's metrics over the benchmark's categories; with the benchmark's own score (LoCoMo's F1) under
-        ``own`` and, for corrected gold answers, both again under ``corrected``."""
-        keys = self.benchmark.category_keys
-        if self.benchmark.own_score is None:
-            return category_metrics(judged, keys)
-        metrics = {**category_metrics(judged, keys), "own": {"name": self.benchmark.own_score,
-                                                             **score_means(judged, keys)}}
-        if any(r.get("corrected_answer") is not None for r in judged):
-            fixed = [{**r, "label": r["label"] if r.get("corrected_label") is None else r["corrected_label"],
-                      "score": r["score"] if r.get("corrected_score") is None else r["corrected_score"]}
-                     for r in judged]
-            metrics["corrected"] = {**category_metrics(fixed, keys), "own": score_means(fixed, keys),
-                                    "changed": sum(r.get("corrected_answer") is not None for r in judged)}
-        return metrics
-
     def _export(self, store: Any, dataset: Dataset) -> None:
         """Hypotheses and eval-results JSONL in the official layouts, and metrics, under results/runs/<id>."""
         rows = store.items(self.run_id)
@@ -441,5 +423,5 @@ class RunJob:
         write_hypotheses_jsonl(folder / "hypotheses.jsonl", done)
         write_eval_results_jsonl(folder / eval_results_name(self.spec.judge_model.model), judged,
                                  judge_model=self.spec.judge_model.model)
-        metrics = self.benchmark_metrics(judged) if judged else {}
+        metrics = run_metrics(self.benchmark, judged) if judged else {}
         (folder / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True), encoding="utf-8")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -149,3 +150,15 @@ def test_rejudging_a_locomo_run_grades_the_same_prompts(results: Path) -> None:
                                  "'%no_verdict%'", [om["run_id"]])
     labels = {i["question_id"]: i["label"] for i in items if i["run_id"] == om["run_id"]}
     assert {v["question_id"]: v["label"] for v in verdicts} == labels  # unanswerable ones routed as before
+
+
+def test_a_locomo_export_re_scores_to_the_runs_f1_and_corrected_numbers(results: Path, tmp_path: Path) -> None:
+    from om_eval.report.export import archive_bytes, export_run, rescore_archive
+
+    om, _, _ = _runs(results)
+    path = export_run(results, om["run_id"], tmp_path / "locomo.zip")
+    written = json.loads((results / "runs" / om["run_id"] / "metrics.json").read_text())
+    rescored = rescore_archive(path)
+    assert rescored == written and rescored["own"]["name"] == "F1" and "corrected" in rescored
+    verdict = json.loads(archive_bytes(path)["metrics.json"])["comparability"]
+    assert not verdict["comparable"] and "no official judge protocol" in verdict["conditions"][0]["detail"]

@@ -1,0 +1,35 @@
+"""``om-eval export``: one archive with a run's answers, verdicts, configuration, hashes, cost and latency."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+EXPORT_EXAMPLES = """examples:
+  om-eval export 1825af23                         # results/exports/<run id>.zip
+  om-eval export smoke --out smoke.zip
+Re-score an archive: python -c "from om_eval.report.export import rescore_archive; print(rescore_archive('smoke.zip'))"
+"""
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    export = commands.add_parser("export", help="write one archive someone else can re-score a run from",
+                                 description="Write a run's answers, every judge's verdicts and replies, the "
+                                 "resolved config, hashes of data, prompts and judge templates, cost, latency, "
+                                 "metrics and comparability verdict into one zip archive.",
+                                 epilog=EXPORT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    export.add_argument("run", help="run id, id prefix or label")
+    export.add_argument("--results", default="results", help="results folder (default: results)")
+    export.add_argument("--out", help="archive path (default: <results>/exports/<run id>.zip)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from om_eval.report.export import export_run
+
+    try:
+        path = export_run(args.results, args.run, args.out)
+    except LookupError as error:
+        print(f"om-eval export: {error}", file=sys.stderr)
+        return 2
+    print(f"archive written to {path}")
+    return 0

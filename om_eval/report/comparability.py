@@ -1,0 +1,155 @@
+"""Can a run's score be set beside a published LongMemEval number? A verdict with the reason for each condition.
+
+Published LongMemEval_S numbers come from the official protocol: the upstream judge templates at the pinned
+commit, the ``'yes' in reply`` parse, ``gpt-4o-2024-08-06`` at temperature 0 with 10 tokens, all 500 questions
+of a pinned data file, one answer per question. A run is *comparable* when every condition below holds; the
+report names each one that fails:
+
+1. **official templates**: the pinned upstream judge templates (not the house or lenient set, not another file);
+2. **official parse**: ``'yes'`` anywhere in the reply, a reply without a verdict not counted wrong;
+3. **official judge model**: ``gpt-4o-2024-08-06``, temperature 0, at most 10 tokens;
+4. **whole file**: every question of the file answered and judged (500/500 on S), no subset;
+5. **pinned data**: the data file's sha256 is one om-eval pins (cleaned S, M or oracle, or the original S);
+6. **one prompt for every category**: the actor gets the same instructions whatever the question's category
+   (om-eval has no per-category prompt; the condition names the prompt hash it checked);
+7. **no re-runs kept for flips**: no question answered again after an answer of it was graded, whether seen as
+   a verdict on an earlier answer or as a second fresh actor call that succeeded;
+8. **both aggregates shown**: task-averaged (Mastra's headline) and micro (the paper's) accuracy, both always
+   in om-eval's report, since vendors mix them.
+
+Another benchmark has no official judge protocol (LoCoMo vendors each use their own judge), so its runs are
+never comparable: the verdict says so rather than pretend.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from om_eval.bench.benchmark import Benchmark
+from om_eval.bench.judge import OFFICIAL_JUDGE_MODEL, PINNED_SHA256
+from om_eval.bench.pipeline import hypothesis_hash
+from om_eval.data.loader import EXPECTED_COUNTS, LME_FILES
+
+__all__ = ["Condition", "Verdict", "comparability", "run_comparability", "verdict_lines"]
+
+FULL_SIZE = sum(total for total, _ in EXPECTED_COUNTS.values())
+PINNED_DATA = {f.sha256: f.filename for f in LME_FILES.values()}
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    holds: bool
+    detail: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    run_id: str
+    label: str
+    conditions: tuple[Condition, ...]
+
+    @property
+    def comparable(self) -> bool:
+        return bool(self.conditions) and all(c.holds for c in self.conditions)
+
+    @property
+    def failed(self) -> tuple[Condition, ...]:
+        return tuple(c for c in self.conditions if not c.holds)
+
+
+def _judge_conditions(identity: Mapping[str, Any], judge_model: Mapping[str, Any]) -> list[Condition]:
+    mode, sha = identity.get("mode"), identity.get("template_sha256")
+    if mode == "official" and sha == PINNED_SHA256:
+        templates = Condition("official templates", True, f"upstream templates, pinned file sha256 {sha[:12]}")
+    elif mode == "official":
+        templates = Condition("official templates", False, f"upstream-layout templates from another file (sha256 "
+                                                           f"{str(sha)[:12]}, pinned {PINNED_SHA256[:12]})")
+    else:
+        templates = Condition("official templates", False, f"the {mode} templates (om-eval's own words)")
+    parse, no_verdict = identity.get("parse", "official"), identity.get("no_verdict", "error")
+    parse_ok = parse == "official" and no_verdict == "error"
+    parse_detail = ("'yes' anywhere in the reply" if parse == "official"
+                    else "Mastra's parse (the reply must be 'yes' or start 'yes.')")
+    if no_verdict != "error":
+        parse_detail += "; a reply without a verdict counted wrong"
+    model = str(judge_model.get("model", identity.get("model", "")))
+    temperature, tokens = judge_model.get("temperature"), judge_model.get("max_output_tokens")
+    model_ok = model.split("/")[-1] == OFFICIAL_JUDGE_MODEL and temperature == 0 and tokens == 10
+    return [
+        templates,
+        Condition("official parse", parse_ok, parse_detail),
+        Condition("official judge model", model_ok, f"{model}, temperature {temperature}, {tokens} tokens"
+                  + ("" if model_ok else f" (official: {OFFICIAL_JUDGE_MODEL}, temperature 0, 10 tokens)")),
+    ]
+
+
+def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], benchmark: Benchmark, *,
+                  regraded: int = 0, reanswered: int = 0) -> Verdict:
+    """The verdict of one run from its ``runs`` row and ``items`` rows.
+
+    ``regraded``: questions with a verdict on an answer other than the stored one; ``reanswered``: questions
+    with more than one fresh successful actor call (:func:`run_comparability` counts both from the store).
+    """
+    label = run.get("label") or run["run_id"][:8]
+    if benchmark.name != "longmemeval":
+        return Verdict(run["run_id"], label, (Condition(
+            "an official protocol exists", False,
+            f"{benchmark.title} has no official judge protocol: published numbers each use their own judge"),))
+    config = json.loads(run["config_json"]) if isinstance(run.get("config_json"), str) else (run.get("config_json")
+                                                                                           or {})
+    identity = json.loads(run["judge_identity"]) if run.get("judge_identity") else {}
+    conditions = _judge_conditions(identity, (config.get("models") or {}).get("judge") or {})
+    judged = sum(1 for i in items if i.get("status") == "done" and i.get("judge_status") == "ok")
+    # The seed only picks a sample; alone it selects nothing.
+    subset = {k: v for k, v in ((config.get("dataset") or {}).get("subset") or {}).items()
+              if k != "seed" and v not in (None, [], {})}
+    whole = judged == FULL_SIZE and not subset
+    conditions.append(Condition("whole file", whole, f"{judged}/{FULL_SIZE} questions judged"
+                                + (f"; subset {json.dumps(subset, sort_keys=True)}" if subset else "")))
+    sha = run.get("dataset_sha256") or ""
+    conditions.append(Condition(
+        "pinned data", sha in PINNED_DATA,
+        f"{PINNED_DATA[sha]} (sha256 {sha[:12]})" if sha in PINNED_DATA
+        else f"{run.get('dataset_name') or 'a file'} with sha256 {sha[:12] or 'unknown'}, not a pinned LongMemEval file"))
+    prompts = json.loads(run["prompt_hashes"]) if run.get("prompt_hashes") else {}
+    conditions.append(Condition("one prompt for every category", True,
+                                "om-eval sends every category the same actor instructions"
+                                + (f" (prompt set {next(iter(prompts.values()))})" if prompts else "")))
+    reruns = []
+    if regraded:
+        reruns.append(f"{regraded} questions have a verdict on an earlier answer")
+    if reanswered:
+        reruns.append(f"{reanswered} questions were answered afresh more than once")
+    conditions.append(Condition("no re-runs kept for flips", not reruns,
+                                "; ".join(reruns) or "one answer per question"))
+    conditions.append(Condition("both aggregates shown", True, "task-averaged and micro accuracy both reported"))
+    return Verdict(run["run_id"], label, tuple(conditions))
+
+
+def run_comparability(catalog: Any, run: Mapping[str, Any], benchmark: Benchmark) -> Verdict:
+    """:func:`comparability` of a stored run, counting re-graded and re-answered questions from the store."""
+    run_id = run["run_id"]
+    items = catalog.query("SELECT question_id, status, judge_status, hypothesis FROM items WHERE run_id = ?", [run_id])
+    current = {i["question_id"]: hypothesis_hash(i["hypothesis"]) for i in items if i["hypothesis"] is not None}
+    graded = catalog.query("SELECT DISTINCT question_id, hypothesis_hash FROM judgments WHERE run_id = ?", [run_id])
+    regraded = len({g["question_id"] for g in graded if g["question_id"] in current
+                    and g["hypothesis_hash"] != current[g["question_id"]]})
+    answered = catalog.query("SELECT question_id, count(*) AS n FROM llm_calls WHERE run_id = ? AND stage = 'actor' "
+                             "AND error IS NULL AND NOT coalesce(cached, false) GROUP BY question_id", [run_id])
+    reanswered = sum(1 for row in answered if row["n"] > 1)
+    return comparability(run, items, benchmark, regraded=regraded, reanswered=reanswered)
+
+
+def verdict_lines(verdict: Verdict) -> list[str]:
+    """Markdown lines: the verdict, then each condition with what was found."""
+    head = ("comparable with published LongMemEval numbers" if verdict.comparable
+            else f"not comparable ({len(verdict.failed)} condition{'s' if len(verdict.failed) != 1 else ''} "
+                 "failed)")
+    lines = [f"- **{verdict.label}** ({verdict.run_id[:8]}): {head}"]
+    for condition in verdict.conditions:
+        lines.append(f"  - {'✓' if condition.holds else '✗'} {condition.name}: {condition.detail}")
+    return lines
