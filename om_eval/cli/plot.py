@@ -9,7 +9,7 @@ from om_eval.cli.report import load_runs
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    plot = commands.add_parser("plot", help="grouped bars, accuracy vs observation tokens, cost vs accuracy",
+    plot = commands.add_parser("plot", help="grouped bars, accuracy vs observation tokens, vs actor context, vs cost",
                                description="Draw the comparison plots of the stored runs (deterministic PNGs).")
     plot.add_argument("--results", default="results", help="results folder (default: results)")
     plot.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
@@ -20,6 +20,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from om_eval.report import (
+        plot_accuracy_vs_context,
         plot_accuracy_vs_tokens,
         plot_categories,
         plot_cost_vs_accuracy,
@@ -37,6 +38,7 @@ def run(args: argparse.Namespace) -> int:
         plot_categories(table, out / "accuracy_by_category.png", n_boot=args.n_boot, seed=args.seed),
         plot_accuracy_vs_tokens(table, out / "accuracy_vs_observation_tokens.png", n_boot=args.n_boot,
                                 seed=args.seed),
+        plot_accuracy_vs_context(table, out / "accuracy_vs_actor_context.png", n_boot=args.n_boot, seed=args.seed),
         plot_cost_vs_accuracy(table, out / "cost_vs_accuracy.png", n_boot=args.n_boot, seed=args.seed),
     ]
     for path in written:

@@ -12,6 +12,7 @@ from om_eval.report.compare import (
     paired_comparison,
 )
 from om_eval.report.plots import (
+    plot_accuracy_vs_context,
     plot_accuracy_vs_tokens,
     plot_categories,
     plot_cost_vs_accuracy,
@@ -27,6 +28,7 @@ __all__ = [
     "comparison_to_rich",
     "mcnemar",
     "paired_comparison",
+    "plot_accuracy_vs_context",
     "plot_accuracy_vs_tokens",
     "plot_categories",
     "plot_cost_vs_accuracy",

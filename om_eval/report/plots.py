@@ -59,9 +59,9 @@ from om_eval.report.tables import (
     summary_table,
 )
 
-__all__ = ["PALETTE", "VariantStyle", "accuracy_vs_tokens_figure", "categories_figure", "cost_vs_accuracy_figure",
-           "plot_accuracy_vs_tokens", "plot_categories", "plot_cost_vs_accuracy", "variant_color",
-           "variant_colors", "variant_styles"]
+__all__ = ["PALETTE", "VariantStyle", "accuracy_vs_context_figure", "accuracy_vs_tokens_figure", "categories_figure",
+           "cost_vs_accuracy_figure", "figure_png", "plot_accuracy_vs_context", "plot_accuracy_vs_tokens",
+           "plot_categories", "plot_cost_vs_accuracy", "variant_color", "variant_colors", "variant_styles"]
 
 #: Matplotlib's tab10 colours, spelled out so a matplotlib upgrade cannot change them.
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
@@ -222,11 +222,16 @@ def _figure(draw: Callable[[Any], None], size: tuple[float, float]) -> Any:
     return figure
 
 
-def _save(figure: Any, path: str | os.PathLike[str]) -> Path:
+def figure_png(figure: Any) -> bytes:
+    """The figure as PNG bytes, the same for the same figure (no software or date in the metadata)."""
     with _style():  # some settings (path simplification, hatch width) are read when drawing
         buffer = io.BytesIO()
         figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
-    return atomic_write(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def _save(figure: Any, path: str | os.PathLike[str]) -> Path:
+    return atomic_write(path, figure_png(figure))
 
 
 def _percent_err(acc: Accuracy) -> tuple[float, float]:
@@ -488,6 +493,23 @@ def plot_accuracy_vs_tokens(source: Source, path: str | os.PathLike[str], *, n_b
     smaller and better.
     """
     return _save(accuracy_vs_tokens_figure(source, n_boot=n_boot, seed=seed), path)
+
+
+def accuracy_vs_context_figure(source: Source, *, n_boot: int = 1000, seed: int = 0) -> Any:
+    """The figure of :func:`plot_accuracy_vs_context`, drawn but not saved."""
+    table = _table(source, n_boot, seed)
+    return _scatter_figure(table, x_of=lambda r: r.mean_actor_context_tokens,
+                           xlabel="Mean actor context per question (prompt tokens)",
+                           title="Task-averaged accuracy vs what the actor reads",
+                           zero_span=100.0, zero_note="no run recorded the actor's prompt tokens")
+
+
+def plot_accuracy_vs_context(source: Source, path: str | os.PathLike[str], *, n_boot: int = 1000,
+                             seed: int = 0) -> Path:
+    """Task-averaged accuracy against the actor's mean prompt tokens per question (memory, raw tail and
+    instructions: what a memory system costs at answer time), with the Pareto frontier as for
+    :func:`plot_accuracy_vs_tokens`."""
+    return _save(accuracy_vs_context_figure(source, n_boot=n_boot, seed=seed), path)
 
 
 def cost_vs_accuracy_figure(source: Source, *, n_boot: int = 1000, seed: int = 0, per_question: bool = True) -> Any:

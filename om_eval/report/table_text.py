@@ -308,6 +308,7 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
     record.update({
         "cost_usd": fmt.csv_number(row.cost_usd), "unknown_cost_calls": str(row.unknown_cost_calls),
         "mean_observation_tokens": fmt.csv_number(row.mean_observation_tokens, 2),
+        "mean_actor_context_tokens": fmt.csv_number(row.mean_actor_context_tokens, 2),
         "mean_compression_ratio": fmt.csv_number(row.mean_compression_ratio, 4),
         "dataset": row.dataset,
         "mean_observations": fmt.csv_number(row.mean_observations, 4),

@@ -204,6 +204,8 @@ class RunSummary:
     """Message tokens per Observer call, over the run (``None`` for runs stored before it was recorded)."""
     mean_raw_tail_tokens: float | None = None
     """Tokens of raw, unobserved messages the actor was shown, per question."""
+    mean_actor_context_tokens: float | None = None
+    """Prompt tokens of the actor's call per question: everything it read (memory, raw tail, instructions)."""
     benchmark: str = DEFAULT_BENCHMARK
     own: OwnScores | None = None
     """The benchmark's own score against the published gold (``None`` when the judge's verdict is its score)."""
@@ -413,6 +415,7 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         mean_observations=_mean(i.get("observation_cycles") for i in items),
         mean_observer_call_tokens=_per_call(items),
         mean_raw_tail_tokens=_mean(i.get("raw_tail_tokens") for i in items),
+        mean_actor_context_tokens=_mean(i.get("actor_prompt_tokens") for i in items),
         benchmark=benchmark.name,
         own=_own(benchmark, rows),
         corrected=corrected,

@@ -37,6 +37,7 @@ give the same bytes.
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -427,5 +428,32 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         bar_groups=_bar_groups(table, colors),
         agreement_head=("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B"),
         agreement=_agreement_rows(data["agreement"], labels),
+        tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],
+        tradeoff_images=_tradeoff_images(table),
         data_json=_script_json(data),
     )
+
+
+def _tradeoff_row(row: RunSummary, color: str) -> dict[str, Any]:
+    return {"short_id": row.short_id, "label": row.label, "color": color,
+            "context": fmt.tokens(row.mean_actor_context_tokens),
+            "observations": fmt.tokens(row.mean_observation_tokens),
+            "cost": "n/a" if row.cost_per_question is None else f"${row.cost_per_question:.4f}",
+            "task_averaged": "n/a" if row.graded.task_averaged.value is None
+            else f"{100 * row.graded.task_averaged.value:.1f}%"}
+
+
+def _tradeoff_images(table: ReportTable) -> list[dict[str, str]]:
+    """The accuracy-vs-context and accuracy-vs-cost scatters (with their Pareto frontiers) as PNG data URIs."""
+    from om_eval.report.plots import (
+        accuracy_vs_context_figure,
+        cost_vs_accuracy_figure,
+        figure_png,
+    )
+
+    images = []
+    for alt, figure in (("Task-averaged accuracy against mean actor context tokens", accuracy_vs_context_figure),
+                        ("Task-averaged accuracy against known cost per question", cost_vs_accuracy_figure)):
+        png = figure_png(figure(table, n_boot=table.n_boot, seed=table.seed))
+        images.append({"alt": alt, "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")})
+    return images

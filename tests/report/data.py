@@ -57,6 +57,7 @@ def make_items(label: str) -> list[dict[str, Any]]:
                 "label": {"1": True, "0": False}.get(mark),
                 "judge_status": {"1": "ok", "0": "ok", "E": "error", "N": "not_run"}[mark],
                 "observation_tokens": base_tokens + 10 * j if answered else None,
+                "actor_prompt_tokens": base_tokens + 400 + 10 * j if answered else None,
                 "compression_ratio": 10.0 + j % 4 if answered else None,
                 "cost_usd": cost if answered else None,
                 "unknown_cost_calls": 0,

@@ -11,9 +11,11 @@ from PIL import Image
 
 from om_eval.report.plots import (
     PALETTE,
+    accuracy_vs_context_figure,
     accuracy_vs_tokens_figure,
     categories_figure,
     cost_vs_accuracy_figure,
+    plot_accuracy_vs_context,
     plot_accuracy_vs_tokens,
     plot_categories,
     plot_cost_vs_accuracy,
@@ -24,8 +26,8 @@ from om_eval.report.plots import (
 from om_eval.report.tables import summary_table
 from tests.report.data import make_run, make_runs_items
 
-PLOTS = [plot_categories, plot_accuracy_vs_tokens, plot_cost_vs_accuracy]
-FIGURES = [categories_figure, accuracy_vs_tokens_figure, cost_vs_accuracy_figure]
+PLOTS = [plot_categories, plot_accuracy_vs_tokens, plot_accuracy_vs_context, plot_cost_vs_accuracy]
+FIGURES = [categories_figure, accuracy_vs_tokens_figure, accuracy_vs_context_figure, cost_vs_accuracy_figure]
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 #: Two realistic sweep labels whose sha256 colours collide (both #e377c2 under the plain hash).
 TOKENS_100 = "prompt=current om.observation.message_tokens=100"
@@ -243,3 +245,13 @@ def test_no_global_matplotlib_state_leaks(table, tmp_path: Path):
     assert matplotlib.rcParams.copy() == before  # backend included: nothing switched it
     if not had_pyplot:
         assert "matplotlib.pyplot" not in sys.modules
+
+
+def test_accuracy_against_actor_context_places_each_run_at_its_mean_prompt_tokens(table):
+    axes = accuracy_vs_context_figure(table).axes[0]
+    assert "actor context" in axes.get_xlabel().lower()
+    drawn = {round(line.get_xdata()[0], 3) for line in axes.lines if len(line.get_xdata()) == 1}  # points, caps
+    expected = {round(r.mean_actor_context_tokens, 3) for r in table.rows
+                if r.mean_actor_context_tokens is not None and r.graded.task_averaged.value is not None}
+    assert drawn == expected and len(expected) >= 2
+    assert any(line.get_label() == "Pareto frontier" for line in axes.lines) or table.mixed

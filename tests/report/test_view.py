@@ -172,6 +172,10 @@ def test_chromium_draws_the_drill_down_of_two_runs_side_by_side(
     assert "judge probes: 3 answers whose right verdict is known" in drawn
     assert "gold (should be accepted)" in drawn and "vague (should be rejected)" in drawn
     assert "house/mastra:scripted/om-eval" in drawn  # mastra parse, no verdict still an error: no named protocol
+    # Accuracy against context and cost: the table and the two scatters (PNG data URIs) are in the drawn page.
+    tradeoff = dom[dom.index('id="tradeoff"'):dom.index('id="agreement"')]
+    assert tradeoff.count('<img class="tradeoff-plot" src="data:image/png;base64,') == 2
+    assert "actor context / question" in tradeoff
 
     shot = tmp_path / "view.png"
     done = browse(path, f"q={KU_QUESTION}&a={first[:8]}&b={second[:8]}", tmp_path / "profile",
