@@ -294,6 +294,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
                  "observation_lines": OBSERVATION_LINES, "older_generation_lines": OLDER_GENERATION_LINES,
                  "line_chars": LINE_CHARS},
         "agreement": [_pair(pair) for pair in agreement_rows(catalog, [by_id[row.run_id] for row in rows])],
+        "panels": [panel for row in rows if (panel := _panel(catalog, by_id[row.run_id], row)) is not None],
         "n_boot": n_boot, "seed": seed,
     }
     return data, table
@@ -312,6 +313,33 @@ def _pair(pair: JudgePair) -> dict[str, Any]:
     return {"run_id": pair.run_id, "first": pair.first, "second": pair.second, "n": pair.n,
             "agreement": pair.agreement, "kappa": pair.kappa, "accuracy_first": pair.accuracy_first,
             "accuracy_second": pair.accuracy_second}
+
+
+def _panel(catalog: Catalog, run: Mapping[str, Any], row: RunSummary) -> dict[str, Any] | None:
+    """A run's judge panel and judge quality as the page shows them, or ``None`` when it has neither."""
+    from om_eval.bench.benchmark import benchmark_of_run
+    from om_eval.report.panel import judge_quality, panel_report
+
+    benchmark = benchmark_of_run(run)
+    panel = panel_report(catalog, row.run_id, benchmark)
+    quality = judge_quality(catalog, row.run_id, benchmark)
+    if panel is None and not quality:
+        return None
+    out: dict[str, Any] = {"run": row.short_id, "label": row.label, "judges": [], "quality": []}
+    if panel is not None:
+        out["n"] = panel.n
+        out["categories"] = [benchmark.category(c).short for c in panel.categories]
+        out["judges"] = [{"label": j.label, "own": j.own, "cells": [_pct(j.by_category[c]) for c in panel.categories],
+                          "overall": _pct(j.accuracy)} for j in panel.judges]
+        out["range"] = {"cells": [_pct(panel.category_spread(c)) for c in panel.categories],
+                        "overall": _pct(panel.spread)}
+        out["flips"] = [{"id": f.question_id, "type": f.question_type,
+                         "verdicts": "; ".join(f"{label}: {'yes' if ok else 'no'}"
+                                               for label, (ok, _) in f.verdicts.items())} for f in panel.flips]
+    out["quality"] = [{"label": q.label, "fa": _pct(q.false_accept), "fa_vague": _pct(q.false_accept_vague),
+                       "fa_wrong": _pct(q.false_accept_wrong), "fr": _pct(q.false_reject), "errors": q.errors}
+                      for q in quality]
+    return out
 
 
 # --------------------------------------------------------------------------------------------------- rendering
@@ -428,6 +456,7 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         bar_groups=_bar_groups(table, colors),
         agreement_head=("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B"),
         agreement=_agreement_rows(data["agreement"], labels),
+        panels=data["panels"],
         tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],
         tradeoff_images=_tradeoff_images(table),
         data_json=_script_json(data),

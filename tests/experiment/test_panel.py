@@ -142,3 +142,25 @@ def test_show_prints_each_judges_verdict_and_probes(paneled: tuple[Path, str, st
     assert f"house:{biased}" in out and "lenient:scripted/om-eval" in out
     assert "Judge probes" in out and "should be rejected" in out
     assert "judge wrong" in out  # the biased judge accepted this temporal question's wrong probes
+
+
+def test_the_page_shows_the_panel_flips_and_judge_quality(paneled: tuple[Path, str, str], tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    from om_eval.report.view import write_view
+
+    results, run_id, biased = paneled
+    page = write_view(results, tmp_path / "view.html", n_boot=50)
+    chromium = next((found for name in ("/usr/bin/chromium", "chromium", "chromium-browser")
+                     if (found := shutil.which(name))), None)
+    if chromium is None:
+        pytest.skip("Chromium not installed: apt-get install chromium")
+    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                           f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    section = done.stdout[done.stdout.index('id="agreement"'):done.stdout.index('id="questions"')]
+    assert "judge panel" in section and f"house:{biased}" in section and "<b>range</b>" in section
+    assert "1 of 7 questions flip between judges" in section and "9ce80b45" in section
+    assert "vague accepted" in section and "false reject" in section
