@@ -164,3 +164,46 @@ def test_the_page_shows_the_panel_flips_and_judge_quality(paneled: tuple[Path, s
     assert "judge panel" in section and f"house:{biased}" in section and "<b>range</b>" in section
     assert "1 of 7 questions flip between judges" in section and "9ce80b45" in section
     assert "vague accepted" in section and "false reject" in section
+
+
+class ChattyJudge(ScriptedModel):
+    """The scripted judge's verdicts, said in a sentence: 'Yes, it matches.' passes the official parse only."""
+
+    def _answer(self, messages, stage, fault):  # noqa: ANN001, ANN202
+        plain = super()._answer(messages, stage, fault)
+        if stage != "judge":
+            return plain
+        return "Yes, it matches." if plain == "yes" else "No, it does not."
+
+
+def test_the_official_and_mastra_protocols_differ_only_by_their_parse(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from om_eval.bench import panel as panel_module
+    from om_eval.bench.judge import Judge
+    from tests.bench.test_judge import standin_source, write_standin
+    from tests.experiment.test_exports import READABLE_STANDIN
+
+    source, _ = write_standin(tmp_path / "upstream", standin_source(READABLE_STANDIN))
+
+    class StandinJudge(Judge):
+        @classmethod
+        def official(cls, source, **options):  # noqa: ANN001, ANN206
+            # The pinned sha256 guards real runs; the stand-in's bytes are not upstream's.
+            return Judge.official(source, expected_sha256=None, **options)
+
+    monkeypatch.setattr(panel_module, "Judge", StandinJudge)
+    results = tmp_path / "results"
+    run_id = run_from_config(compose_run(results))["run_id"]
+    chatty = register_scripted("chatty", ChattyJudge())
+    outcome = rejudge_panel(results, run_id, ["judge=panel", "judge.panel=[official,mastra]",
+                                              f"judge.source={source}", f"models.judge.model={chatty}"])
+    assert outcome.labels == ["official", "mastra"] and not outcome.skipped
+    with Catalog(results) as catalog:
+        panel = panel_report(catalog, run_id, LME)
+    by_label = {j.label: j for j in panel.judges}
+    official, mastra = by_label[f"official:{chatty}"], by_label[f"mastra:{chatty}"]
+    assert mastra.accuracy == 0.0 and official.accuracy > 0.0  # "Yes, it matches." is not 'yes' or 'yes.'
+    accepted = {f.question_id for f in panel.flips if f.verdicts[f"official:{chatty}"][0]}
+    assert len(accepted) == round(official.accuracy * panel.n)
+    assert all(f.verdicts[f"mastra:{chatty}"] == (False, "Yes, it matches.") for f in panel.flips
+               if f.question_id in accepted)
