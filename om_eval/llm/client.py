@@ -179,6 +179,7 @@ class LLMClient:
         self._sleep = sleep
         self._random = random.Random(seed)
         self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._semaphores_loop: asyncio.AbstractEventLoop | None = None
 
     def with_ledger(self, ledger: Ledger) -> LLMClient:
         """A client sharing this one's cache, settings and concurrency limits but recording into ``ledger``.
@@ -319,6 +320,12 @@ class LLMClient:
             log.warning("could not remove cache entry %s: %s", key, error)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
+        # A semaphore belongs to the event loop that first waits on it: one client used by several asyncio.run
+        # calls (rejudging answers, then probes, then the next judge) needs one per loop. Loops that ended are
+        # dropped with their semaphores.
+        loop = asyncio.get_running_loop()
+        if self._semaphores_loop is not loop:
+            self._semaphores, self._semaphores_loop = {}, loop
         semaphore = self._semaphores.get(model)
         if semaphore is None:
             # One in-process local model serves one call at a time; more would only queue on its lock.

@@ -173,6 +173,11 @@ def test_concurrency_limit_per_model() -> None:
 
     run(many())
     assert peak == 3 and llm.ledger.totals().calls == 12
+    # The same client in a second event loop (rejudging answers, then probes): the limit holds there too, and a
+    # semaphore of the first loop, left locked by waiters, is not reused (it raised "bound to a different loop").
+    peak = 0
+    run(many())
+    assert peak == 3 and llm.ledger.totals().calls == 24
 
 
 def test_request_building_and_provider_options() -> None:
