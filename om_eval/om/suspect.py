@@ -28,6 +28,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 __all__ = ["MAX_GROUNDING", "MIN_REPEATED_SHARE", "NEAR_MATCH", "Suspicion", "find_repetition", "line_tokens"]
 
@@ -69,6 +70,7 @@ def _observation_lines(text: str) -> list[str]:
     ]
 
 
+@lru_cache(maxsize=1 << 16)
 def _stem(word: str) -> str:
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
@@ -76,12 +78,14 @@ def _stem(word: str) -> str:
     return word
 
 
-def _content_words(text: str) -> set[str]:
+@lru_cache(maxsize=16)
+def _content_words(text: str) -> frozenset[str]:
     # Distinct words first: a batch of new messages repeats most of its words, and stemming is the slow part.
-    return {
+    # Remembered: one Observer call asks about the same batch for the whole reply and again for each thread.
+    return frozenset({
         _stem(word) for word in set(_TOKEN.findall(text.lower()))
         if len(word) >= 3 and not word.isdigit() and word not in _STOPWORDS
-    }
+    })
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
