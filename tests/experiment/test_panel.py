@@ -38,13 +38,18 @@ def test_the_bias_is_aimed_at_the_temporal_template_only() -> None:
 
 @pytest.fixture(scope="module")
 def paneled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    """A two-variant smoke sweep (prompt=current and legacy), each run graded by the panel with the biased judge
+    and probed; the tests read the first run, the report test both."""
     results = tmp_path_factory.mktemp("panel")
     run_id = run_from_config(compose_run(results))["run_id"]
+    other = run_from_config(compose_run(results, "prompt=legacy"))["run_id"]
+    assert other != run_id
     biased = register_scripted("temporal-yes", TemporalYesJudge())
-    result = rejudge_panel(results, run_id, ["judge=panel", f"judge.panel=[house,house:{biased},lenient]"],
-                           probes=True)
-    assert result.labels == ["house", f"house:{biased}", "lenient"] and not result.skipped
-    assert all(r.errors == 0 and r.probe_errors == 0 for r in result.judges)
+    for run in (run_id, other):
+        result = rejudge_panel(results, run, ["judge=panel", f"judge.panel=[house,house:{biased},lenient]"],
+                               probes=True)
+        assert result.labels == ["house", f"house:{biased}", "lenient"] and not result.skipped
+        assert all(r.errors == 0 and r.probe_errors == 0 for r in result.judges)
     return results, run_id, biased
 
 
@@ -102,6 +107,7 @@ def test_the_report_shows_panel_quality_and_floor(paneled: tuple[Path, str, str]
     for part in ("## Judge-free floor", "## Judge panel", "## Judge quality", f"house:{biased}", "**range**",
                  "questions flip between judges", "FA vague"):
         assert part in text, part
+    assert text.count("judges on the same 7 answers") == 2  # one panel per run of the sweep
 
 
 def test_a_panel_needs_known_protocols_and_rejudge_run_refuses_it(paneled: tuple[Path, str, str]) -> None:
