@@ -112,21 +112,21 @@ def _questions(items: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) ->
     return questions
 
 
-async def _grade(items: Sequence[Mapping[str, Any]], questions: Mapping[str, Question], judge: Any,
-                 client: Any, concurrency: int) -> list[tuple[str, Any, list[Any]]]:
+async def _grade(work: Sequence[tuple[Question, str]], judge: Any, client: Any,
+                 concurrency: int) -> list[tuple[Any, list[Any]]]:
+    """Grade each ``(question, answer text)``, at most ``concurrency`` at a time: its verdict and its own calls."""
     from om_eval.bench.judge import judge_answer
     from om_eval.llm.ledger import Ledger
 
     gate = asyncio.Semaphore(concurrency)
 
-    async def one(item: Mapping[str, Any]) -> tuple[str, Any, list[Any]]:
+    async def one(question: Question, text: str) -> tuple[Any, list[Any]]:
         ledger = Ledger()
         async with gate:
-            verdict = await judge_answer(judge, client.with_ledger(ledger), questions[item["question_id"]],
-                                         item["hypothesis"])
-        return item["question_id"], verdict, list(ledger.records)
+            verdict = await judge_answer(judge, client.with_ledger(ledger), question, text)
+        return verdict, list(ledger.records)
 
-    return list(await asyncio.gather(*(one(i) for i in items)))
+    return list(await asyncio.gather(*(one(q, text) for q, text in work)))
 
 
 def rejudge_run(results_dir: str | Path, run: str, overrides: Sequence[str], *, concurrency: int = 4,
@@ -243,11 +243,13 @@ class _Target:
         from om_eval.bench.pipeline import hypothesis_hash
         from om_eval.store import RunStore, store_path
 
-        graded = asyncio.run(_grade(self.answered, self.questions, judge, self.client, concurrency))
+        work = [(self.questions[i["question_id"]], i["hypothesis"]) for i in self.answered]
+        graded = asyncio.run(_grade(work, judge, self.client, concurrency))
         result = RejudgeResult(self.run_id, judge.identity, skipped=len(self.items) - len(self.answered))
         rows = []
         calls: dict[str, list[Any]] = {}
-        for (qid, verdict, records), item in zip(graded, self.answered):
+        for (verdict, records), item in zip(graded, self.answered):
+            qid = item["question_id"]
             result.judged += verdict.status == "ok"
             result.errors += verdict.status != "ok"
             rows.append((qid, {**_verdict_columns(judge, verdict), "official": judge.is_official,
@@ -271,7 +273,7 @@ class _Target:
         pool = [(q.question_type, str(q.answer)) for q in questions if not q.is_abstention]
         work = [(q, probe) for q in questions
                 for probe in probes_for(q, pool, rubric=q.question_type in rubrics)]
-        graded = asyncio.run(_grade_texts(work, judge, self.client, concurrency))
+        graded = asyncio.run(_grade([(q, probe.text) for q, probe in work], judge, self.client, concurrency))
         rows = []
         calls: dict[str, list[Any]] = {}
         for (question, probe), (verdict, records) in zip(work, graded):
@@ -294,20 +296,3 @@ def _verdict_columns(judge: Any, verdict: Any) -> dict[str, Any]:
     return {"judge_identity": json.dumps(judge.identity, sort_keys=True), "judge_mode": judge.mode,
             "judge_model": judge.model.model, "label": verdict.label, "status": verdict.status,
             "reply": verdict.reply, "error": verdict.error, "judged_at": datetime.now()}
-
-
-async def _grade_texts(work: Sequence[tuple[Question, Any]], judge: Any, client: Any,
-                       concurrency: int) -> list[tuple[Any, list[Any]]]:
-    """Grade each ``(question, probe)``'s text as if it were the answer; each with its own calls."""
-    from om_eval.bench.judge import judge_answer
-    from om_eval.llm.ledger import Ledger
-
-    gate = asyncio.Semaphore(concurrency)
-
-    async def one(question: Question, text: str) -> tuple[Any, list[Any]]:
-        ledger = Ledger()
-        async with gate:
-            verdict = await judge_answer(judge, client.with_ledger(ledger), question, text)
-        return verdict, list(ledger.records)
-
-    return list(await asyncio.gather(*(one(q, p.text) for q, p in work)))

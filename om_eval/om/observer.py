@@ -16,6 +16,7 @@ observations, losing the batch instead of flagging it, so the retry asks the sam
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -463,15 +464,8 @@ async def call_observer(
     # 1.5B Observer answered a whole LoCoMo session with the example's bakery).
     seen = "\n".join(part for part in (previous_observations, system_prompt) if part)
 
-    judged: dict[str, Suspicion | None] = {}
-
+    @functools.cache  # the cache check and the loop below both ask about the same reply
     def suspicion(raw: str) -> Suspicion | None:
-        # The cache check and the loop below both ask about the same reply; judge it once.
-        if raw not in judged:
-            judged[raw] = _suspicion(raw)
-        return judged[raw]
-
-    def _suspicion(raw: str) -> Suspicion | None:
         whole = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
         found = find_repetition(whole, seen, new_messages)
         if found is not None or not multi_thread:

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-__all__ = ["JudgePair", "cohen_kappa", "run_agreement"]
+from om_eval.bench.panel import protocol_name
+
+__all__ = ["JudgePair", "RunVerdicts", "cohen_kappa", "current_verdicts", "judge_name", "run_agreement"]
 
 
 def cohen_kappa(first: Sequence[bool], second: Sequence[bool]) -> float | None:
@@ -46,7 +48,7 @@ class JudgePair:
 
     run_id: str
     first: str
-    """``mode:model`` of the first judge (the run's own judge when it is one of the two)."""
+    """:func:`judge_name` of the first judge (the run's own judge when it is one of the two)."""
     second: str
     n: int
     agreement: float | None
@@ -58,42 +60,58 @@ class JudgePair:
 
 
 def judge_name(identity: str | Mapping[str, Any]) -> str:
-    """``mode:model``, plus the parse rule when it is not the official one (two judges may differ only there)."""
+    """``<protocol>:<model>`` of a stored judge identity (:func:`om_eval.bench.panel.protocol_name`: ``house``,
+    ``mastra``, ``lenient``..., or ``mode/parse`` for a combination no protocol names)."""
     data = json.loads(identity) if isinstance(identity, str) else dict(identity)
-    parse = data.get("parse", "official")
-    return f"{data.get('mode')}:{data.get('model')}" + ("" if parse == "official" else f" ({parse} parse)")
+    return f"{protocol_name(data)}:{data.get('model')}"
 
 
-def _verdicts(catalog: Any, run_id: str) -> tuple[dict[str, dict[str, bool]], dict[str, str], str | None]:
-    """Per judge key: question -> label, over current answers; names of the judges; the run's own judge key."""
+@dataclass(frozen=True)
+class RunVerdicts:
+    """Every judge's verdicts on the answers a run holds now."""
+
+    verdicts: dict[str, dict[str, tuple[bool, str]]]
+    """Judge key -> question -> (label, reply)."""
+    names: dict[str, str]
+    """Judge key -> :func:`judge_name`."""
+    types: dict[str, str]
+    """Question -> its category."""
+    own: str | None
+    """The key of the run's own judge (its items were graded with it)."""
+
+
+def current_verdicts(catalog: Any, run_id: str) -> RunVerdicts:
+    """The verdicts of every judge of ``run_id`` on its current answers (status ok only)."""
     from om_eval.bench.pipeline import hypothesis_hash
     from om_eval.store.rows import judge_key
 
     run = catalog.query("SELECT judge_identity FROM runs WHERE run_id = ?", [run_id])
-    items = catalog.query("SELECT question_id, hypothesis, label, judge_status FROM items WHERE run_id = ? AND "
-                          "status = 'done'", [run_id])
+    items = catalog.query("SELECT question_id, question_type, hypothesis, label, judge_status, judge_reply "
+                          "FROM items WHERE run_id = ? AND status = 'done'", [run_id])
     current = {i["question_id"]: hypothesis_hash(i["hypothesis"]) for i in items}
-    labels: dict[str, dict[str, bool]] = {}
+    verdicts: dict[str, dict[str, tuple[bool, str]]] = {}
     names: dict[str, str] = {}
     own = None
     if run and run[0]["judge_identity"]:
         own = judge_key(run[0]["judge_identity"])
         names[own] = judge_name(run[0]["judge_identity"])
         # The item's verdict is the run judge's (stores made before ``judgments`` existed have only this).
-        labels[own] = {i["question_id"]: bool(i["label"]) for i in items
-                       if i["judge_status"] == "ok" and i["label"] is not None}
-    rows = catalog.query("SELECT question_id, judge_key, judge_identity, hypothesis_hash, label, status "
+        verdicts[own] = {i["question_id"]: (bool(i["label"]), i["judge_reply"] or "") for i in items
+                         if i["judge_status"] == "ok" and i["label"] is not None}
+    rows = catalog.query("SELECT question_id, judge_key, judge_identity, hypothesis_hash, label, status, reply "
                          "FROM judgments WHERE run_id = ?", [run_id])
     for row in rows:
         names.setdefault(row["judge_key"], judge_name(row["judge_identity"]))
         if row["status"] == "ok" and current.get(row["question_id"]) == row["hypothesis_hash"]:
-            labels.setdefault(row["judge_key"], {})[row["question_id"]] = bool(row["label"])
-    return labels, names, own
+            verdicts.setdefault(row["judge_key"], {})[row["question_id"]] = (bool(row["label"]), row["reply"] or "")
+    return RunVerdicts(verdicts, names, {i["question_id"]: i["question_type"] for i in items}, own)
 
 
 def run_agreement(catalog: Any, run_id: str) -> list[JudgePair]:
     """Every pair of judges that graded answers of ``run_id``, the run's own judge first in its pairs."""
-    labels, names, own = _verdicts(catalog, run_id)
+    found = current_verdicts(catalog, run_id)
+    labels = {key: {q: label for q, (label, _) in graded.items()} for key, graded in found.verdicts.items()}
+    names, own = found.names, found.own
     keys = sorted(labels, key=lambda k: (k != own, names[k], k))
     pairs = []
     for a, b in combinations(keys, 2):

@@ -16,7 +16,7 @@ from typing import Any
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
 from om_eval.bench.probes import PROBE_KINDS
-from om_eval.report.panel import judge_label
+from om_eval.report.agreement import judge_name
 from om_eval.store.catalog import Catalog
 
 __all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail", "run_details"]
@@ -102,7 +102,7 @@ def _judgments(rows: Sequence[Mapping[str, Any]], hypothesis: str | None) -> lis
     current = hypothesis_hash(hypothesis)
     return [{
         "judge_key": r["judge_key"], "judge_mode": r["judge_mode"], "judge_model": r["judge_model"],
-        "judge": judge_label(r["judge_identity"]) if r.get("judge_identity") else f"{r['judge_mode']}:{r['judge_model']}",
+        "judge": judge_name(r["judge_identity"]) if r.get("judge_identity") else f"{r['judge_mode']}:{r['judge_model']}",
         "official": r["official"], "label": r["label"], "status": r["status"], "reply": r["reply"],
         "error": r["error"], "judged_at": r["judged_at"], "current": r["hypothesis_hash"] == current,
     } for r in sorted(rows, key=lambda r: (str(r["judged_at"]), r["judge_key"]))]
@@ -111,10 +111,10 @@ def _judgments(rows: Sequence[Mapping[str, Any]], hypothesis: str | None) -> lis
 def _probes(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     order = {kind: index for index, kind in enumerate(PROBE_KINDS)}
     return [{
-        "judge": judge_label(r["judge_identity"]), "probe": r["probe"], "probe_text": r["probe_text"],
+        "judge": judge_name(r["judge_identity"]), "probe": r["probe"], "probe_text": r["probe_text"],
         "expected": r["expected"], "label": r["label"], "status": r["status"], "reply": r["reply"],
         "error": r["error"],
-    } for r in sorted(rows, key=lambda r: (judge_label(r["judge_identity"]), order.get(r["probe"], 9)))]
+    } for r in sorted(rows, key=lambda r: (judge_name(r["judge_identity"]), order.get(r["probe"], 9)))]
 
 
 def question_detail(catalog: Catalog, run_id: str, question_id: str) -> dict[str, Any]:

@@ -9,28 +9,21 @@
   category (:mod:`om_eval.bench.probes`).
 * :func:`floor_line`: the judge-free floor (:mod:`om_eval.bench.matching`) beside the judged accuracy.
 
-A judge is named ``<protocol>:<model>`` (:func:`om_eval.bench.panel.protocol_name`).
+A judge is named ``<protocol>:<model>`` (:func:`om_eval.report.agreement.judge_name`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
 from om_eval.bench.matching import contains_match, match_floor
-from om_eval.bench.panel import protocol_name
+from om_eval.report.agreement import current_verdicts, judge_name
 
-__all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "judge_label", "judge_quality",
+__all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "judge_quality",
            "panel_markdown", "panel_report", "quality_markdown"]
-
-
-def judge_label(identity: str | Mapping[str, Any]) -> str:
-    """``<protocol>:<model>`` of a stored judge identity."""
-    data = json.loads(identity) if isinstance(identity, str) else identity
-    return f"{protocol_name(data)}:{data.get('model')}"
 
 
 @dataclass(frozen=True)
@@ -74,41 +67,14 @@ class PanelReport:
         return max(values) - min(values) if values else None
 
 
-def _current_verdicts(catalog: Any, run_id: str) -> tuple[dict[str, dict[str, tuple[bool, str]]], dict[str, str],
-                                                            dict[str, str], str | None]:
-    """Per judge key: question -> (label, reply) on current answers; judge labels; question types; own key."""
-    from om_eval.bench.pipeline import hypothesis_hash
-    from om_eval.store.rows import judge_key
-
-    run = catalog.query("SELECT judge_identity FROM runs WHERE run_id = ?", [run_id])
-    items = catalog.query("SELECT question_id, question_type, hypothesis, label, judge_status, judge_reply "
-                          "FROM items WHERE run_id = ? AND status = 'done'", [run_id])
-    current = {i["question_id"]: hypothesis_hash(i["hypothesis"]) for i in items}
-    types = {i["question_id"]: i["question_type"] for i in items}
-    verdicts: dict[str, dict[str, tuple[bool, str]]] = {}
-    labels: dict[str, str] = {}
-    own = None
-    if run and run[0]["judge_identity"]:
-        own = judge_key(run[0]["judge_identity"])
-        labels[own] = judge_label(run[0]["judge_identity"])
-        verdicts[own] = {i["question_id"]: (bool(i["label"]), i["judge_reply"] or "") for i in items
-                         if i["judge_status"] == "ok" and i["label"] is not None}
-    rows = catalog.query("SELECT question_id, judge_key, judge_identity, hypothesis_hash, label, status, reply "
-                         "FROM judgments WHERE run_id = ?", [run_id])
-    for row in rows:
-        labels.setdefault(row["judge_key"], judge_label(row["judge_identity"]))
-        if row["status"] == "ok" and current.get(row["question_id"]) == row["hypothesis_hash"]:
-            verdicts.setdefault(row["judge_key"], {})[row["question_id"]] = (bool(row["label"]), row["reply"] or "")
-    return verdicts, labels, types, own
-
-
 def _mean(values: Sequence[bool]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
 def panel_report(catalog: Any, run_id: str, benchmark: Benchmark) -> PanelReport | None:
     """The panel of ``run_id``, or ``None`` when fewer than two judges graded its current answers."""
-    verdicts, labels, types, own = _current_verdicts(catalog, run_id)
+    found = current_verdicts(catalog, run_id)
+    verdicts, labels, types, own = found.verdicts, found.names, found.types, found.own
     keys = sorted((k for k in verdicts if verdicts[k]), key=lambda k: (k != own, labels[k], k))
     if len(keys) < 2:
         return None
@@ -170,7 +136,7 @@ def judge_quality(catalog: Any, run_id: str, benchmark: Benchmark) -> list[Judge
         wrong, gold = accepted(("vague", "wrong")), accepted(("gold",))
         present = {r["question_type"] for r in ok}
         qualities.append(JudgeQuality(
-            judge_label(judged[0]["judge_identity"]), key, _mean(wrong), _mean(accepted(("vague",))),
+            judge_name(judged[0]["judge_identity"]), key, _mean(wrong), _mean(accepted(("vague",))),
             _mean(accepted(("wrong",))), _mean([not g for g in gold]),
             {c: (_mean(accepted(("vague", "wrong"), c)), _mean([not g for g in accepted(("gold",), c)]))
              for c in benchmark.category_keys if c in present},
