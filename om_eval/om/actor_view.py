@@ -59,6 +59,8 @@ class ActorView:
             current_task=state.current_task if state else None,
             suggested_response=state.suggested_response if state else None,
             release=self.config.mastra_release,
+            retrieval=self.config.retrieval,
+            retrieval_instructions=self.config.retrieval_instructions,
         )
 
     def turn_history(self, thread_id: str | None = None) -> list[Message]:

@@ -288,11 +288,12 @@ class Buffering:
             return None
         now = self._now()
         last_at = max(m.created_at for m in candidates) + timedelta(milliseconds=1)
+        observations = self._grouped(output.observations, candidates)
         chunk = BufferedChunk(
             id=f"ombuf-{record.id}-{candidates[0].id}",
             cycle_id=f"buffer-{record.id}-{candidates[0].id}",
-            observations=output.observations,
-            token_count=self.counter.count_text(output.observations),
+            observations=observations,
+            token_count=self.counter.count_text(observations),
             message_ids=[m.id for m in candidates],
             message_tokens=candidate_tokens,
             last_observed_at=last_at,
@@ -478,7 +479,7 @@ class Buffering:
         for load in batch:
             result = output.threads.get(self.shown_thread_id(load.thread_id), ObserverOutput(observations=""))
             parts[load.thread_id] = ThreadChunk(
-                observations=strip_thread_tags(result.observations),
+                observations=self._grouped(strip_thread_tags(result.observations), sent[load.thread_id]),
                 message_ids=[m.id for m in sent[load.thread_id]],
                 current_task=result.current_task,
                 suggested_continuation=result.suggested_response,

@@ -46,6 +46,8 @@ MastraRelease = Literal["v1_10", "v1_31"]
 MASTRA_RELEASES = ("v1_10", "v1_31")
 ThreadSections = Literal["om_eval", "mastra"]
 THREAD_SECTIONS = ("om_eval", "mastra")
+RetrievalMode = Literal["off", "resource", "thread"]
+RETRIEVAL_MODES = ("off", "resource", "thread")
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -257,6 +259,16 @@ class OMConfig:
     wrote nothing for. ``mastra`` (1.10 and 1.31): only the thread's first section is looked at, merged into when
     it mentions the new first date anywhere; an empty section is appended for a thread with no observations."""
 
+    retrieval: RetrievalMode = "off"
+    """Retrieval mode (1.11+; 1.31's behaviour): each observation cycle is kept as an observation group naming the
+    range of messages it came from, the actor reads the groups with their ranges, and it gets the ``recall`` tool to
+    read raw messages (:mod:`om_eval.om.recall`). ``off``; ``resource``: the tool reads every thread of the resource
+    (1.31's default for ``retrieval: true``); ``thread``: only the thread asked on. Left out of :meth:`to_dict` while
+    ``off``."""
+    retrieval_instructions: str | None = None
+    """Retrieval mode: more guidance about recall, added after the built-in instructions (1.31's
+    ``retrieval.instructions``). Left out of :meth:`to_dict` while unset."""
+
     def __post_init__(self) -> None:
         self.validate()
 
@@ -349,6 +361,9 @@ class OMConfig:
         _check_choice("reply_checks", self.reply_checks, REPLY_CHECKS)
         _check_choice("mastra_release", self.mastra_release, MASTRA_RELEASES)
         _check_choice("thread_sections", self.thread_sections, THREAD_SECTIONS)
+        _check_choice("retrieval", self.retrieval, RETRIEVAL_MODES)
+        if self.retrieval_instructions is not None and not isinstance(self.retrieval_instructions, str):
+            _fail("retrieval_instructions", self.retrieval_instructions, "must be text or null")
         if self.other_threads_limit is not None:
             _check_positive_int("other_threads_limit", self.other_threads_limit)
         for name in ("share_token_budget", "obscure_thread_ids", "boundary_delimiters", "resource_buffering"):
@@ -452,7 +467,7 @@ class OMConfig:
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
         ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks``,
-        ``mastra_release`` and ``thread_sections`` only when not the default: they came after configs were hashed and stored.
+        ``mastra_release``, ``thread_sections``, ``retrieval`` and ``retrieval_instructions`` only when not the default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
@@ -469,6 +484,10 @@ class OMConfig:
             del data["mastra_release"]
         if self.thread_sections == "om_eval":
             del data["thread_sections"]
+        if self.retrieval == "off":
+            del data["retrieval"]
+        if self.retrieval_instructions is None:
+            del data["retrieval_instructions"]
         return data
 
     @classmethod

@@ -23,12 +23,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from om_eval.om.anchors import strip_anchor_ids
-from om_eval.om.config import MastraRelease
+from om_eval.om.config import MastraRelease, RetrievalMode
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
+from om_eval.om.groups import render_groups
 from om_eval.om.history_lines import format_history_lines
 from om_eval.om.jstext import WS, js_trim
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
+from om_eval.om.recall import recall_instructions
 from om_eval.om.records import Message
 
 #: Per-part character cap for other threads' raw messages shown to the actor.
@@ -94,6 +96,9 @@ class ContextInputs:
     suggested_response: str | None = None
     release: MastraRelease = "v1_10"
     """Whose rules the context follows (``om.mastra_release``); ``v1_31`` turns on the three below."""
+    retrieval: RetrievalMode = "off"
+    """Retrieval mode (``om.retrieval``): observation groups shown with their ranges, and the recall instructions."""
+    retrieval_instructions: str | None = None
 
     @property
     def keep_link_labels(self) -> bool:
@@ -117,7 +122,18 @@ def _instructions(texts: Mapping[str, str], layout: str, inputs: ContextInputs) 
         keys.append("most_recent_input")
     if inputs.system_reminders:
         keys.append("system_reminders")
-    return "\n\n".join(texts[key] for key in keys)
+    text = "\n\n".join(texts[key] for key in keys)
+    if inputs.retrieval != "off":
+        text += "\n\n" + recall_instructions(inputs.retrieval, inputs.retrieval_instructions)
+    return text
+
+
+def _shown_observations(inputs: ContextInputs) -> str:
+    """The observations as the actor reads them: in retrieval mode its groups as headed sections, kept whole (1.31
+    optimises only memory without groups), else optimised (§2.8)."""
+    grouped = render_groups(inputs.observations) if inputs.retrieval != "off" else None
+    return grouped if grouped is not None else optimize_for_context(inputs.observations,
+                                                                     keep_link_labels=inputs.keep_link_labels)
 
 
 def _other_block(texts: Mapping[str, str], inputs: ContextInputs) -> str | None:
@@ -149,15 +165,18 @@ def actor_memory_messages(inputs: ContextInputs, layout: str = "chunked") -> lis
     """What the actor is given from memory: :func:`build_actor_context`, or nothing at all while there are no
     observations (1.1 and 1.10 alike inject no preamble, no other-conversations block and no reminder until the
     first observation exists; they test for an empty text, so whitespace alone still counts as memory)."""
-    return build_actor_context(inputs, layout) if inputs.observations else []
+    if inputs.observations:
+        return build_actor_context(inputs, layout)
+    if inputs.retrieval == "resource":  # 1.31: the tool can read threads no observation covers yet
+        return [{"role": "system", "content": recall_instructions("resource", inputs.retrieval_instructions)}]
+    return []
 
 
 def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
     """The memory messages placed before the conversation's unobserved tail (1.x's formatting of them)."""
     texts = load_prompts("context")
     # Optimise and annotate the whole text before splitting, so gap markers between chunks survive.
-    optimized = optimize_for_context(inputs.observations, keep_link_labels=inputs.keep_link_labels)
-    shown = split_observation_chunks(annotate_observations(optimized, inputs.now))
+    shown = split_observation_chunks(annotate_observations(_shown_observations(inputs), inputs.now))
     other = _other_block(texts, inputs)
     if layout == "single":
         parts = ["\n" + texts["preamble"]]

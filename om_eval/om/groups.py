@@ -290,10 +290,11 @@ def _visible(message: Message) -> bool:
     )
 
 
-def message_range(messages: Sequence[Message]) -> str | None:
-    """``firstId:lastId`` of the messages with visible content (all of them when none has); ``None`` for none."""
+def message_range(messages: Sequence[Message], shown_id: Callable[[str], str] = str) -> str | None:
+    """``firstId:lastId`` of the messages with visible content (all of them when none has), each id as
+    ``shown_id`` gives it to models; ``None`` for no messages."""
     if not messages:
         return None
     first = next((m for m in messages if _visible(m)), messages[0])
     last = next((m for m in reversed(messages) if _visible(m)), messages[-1])
-    return f"{first.id}:{last.id}"
+    return f"{shown_id(first.id)}:{shown_id(last.id)}"

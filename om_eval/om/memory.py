@@ -41,10 +41,13 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import xxhash
+
 from om_eval.om.actor_view import ActorView
 from om_eval.om.buffering import Buffering
 from om_eval.om.config import OMConfig
 from om_eval.om.dates import format_boundary
+from om_eval.om.groups import group_id_for, message_range, wrap_in_group
 from om_eval.om.history_lines import format_history_lines, format_thread_lines
 from om_eval.om.model import ChatModel, ModelReply
 from om_eval.om.observer import (
@@ -188,6 +191,22 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         if not self.config.obscure_thread_ids:
             return thread_id
         return obscure_thread_id(thread_id, self.config.thread_id_hash)
+
+    def shown_message_id(self, message_id: str) -> str:
+        """The id a model sees for a message (group ranges, the recall tool): 16 hex digits of its 64-bit xxHash when
+        thread ids are obscured (a stored id can name its thread, and so its question), else the id with ``:``
+        written ``-`` (the recall tool reads ``a:b`` as a range, never as one id)."""
+        if self.config.obscure_thread_ids:
+            return xxhash.xxh64_hexdigest(message_id.encode("utf-8"))
+        return message_id.replace(":", "-")
+
+    def _grouped(self, observations: str, messages: Sequence[Message]) -> str:
+        """Retrieval mode: one cycle's observations as an observation group over ``messages`` (as shown)."""
+        if self.config.retrieval == "off" or not observations.strip() or not messages:
+            return observations
+        range_ = message_range(messages, self.shown_message_id)
+        assert range_ is not None
+        return wrap_in_group(observations, range_, group_id_for(range_, observations))
 
     def record(self, thread_id: str | None = None) -> OMRecord:
         """The active record (latest generation) for ``thread_id`` (ignored in resource scope).
@@ -459,7 +478,8 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         assert isinstance(output, ObserverOutput)
         observed_at = max(m.created_at for m in messages)
         if output.observations:
-            record.active_observations = self._append(record.active_observations, output.observations, observed_at)
+            grouped = self._grouped(output.observations, messages)
+            record.active_observations = self._append(record.active_observations, grouped, observed_at)
         message_tokens = self._mark_observed(record, thread_id, messages)
         self._write_hints(thread_id, output)
         self._finish_record(record, observed_at, message_tokens)
@@ -587,7 +607,8 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
             messages = sent[thread_id]
             observed_at = max(m.created_at for m in messages)
             record.active_observations = merge(
-                record.active_observations, shown, result.observations, self._separator(observed_at)
+                record.active_observations, shown, self._grouped(result.observations, messages),
+                self._separator(observed_at)
             )
             message_tokens += self._mark_observed(record, thread_id, messages)
             self._write_hints(thread_id, result)

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from om_eval.om.jsjson import js_stringify
 from om_eval.om.jstext import js_trim, utf16_len
+from om_eval.om.prompts import load_prompts
 from om_eval.om.recall_parts import (
     MAX_RESULT_TOKENS,
     FormattedPart,
@@ -43,6 +44,8 @@ from om_eval.om.recall_parts import (
 from om_eval.om.records import Message
 
 RecallScope = Literal["resource", "thread"]
+
+TOOL_NAME = "recall"
 
 MAX_PAGE = 50
 MAX_MESSAGES_LIMIT = 20
@@ -557,3 +560,56 @@ def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: s
     return _around_cursor(history, target, resource_id, cursor, page, limit, detail, args.get("partType"),
                           args.get("toolName"), thread_scope, scope)
 
+
+
+# -- what the actor is told -------------------------------------------------------------------------------------------
+
+def recall_instructions(scope: RecallScope, extra: str | None = None) -> str:
+    """The actor's instructions about the tool (our wording of 1.31's points), for ``scope``; ``extra`` guidance is
+    added under its own heading, as 1.31 adds ``retrieval.instructions``."""
+    texts = load_prompts("recall")
+    keys = ["instructions_intro", "instructions_when", f"instructions_modes_{scope}", "instructions_cursor",
+            "instructions_detail", "instructions_not_needed", "instructions_close"]
+    text = "\n\n".join(js_trim(texts[key]) for key in keys)
+    if extra and js_trim(extra):
+        text += f"\n\n{js_trim(texts['extra_heading'])}\n{js_trim(extra)}"
+    return text
+
+
+def _integer(description: str, minimum: int, maximum: int | None = None) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "integer", "minimum": minimum}
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return {**schema, "description": description}
+
+
+def tool_definition(scope: RecallScope) -> dict[str, Any]:
+    """The tool as a model is offered it (an OpenAI-style function; litellm translates it for other providers): the
+    constraints of 1.31's input schema, described in our words."""
+    texts = load_prompts("recall")
+    say = texts["parameters"]
+    text: dict[str, Any] = {"type": "string"}
+    properties: dict[str, Any] = {
+        "mode": {**text, "enum": list(_ENUMS["mode"]), "description": say[f"mode_{scope}"]},
+    }
+    if scope == "resource":
+        properties |= {
+            "threadId": {**text, "minLength": 1, "description": say["threadId"]},
+            "before": {**text, "description": say["before"]},
+            "after": {**text, "description": say["after"]},
+        }
+    properties |= {
+        "cursor": {**text, "minLength": 1, "description": say["cursor"]},
+        "anchor": {**text, "enum": list(_ENUMS["anchor"]), "description": say["anchor"]},
+        "page": _integer(say["page"], -MAX_PAGE, MAX_PAGE),
+        "limit": _integer(say["limit"], 1, MAX_MESSAGES_LIMIT),
+        "detail": {**text, "enum": list(_ENUMS["detail"]), "description": say["detail"]},
+        "partType": {**text, "enum": list(PART_TYPES), "description": say["partType"]},
+        "toolName": {**text, "minLength": 1, "description": say["toolName"]},
+        "partIndex": _integer(say["partIndex"], 0),
+        "charOffset": _integer(say["charOffset"], 0),
+    }
+    return {"type": "function", "function": {
+        "name": TOOL_NAME, "description": js_trim(texts[f"description_{scope}"]),
+        "parameters": {"type": "object", "properties": properties},
+    }}

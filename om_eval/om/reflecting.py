@@ -7,11 +7,13 @@ release are chosen here too.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
 
+from om_eval.om.groups import group_id_for, reconcile_after_reflection, strip_groups
 from om_eval.om.observer import (
     ThreadHints,
 )
@@ -110,7 +112,8 @@ class Reflecting:
         level = 2 if "gemini-2.5-flash" in ref.model.model else 1
         try:
             result = await reflect_observations(
-                self.reflector, ref.model, text, target=max(target, 1), start_level=level, counter=self.counter,
+                self.reflector, ref.model, self._reflector_view(text), target=max(target, 1), start_level=level,
+                counter=self.counter,
                 variant=self.config.prompt_variant, instruction=ref.instruction, skip_continuation_hints=True,
                 **self._reflector_rules(buffered=True),
             )
@@ -128,6 +131,7 @@ class Reflecting:
                        observation_tokens_after=before, level=result.level, levels=levels, replies=replies,
                        detail=f"buffered: {result.tokens} tokens for {result.input_tokens} in; nothing stored")
             return
+        result = self._regrouped(result, text)
         record.buffered_reflection = result.observations
         record.buffered_reflection_tokens = result.tokens
         record.buffered_reflection_input_tokens = result.input_tokens
@@ -242,7 +246,7 @@ class Reflecting:
         before = record.observation_token_count
         try:
             result = await reflect_observations(
-                self.reflector, ref.model, record.active_observations,
+                self.reflector, ref.model, self._reflector_view(record.active_observations),
                 target=ref.observation_tokens, start_level=self.config.reflection_start_level(),
                 counter=self.counter, variant=self.config.prompt_variant, instruction=ref.instruction,
                 guidance=guidance, prior_hints=self._prior_hints(thread_id), **self._reflector_rules(),
@@ -265,6 +269,7 @@ class Reflecting:
                 detail=f"smallest attempt had {result.tokens} tokens for {result.input_tokens} in; memory kept",
             )
             return ReflectionOutcome(False, result, record.generation_count)
+        result = self._regrouped(result, record.active_observations)
         new_record = self._new_generation(key, record, result.observations, result.tokens)
         self._keep_reflection_hints(thread_id, result)
         if result.below_target:
@@ -278,6 +283,21 @@ class Reflecting:
             level=result.level, levels=levels, replies=replies,
         )
         return ReflectionOutcome(True, result, new_record.generation_count)
+
+    def _reflector_view(self, observations: str) -> str:
+        """What the Reflector reads: in retrieval mode the observations without their group tags (1.31)."""
+        return strip_groups(observations) if self.config.retrieval != "off" else observations
+
+    def _regrouped(self, result: ReflectionResult, source: str) -> ReflectionResult:
+        """Retrieval mode: the reflection grouped again over the ranges of ``source`` (1.31's reconciliation; the
+        ladder judged the text without tags, the new generation keeps them and is counted with them)."""
+        if self.config.retrieval == "off":
+            return result
+        grouped = reconcile_after_reflection(result.observations, source,
+                                             lambda: group_id_for("reflection", result.observations))
+        if grouped is None:
+            return result
+        return dataclasses.replace(result, observations=grouped, tokens=self.counter.count_text(grouped))
 
     def _keep_reflection_hints(self, thread_id: str | None, result: ReflectionResult) -> None:
         """1.27+ keeps the hints a synchronous reflection gives for a thread-scope record (an absent one keeps the

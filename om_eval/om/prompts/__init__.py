@@ -22,13 +22,16 @@ PROMPT_FILES = (
     "reflector",
     "context",
 )
+#: Read only in retrieval mode (``om.retrieval``), so they are hashed into those runs' identity alone.
+RETRIEVAL_PROMPT_FILES = ("recall",)
 
 
 @lru_cache(maxsize=None)
 def load_prompts(name: str) -> dict[str, Any]:
     """The parsed contents of ``<name>.toml``; raises ``FileNotFoundError`` naming the file when missing."""
-    if name not in PROMPT_FILES:
-        raise FileNotFoundError(f"no prompt file {name}.toml; known: {', '.join(PROMPT_FILES)}")
+    if name not in PROMPT_FILES + RETRIEVAL_PROMPT_FILES:
+        known = ", ".join(PROMPT_FILES + RETRIEVAL_PROMPT_FILES)
+        raise FileNotFoundError(f"no prompt file {name}.toml; known: {known}")
     text = resources.files(__name__).joinpath(f"{name}.toml").read_text(encoding="utf-8")
     return tomllib.loads(text)
 
