@@ -467,7 +467,8 @@ class OMConfig:
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
         ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks``,
-        ``mastra_release``, ``thread_sections``, ``retrieval`` and ``retrieval_instructions`` only when not the default: they came after configs were hashed and stored.
+        ``mastra_release``, ``thread_sections``, ``retrieval`` and ``retrieval_instructions`` only when not the
+        default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
         if not self.resource_buffering:
