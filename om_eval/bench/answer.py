@@ -20,6 +20,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from om_eval.bench.recall_actor import ToolStep, run_recall_loop
 from om_eval.bench.replay import eval_thread_id
 from om_eval.common.files import short_hash
 from om_eval.data.records import Question
@@ -152,7 +153,10 @@ class AnswerResult:
     cached: bool
     prompt_hash: str
     """Identity of the full actor prompt (all messages), for traceability."""
-    messages: tuple[dict[str, str], ...]
+    messages: tuple[dict[str, Any], ...]
+    """What the actor was sent; in retrieval mode the whole exchange (its tool calls and the tool's results)."""
+    tool_steps: tuple[ToolStep, ...] | None = None
+    """Retrieval mode: every recall call (``None`` when the actor had no tool)."""
 
 
 async def ask_actor(
@@ -180,9 +184,27 @@ async def answer_question(
             (a truncated answer would be judged as if whole); it is not cached.
     """
     messages = actor_messages(memory, question)
-    reply = await ask_actor(actor, messages, settings, question.question_id)
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
+    if memory.config.retrieval != "off":
+        return await _answer_with_recall(actor, settings, memory, question, messages, text_hash(joined))
+    reply = await ask_actor(actor, messages, settings, question.question_id)
     return AnswerResult(
         reply.text.strip(), reply.prompt_tokens, reply.completion_tokens, reply.cached, text_hash(joined),
         tuple(messages),
     )
+
+
+async def _answer_with_recall(
+    actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Question,
+    messages: list[dict[str, str]], prompt_hash: str,
+) -> AnswerResult:
+    """Retrieval mode: the actor may read raw history with the recall tool first (:mod:`~om_eval.bench.recall_actor`).
+    Token counts are summed over its rounds (what was read and paid for); the prompt hash is the first round's."""
+    loop = await run_recall_loop(actor, settings, memory, question, messages, check=answer_problem,
+                                 counter=memory.counter)
+    reply = loop.reply
+    problem = CUT_OFF if cut_off(reply) else answer_problem(reply.text)
+    if problem is not None:
+        raise AnswerError(question.question_id, settings.model, problem, reply.text)
+    return AnswerResult(reply.text.strip(), loop.prompt_tokens, loop.completion_tokens, reply.cached, prompt_hash,
+                        loop.messages, loop.steps)

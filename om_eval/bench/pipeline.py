@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from om_eval.bench.answer import answer_question
+from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
 from om_eval.common.files import atomic_writer, safe_file_name, short_hash
 from om_eval.common.secrets import redact_secrets
@@ -242,6 +243,10 @@ class QuestionRun:
     judge_identity: str = ""
     """JSON of the judge's identity (its cache scope), so a verdict can be told from a re-judging's."""
     judge_official: bool = False
+    tool_calls: int | None = None
+    """Retrieval mode: how many recall calls the actor made (``None``: it had no tool)."""
+    recall_steps: str | None = None
+    """Retrieval mode: JSON of those calls (:class:`~om_eval.bench.recall_actor.ToolStep`)."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""
@@ -320,6 +325,8 @@ async def answer_and_judge(
         evidence=json.dumps(evidence, ensure_ascii=False),
         judge_identity=json.dumps(judge.identity, sort_keys=True),
         judge_official=judge.is_official,
+        tool_calls=None if answer.tool_steps is None else len(answer.tool_steps),
+        recall_steps=None if answer.tool_steps is None else steps_json(answer.tool_steps),
     )
 
 

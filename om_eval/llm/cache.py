@@ -96,6 +96,8 @@ class CachedResponse:
         cost_usd: what the original call cost; ``None`` means the price was unknown (not free).
         created_at: ISO-8601 time of the original call.
         request_model: the model id that was requested.
+        tool_calls: the tool calls of the reply, in OpenAI's shape (stored only when there are some, so entries
+            written before tools existed read back unchanged).
     """
 
     text: str
@@ -105,6 +107,7 @@ class CachedResponse:
     cost_usd: float | None
     created_at: str
     request_model: str
+    tool_calls: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields."""
@@ -116,6 +119,7 @@ class CachedResponse:
             "cost_usd": self.cost_usd,
             "created_at": self.created_at,
             "request_model": self.request_model,
+            **({"tool_calls": [dict(call) for call in self.tool_calls]} if self.tool_calls else {}),
         }
 
     @classmethod
@@ -130,7 +134,15 @@ class CachedResponse:
             cost_usd=None if cost is None else float(cost),
             created_at=_required_str(data, "created_at"),
             request_model=_required_str(data, "request_model"),
+            tool_calls=_tool_calls(data),
         )
+
+
+def _tool_calls(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
+    calls = data.get("tool_calls") or []
+    if not isinstance(calls, list) or not all(isinstance(call, Mapping) for call in calls):
+        raise ValueError("field 'tool_calls' must be a list of objects")
+    return tuple(calls)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
 from om_eval.llm.pricing import call_cost
 from om_eval.llm.request import LLMRequest, cache_key
 from om_eval.om.config import ModelSettings
-from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, cut_off
+from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, ToolCall, ToolSpec, cut_off
 
 log = logging.getLogger(__name__)
 
@@ -109,14 +109,18 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def build_request(messages: Sequence[ChatMessage], settings: ModelSettings) -> LLMRequest:
-    """The final request for ``settings``: model id, temperature, output cap and provider parameters."""
+def build_request(
+    messages: Sequence[ChatMessage], settings: ModelSettings, tools: Sequence[ToolSpec] | None = None
+) -> LLMRequest:
+    """The final request for ``settings``: model id, temperature, output cap, provider parameters and any tools
+    offered (which are then part of the cache key, as everything sent is)."""
     model = litellm_model_id(settings.model)
     return LLMRequest.build(
         model,
         messages,
         temperature=settings.temperature,
         max_tokens=settings.max_output_tokens,
+        tools=list(tools) if tools else None,
         **provider_params(model, settings.provider_options),
     )
 
@@ -194,10 +198,11 @@ class LLMClient:
     # -- the ChatModel protocol -----------------------------------------------------------------------------
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, stage: str, settings: ModelSettings, scope: Any = None
+        self, messages: Sequence[ChatMessage], *, stage: str, settings: ModelSettings, scope: Any = None,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> ModelReply:
         """Call the model ``settings`` names with ``messages`` (the engine's entry point)."""
-        return await self.call(build_request(messages, settings), stage=stage, scope=scope)
+        return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope)
 
     async def complete_checked(
         self,
@@ -209,9 +214,10 @@ class LLMClient:
         attempt: int = 0,
         scope: Any = None,
         complete_only: bool = False,
+        tools: Sequence[ToolSpec] | None = None,
     ) -> ModelReply:
         """:meth:`complete`, caching only replies ``check`` accepts; ``attempt`` > 0 is a retry's own entry."""
-        return await self.call(build_request(messages, settings), stage=stage, scope=scope, check=check,
+        return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope, check=check,
                                attempt=attempt, complete_only=complete_only)
 
     # -- the general entry point ----------------------------------------------------------------------------
@@ -249,7 +255,8 @@ class LLMClient:
         key = cache_key(request, key_scope) if use_cache else None
         if key is not None:
             hit = self.cache.get(key)  # type: ignore[union-attr]
-            problem = check(hit.text) if hit is not None and check is not None else None
+            # A reply that calls tools is judged by the caller's loop, not by its text (often empty then).
+            problem = check(hit.text) if hit is not None and check is not None and not hit.tool_calls else None
             if problem is not None:
                 log.warning("dropping a cached %s reply the caller cannot use (%s); asking %s again",
                             stage, problem, request.model)
@@ -260,7 +267,8 @@ class LLMClient:
                     stage, request.model, hit.prompt_tokens, hit.completion_tokens, True,
                     time.time() - started, 0, 0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started,
                 ))
-                return ModelReply(hit.text, hit.model, hit.prompt_tokens, hit.completion_tokens, cached=True)
+                return ModelReply(hit.text, hit.model, hit.prompt_tokens, hit.completion_tokens, cached=True,
+                                  tool_calls=tuple(ToolCall.from_dict(call) for call in hit.tool_calls))
 
         retries = 0
         async with self._semaphore(request.model):
@@ -278,7 +286,7 @@ class LLMClient:
                         error=f"{type(error).__name__}: {error}", cache_key=key, started_at=started,
                     ))
                     raise LLMCallError(stage, request.model, error, retries) from error
-        problem = check(reply.text) if check is not None else None
+        problem = check(reply.text) if check is not None and not reply.tool_calls else None
         if problem is None and complete_only and cut_off(reply):
             problem = CUT_OFF
         # The paid call is recorded before its reply is cached: a ledger that journals (the run store's) then holds
@@ -294,6 +302,7 @@ class LLMClient:
                 text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens, cost_usd=cost,
                 created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model,
+                tool_calls=tuple(call.to_dict() for call in reply.tool_calls),
             )
             await self._store(key, entry, request, stage, scope)
         return reply
@@ -346,15 +355,27 @@ class LLMClient:
 
         litellm = litellm_with_providers()
         timeout = self.settings.timeout_s
+        kwargs = request.litellm_kwargs()
+        if kwargs.get("tools"):
+            # litellm 1.106 imports its MCP proxy handler (and the optional `mcp` package) whenever tools are passed;
+            # om-eval offers plain function tools only, so that handler is skipped. Not part of the request or its key.
+            kwargs["_skip_mcp_handler"] = True
         response = await asyncio.wait_for(
-            litellm.acompletion(**request.litellm_kwargs(), timeout=timeout, num_retries=0),
+            litellm.acompletion(**kwargs, timeout=timeout, num_retries=0),
             timeout=timeout + 5,
         )
-        text = response.choices[0].message.content or ""
+        message = response.choices[0].message
+        text = message.content or ""
+        tool_calls = tuple(
+            ToolCall(str(getattr(call, "id", "") or ""), str(call.function.name or ""),
+                     str(call.function.arguments or ""))
+            for call in (getattr(message, "tool_calls", None) or ())
+        )
         finish_reason = getattr(response.choices[0], "finish_reason", None)
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None)
         completion_tokens = getattr(usage, "completion_tokens", None)
         answered_by = getattr(response, "model", None) or request.model
         cost = call_cost(request.model, prompt_tokens, completion_tokens)
-        return ModelReply(text, answered_by, prompt_tokens, completion_tokens, finish_reason=finish_reason), cost
+        return ModelReply(text, answered_by, prompt_tokens, completion_tokens, finish_reason=finish_reason,
+                          tool_calls=tool_calls), cost

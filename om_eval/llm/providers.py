@@ -53,7 +53,8 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
             name = model.split("/", 1)[-1]
             try:
                 instance = scripted_model(name)
-                reply = instance.reply(messages, model=f"scripted/{name}")
+                tools = (kwargs.get("optional_params") or {}).get("tools")
+                reply = instance.reply(messages, model=f"scripted/{name}", tools=tools)
             except KeyError as error:
                 raise CustomLLMError(status_code=404, message=str(error)) from error
             except ScriptedModelError as error:
@@ -62,7 +63,10 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                 model=f"scripted/{name}",
                 created=int(time.time()),
                 choices=[{"index": 0, "finish_reason": reply.finish_reason or "stop",
-                          "message": {"role": "assistant", "content": reply.text}}],
+                          "message": {"role": "assistant", "content": reply.text or None if reply.tool_calls
+                                      else reply.text,
+                                      **({"tool_calls": [c.to_dict() for c in reply.tool_calls]}
+                                         if reply.tool_calls else {})}}],
                 usage={
                     "prompt_tokens": reply.prompt_tokens,
                     "completion_tokens": reply.completion_tokens,

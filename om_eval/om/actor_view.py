@@ -7,7 +7,7 @@ listed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from om_eval.om.context import (
@@ -15,6 +15,7 @@ from om_eval.om.context import (
     actor_memory_messages,
     format_other_conversations,
 )
+from om_eval.om.recall import RecallHistory, ThreadInfo
 from om_eval.om.records import Message
 
 
@@ -62,6 +63,31 @@ class ActorView:
             retrieval=self.config.retrieval,
             retrieval_instructions=self.config.retrieval_instructions,
         )
+
+    def recall_history(self, current_thread_id: str, now: datetime) -> RecallHistory:
+        """What the ``recall`` tool reads (retrieval mode): every stored message, with the thread and message ids
+        models see, and one thread per conversation (created at its first message, updated at its last, titled
+        as the Observer titled it). The thread the question is asked on exists from ``now`` with no messages yet,
+        as an agent's thread does when its tools run."""
+        by_thread: dict[str, list[Message]] = {}
+        for message in self._messages.values():
+            by_thread.setdefault(message.thread_id, []).append(message)
+        threads = []
+        for thread_id, messages in by_thread.items():
+            times = [m.created_at for m in messages]
+            state = self._threads.get(thread_id)
+            threads.append(ThreadInfo(self.shown_thread_id(thread_id), self.resource_id, min(times), max(times),
+                                      state.thread_title if state else None))
+        if current_thread_id not in by_thread:
+            threads.append(ThreadInfo(self.shown_thread_id(current_thread_id), self.resource_id, now, now))
+        shown: dict[str, str] = {}
+        for message_id in self._messages:
+            alias = self.shown_message_id(message_id)
+            if shown.setdefault(alias, message_id) != message_id:
+                raise ValueError(f"messages {shown[alias]!r} and {message_id!r} are both shown as {alias!r}")
+        messages = [replace(m, id=self.shown_message_id(m.id), thread_id=self.shown_thread_id(m.thread_id))
+                    for m in self._messages.values()]
+        return RecallHistory(threads, messages)
 
     def turn_history(self, thread_id: str | None = None) -> list[Message]:
         """The unobserved messages an agent turn on ``thread_id`` holds as its chat history.

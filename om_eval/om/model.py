@@ -16,12 +16,35 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from om_eval.om.config import ModelSettings
 
-Stage = Literal["observer", "reflector", "actor", "judge"]
-ChatMessage = Mapping[str, str]
+Stage = Literal["observer", "reflector", "actor", "recall", "judge"]
+ChatMessage = Mapping[str, Any]
+"""A chat message: ``role`` and ``content`` text; an assistant message that called tools also has ``tool_calls``
+(OpenAI's shape) and a tool's reply has ``tool_call_id``."""
+ToolSpec = Mapping[str, Any]
+"""A tool offered to a model, in OpenAI's function shape (litellm translates it for other providers)."""
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call a model asked for: its id (echoed in the tool's reply), the tool's name and the arguments as the
+    JSON text the model wrote (parsed by the caller, which reports text that does not parse)."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """OpenAI's shape, as an assistant message carries it."""
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ToolCall:
+        function = data.get("function") or {}
+        return cls(str(data.get("id") or ""), str(function.get("name") or ""), str(function.get("arguments") or ""))
 
 
 @dataclass(frozen=True)
@@ -35,6 +58,8 @@ class ModelReply:
     cached: bool = False
     finish_reason: str | None = None
     """Why generation stopped, as the provider said (``stop``, ``length``...); ``None`` when unknown or cached."""
+    tool_calls: tuple[ToolCall, ...] = ()
+    """The tools the model asked to call (only when it was offered tools)."""
 
 
 @runtime_checkable
@@ -75,8 +100,12 @@ async def complete_checked(
     check: ReplyCheck | None = None,
     attempt: int = 0,
     complete_only: bool = False,
+    tools: Sequence[ToolSpec] | None = None,
 ) -> ModelReply:
     """Call ``model``; a :class:`CheckedChatModel` also gets ``check``, ``attempt`` and ``complete_only``.
+
+    ``tools`` offers the model tools (the model must accept a ``tools`` keyword: the litellm client and the scripted
+    model do); the reply's ``tool_calls`` say which it called.
 
     The reply is returned whatever ``check`` says: the caller decides whether to retry or fail. ``attempt``
     (0 for the first try) must be the only thing that differs between a call and its retries. ``complete_only``
@@ -85,12 +114,13 @@ async def complete_checked(
     """
     if attempt < 0:
         raise ValueError(f"attempt must be >= 0, got {attempt}")
+    # complete_only and tools only when asked: models written before they existed keep working.
+    offered: dict[str, Any] = {"tools": list(tools)} if tools else {}
     if isinstance(model, CheckedChatModel):
-        # complete_only only when asked: checked models written before it existed keep working.
         extra = {"complete_only": True} if complete_only else {}
         return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt,
-                                            **extra)
-    return await model.complete(messages, stage=stage, settings=settings)
+                                            **extra, **offered)
+    return await model.complete(messages, stage=stage, settings=settings, **offered)
 
 
 CUT_OFF = "a reply cut off at its output token limit (finish_reason=length)"

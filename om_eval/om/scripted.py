@@ -37,12 +37,14 @@ from collections import Counter, deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
 from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
+from om_eval.om.scripted_recall import offers_recall, plan_calls, tool_result_lines
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
 ERROR_FAULTS = {
@@ -53,7 +55,10 @@ ERROR_FAULTS = {
     "bad_request": 400,
     "auth_error": 401,
 }
-FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", "cut_off", *ERROR_FAULTS)
+#: Faults of an actor offered the recall tool (:mod:`om_eval.om.scripted_recall`).
+TOOL_FAULTS = ("tool_junk", "tool_forever")
+FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", "cut_off", *TOOL_FAULTS,
+          *ERROR_FAULTS)
 #: Lines of the previous observations a ``repeat`` fault copies.
 REPEAT_LINES = 8
 #: Calls kept in full (messages and reply) by default; older ones are only counted.
@@ -253,24 +258,38 @@ class ScriptedModel:
         return sum(self.call_counts.values())
 
     async def complete(
-        self, messages: Sequence[ChatMessage], *, stage: Stage, settings: ModelSettings
+        self, messages: Sequence[ChatMessage], *, stage: Stage, settings: ModelSettings,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> ModelReply:
         if self.latency:
             await asyncio.sleep(self.latency)
-        return self.reply(messages, stage=stage, model=settings.model)
+        return self.reply(messages, stage=stage, model=settings.model, tools=tools)
 
-    def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None) -> ModelReply:
-        """Answer synchronously (used by the async path and by the litellm provider wrapper)."""
+    def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None,
+              tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
+        """Answer synchronously (used by the async path and by the litellm provider wrapper). Offered the recall
+        tool, an actor calls it as :mod:`om_eval.om.scripted_recall` plans."""
         stage = stage or detect_stage(messages)
         with self._lock:
             queue = self._pending.get(stage)
             fault = queue.pop(0) if queue else None
             self.call_counts[stage] += 1
-        plain = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
+        plain = [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
         if fault in ERROR_FAULTS:
             self._remember(ScriptedCall(stage, plain, fault, ""))
             raise ScriptedModelError(f"scripted {stage} fault: simulated {fault}", ERROR_FAULTS[fault])
-        text = self._answer(plain, stage, fault)
+        if stage in ("actor", "recall") and offers_recall(tools):
+            question = next((m["content"] for m in reversed(plain) if m["role"] == "user"), "")
+            calls = plan_calls(messages, question, _shared_words, fault)
+            if calls:
+                self._remember(ScriptedCall(stage, plain, fault, ""))
+                prompt = sum(_approx_tokens(m["content"]) for m in plain)
+                return ModelReply("", model or self.name, prompt_tokens=prompt, completion_tokens=10 * len(calls),
+                                  finish_reason="tool_calls", tool_calls=tuple(calls))
+            asked = max(i for i, m in enumerate(plain) if m["role"] == "user") if question else len(plain) - 1
+            text = _best_line(question, _memory_lines(plain[:asked]) + tool_result_lines(messages))
+        else:
+            text = self._answer(plain, stage, fault)
         finish_reason = "stop"
         if fault == "cut_off":  # a provider that hit max_tokens: the reply's first half, flagged as such
             text, finish_reason = text[: max(1, len(text) // 2)], "length"
@@ -371,16 +390,25 @@ class ScriptedModel:
             history, _, question = question.rpartition("Question:")
             question = question.split("\nAnswer", 1)[0]
             lines = _inline_history_lines(history)
-        wanted = _content_words(question.split("Question:", 1)[-1])
-        needed = 1 if len(wanted) <= 2 else 2
-        best, best_score = None, 0
-        for line in lines:
-            score = len(wanted & _content_words(line))
-            if score >= needed and score >= best_score:  # ties go to the later, more recent line
-                best, best_score = line, score
-        if best is None:
-            return "I don't know: nothing in my memory answers that."
-        return re.sub(r"^(?:🔴|✅)?\s*(?:\(\d{2}:\d{2}\)\s*)?", "", best)
+        return _best_line(question, lines)
+
+
+def _shared_words(question: str, text: str) -> int:
+    return len(_content_words(question.split("Question:", 1)[-1]) & _content_words(text))
+
+
+def _best_line(question: str, lines: Sequence[str]) -> str:
+    """The line sharing the most content words with the question (ties: the later line), or a refusal."""
+    wanted = _content_words(question.split("Question:", 1)[-1])
+    needed = 1 if len(wanted) <= 2 else 2
+    best, best_score = None, 0
+    for line in lines:
+        score = len(wanted & _content_words(line))
+        if score >= needed and score >= best_score:  # ties go to the later, more recent line
+            best, best_score = line, score
+    if best is None:
+        return "I don't know: nothing in my memory answers that."
+    return re.sub(r"^(?:🔴|✅)?\s*(?:\(\d{2}:\d{2}\)\s*)?", "", best)
 
 
 def _inline_history_lines(history: str) -> list[str]:

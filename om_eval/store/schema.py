@@ -90,6 +90,8 @@ TABLES: dict[str, str] = {
             corrected_answer VARCHAR,          -- the gold a known-errors list puts in its place (dataset.corrections)
             corrected_score DOUBLE,            -- the benchmark's score against corrected_answer
             corrected_label BOOLEAN,           -- the judge's verdict against corrected_answer
+            tool_calls INTEGER,                -- retrieval mode: recall calls the actor made; NULL: it had no tool
+            recall_steps VARCHAR,              -- JSON list of those calls (bench.recall_actor.ToolStep)
             PRIMARY KEY (run_id, question_id)
         )""",
     "judgments": """

@@ -1,0 +1,94 @@
+"""How the scripted model uses the ``recall`` tool when it is offered (retrieval mode, offline).
+
+A fixed two-step plan, so the tool loop is exercised end to end without a language model:
+
+1. With observation groups in its context, it picks the group whose lines share the most words with the question
+   and reads that group's range: the messages before its end id (``page: -1``) and the end message itself
+   (``partIndex: 0``). With no groups, it lists the threads.
+2. After a thread list, it reads the first page of each listed thread (up to :data:`MAX_THREAD_READS`).
+
+Then it answers from its memory lines and the raw lines the tool returned, as the actor always does. Two faults
+test the loop: ``tool_junk`` (arguments that are not JSON) and ``tool_forever`` (it never stops calling).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from om_eval.om.model import ToolCall
+
+TOOL_NAME = "recall"
+MAX_THREAD_READS = 6
+_GROUP = re.compile(r"^## Group `(?P<id>[^`]+)`\n_range: `(?P<range>[^`]*)`_\n(?P<body>.*?)(?=^## Group `|\Z)",
+                    re.MULTILINE | re.DOTALL)
+_PART = re.compile(r"^\s*\[p\d+\] (?P<text>.*)$")
+_THREAD_ID = re.compile(r"^  id: (?P<id>\S+)$", re.MULTILINE)
+
+
+def offers_recall(tools: Sequence[Mapping[str, Any]] | None) -> bool:
+    return any((tool.get("function") or {}).get("name") == TOOL_NAME for tool in tools or ())
+
+
+def _call(step: int, index: int, arguments: Mapping[str, Any]) -> ToolCall:
+    return ToolCall(f"call_{step}_{index}", TOOL_NAME, json.dumps(arguments, separators=(",", ":")))
+
+
+def _turn(messages: Sequence[Mapping[str, Any]]) -> tuple[int, list[Mapping[str, Any]]]:
+    """The index of the last user message and what followed it (this turn's tool calls and results)."""
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=0)
+    return last_user, list(messages[last_user + 1:])
+
+
+def tool_result_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The raw message lines the tool returned this turn (each part's text, without its label)."""
+    lines: list[str] = []
+    for message in _turn(messages)[1]:
+        if message.get("role") != "tool":
+            continue
+        try:
+            result = json.loads(str(message.get("content") or ""))
+        except ValueError:
+            continue
+        text = (result.get("messages") or result.get("text") or "") if isinstance(result, dict) else ""
+        for line in str(text).splitlines():
+            match = _PART.match(line)
+            if match:
+                lines.append(match["text"])
+            elif line.strip() and not line.startswith(("**", "(", "threadId", "Part index", "High detail")):
+                lines.append(line.strip())
+    return lines
+
+
+def plan_calls(messages: Sequence[Mapping[str, Any]], question: str, score: Callable[[str, str], int],
+               fault: str | None = None) -> list[ToolCall]:
+    """The tool calls to make now (none: answer). ``score(question, text)`` rates how well a text matches."""
+    _, turn = _turn(messages)
+    step = sum(1 for m in turn if m.get("role") == "assistant" and m.get("tool_calls"))
+    if fault == "tool_junk":
+        return [ToolCall(f"call_{step}_0", TOOL_NAME, "{mode: threads")]
+    if fault == "tool_forever":
+        return [_call(step, 0, {"mode": "threads"})]
+    if step == 0:
+        context = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
+        groups = [(score(question, g["body"]), g["range"]) for g in _GROUP.finditer(context)]
+        best = max(groups, key=lambda item: item[0], default=None)
+        if best is None or best[0] == 0 or ":" not in best[1]:
+            return [_call(0, 0, {"mode": "threads", "limit": 50})]
+        end = best[1].rsplit(":", 1)[1]
+        return [_call(0, 0, {"cursor": end, "page": -1, "limit": 20}), _call(0, 1, {"cursor": end, "partIndex": 0})]
+    if step == 1:
+        listed = [str(m.get("content") or "") for m in turn if m.get("role") == "tool"]
+        threads = [match["id"] for text in listed for match in _THREAD_ID.finditer(_threads_text(text))]
+        return [_call(1, i, {"threadId": t, "limit": 20}) for i, t in enumerate(threads[:MAX_THREAD_READS])]
+    return []
+
+
+def _threads_text(content: str) -> str:
+    try:
+        result = json.loads(content)
+    except ValueError:
+        return ""
+    return str(result.get("threads") or "") if isinstance(result, dict) else ""
