@@ -263,7 +263,8 @@ class ScriptedModel:
     ) -> ModelReply:
         if self.latency:
             await asyncio.sleep(self.latency)
-        return self.reply(messages, stage=stage, model=settings.model, tools=tools)
+        offered = {"tools": tools} if tools else {}  # subclasses written before tools keep working
+        return self.reply(messages, stage=stage, model=settings.model, **offered)
 
     def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None,
               tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
@@ -451,7 +452,8 @@ def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:
 
 
 def detect_stage(messages: Sequence[ChatMessage]) -> str:
-    """Tell observer, reflector, judge and actor requests apart by the headings our prompts use."""
+    """Tell observer, reflector, judge, actor and recall (an actor after tool results) requests apart by the headings
+    our prompts use."""
     joined = "\n".join(str(m.get("content", "")) for m in messages)
     if load_prompts("observer_request")["history_heading"] in joined:
         return "observer"
@@ -459,6 +461,8 @@ def detect_stage(messages: Sequence[ChatMessage]) -> str:
         return "reflector"
     if len(messages) == 1 and _JUDGE_PROMPT.search(joined):
         return "judge"
+    if any(m.get("role") == "tool" for m in messages):
+        return "recall"  # an actor's round after tool results
     return "actor"
 
 

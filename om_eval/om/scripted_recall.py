@@ -76,7 +76,7 @@ def plan_calls(messages: Sequence[Mapping[str, Any]], question: str, score: Call
         groups = [(score(question, g["body"]), g["range"]) for g in _GROUP.finditer(context)]
         best = max(groups, key=lambda item: item[0], default=None)
         if best is None or best[0] == 0 or ":" not in best[1]:
-            return [_call(0, 0, {"mode": "threads", "limit": 50})]
+            return [_call(0, 0, {"mode": "threads", "limit": 20})]
         end = best[1].rsplit(":", 1)[1]
         return [_call(0, 0, {"cursor": end, "page": -1, "limit": 20}), _call(0, 1, {"cursor": end, "partIndex": 0})]
     if step == 1:
