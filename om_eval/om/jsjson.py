@@ -41,6 +41,24 @@ def _string(text: str) -> str:
     return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
 
 
+_MAX_INDEX = 2**32 - 2
+
+
+def _array_index(key: str) -> int | None:
+    """The key as an array index when JS treats it as one (canonical decimal below 2**32 - 1)."""
+    if key.isascii() and key.isdigit() and (key == "0" or not key.startswith("0")):
+        number = int(key)
+        return number if number <= _MAX_INDEX else None
+    return None
+
+
+def js_key_order(value: Mapping[Any, Any]) -> list[tuple[str, Any]]:
+    """An object's entries in JS property order: array-index keys ascending, then the others as inserted."""
+    entries = [(str(k), v) for k, v in value.items()]
+    indexed = sorted((e for e in entries if _array_index(e[0]) is not None), key=lambda e: _array_index(e[0]) or 0)
+    return indexed + [e for e in entries if _array_index(e[0]) is None]
+
+
 def js_stringify(value: Any, indent: int = 0, _depth: int = 0) -> str:
     """``JSON.stringify(value, null, indent)`` (``indent`` 0: compact). Keys keep their insertion order."""
     pad = "\n" + " " * (indent * (_depth + 1)) if indent else ""
@@ -55,7 +73,7 @@ def js_stringify(value: Any, indent: int = 0, _depth: int = 0) -> str:
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, Mapping):
-        items = [f"{_string(str(k))}{colon}{js_stringify(v, indent, _depth + 1)}" for k, v in value.items()]
+        items = [f"{_string(k)}{colon}{js_stringify(v, indent, _depth + 1)}" for k, v in js_key_order(value)]
         return "{" + ",".join(pad + item for item in items) + close + "}" if items else "{}"
     if isinstance(value, (list, tuple)):
         items = [js_stringify(v, indent, _depth + 1) for v in value]

@@ -223,9 +223,13 @@ _ISO_DATE = re.compile(
     r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
     r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})?)?"
 )
+_SLASHED_DATE = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+(\d{1,2}):(\d{2})(?::(\d{2}))?)?")
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_WORDY_DATE = re.compile(r"(?:[a-z]+,?\s+)?([a-z]{3})[a-z]*\.?\s+(\d{1,2}),?\s+(\d{4})"
-                         r"(?:\s+(\d{1,2}):(\d{2})(?::(\d{2}))?)?(?:\s*(z|utc|gmt))?", re.IGNORECASE)
+_TIME = r"(?:\s+(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?)?(?:\s*(?:z|utc|gmt))?"
+_WORDY_DATE = re.compile(r"(?:[a-z]+,?\s+)?(?P<month>[a-z]{3})[a-z]*\.?\s+(?P<day>\d{1,2}),?\s+(?P<year>\d{4})" + _TIME,
+                         re.IGNORECASE)
+_DAY_FIRST_DATE = re.compile(r"(?:[a-z]+,?\s+)?(?P<day>\d{1,2})\s+(?P<month>[a-z]{3})[a-z]*\.?,?\s+(?P<year>\d{4})"
+                             + _TIME, re.IGNORECASE)
 
 
 def parse_js_date(text: str) -> datetime | None:
@@ -245,12 +249,19 @@ def parse_js_date(text: str) -> datetime | None:
             sign = 1 if zone[0] == "+" else -1
             moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
         return moment
-    match = _WORDY_DATE.fullmatch(text)
-    if match and match.group(1).lower() in _MONTHS:
-        month = _MONTHS.index(match.group(1).lower()) + 1
+    match = _SLASHED_DATE.fullmatch(text)
+    if match:  # V8's month/day/year, local time (UTC here)
+        month, day, year, hour, minute, second = (int(g) if g else 0 for g in match.groups())
         try:
-            return datetime(int(match.group(3)), month, int(match.group(2)), int(match.group(4) or 0),
-                            int(match.group(5) or 0), int(match.group(6) or 0), tzinfo=UTC)
+            return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
+        except ValueError:
+            return None
+    match = _WORDY_DATE.fullmatch(text) or _DAY_FIRST_DATE.fullmatch(text)
+    if match and match["month"].lower() in _MONTHS:
+        month = _MONTHS.index(match["month"].lower()) + 1
+        try:
+            return datetime(int(match["year"]), month, int(match["day"]), int(match["hour"] or 0),
+                            int(match["minute"] or 0), int(match["second"] or 0), tzinfo=UTC)
         except ValueError:
             return None
     return None
