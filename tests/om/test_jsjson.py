@@ -11,7 +11,9 @@ from om_eval.om.jsjson import js_number, js_stringify
 
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(st.characters(exclude_categories=("Cs",))),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    # Keys that are not array indices keep their insertion order in JS too (those are tested apart below).
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text("abc_-. é", max_size=5), children,
+                                                                      max_size=4),
     max_leaves=12,
 )
 
@@ -26,3 +28,8 @@ def test_numbers_are_written_as_javascript_writes_them() -> None:
     assert [js_number(v) for v in (1.0, 150.0, 0.5, -0.0, 1e21, 1.5e-7, 2**53)] == \
         ["1", "150", "0.5", "0", "1e+21", "1.5e-7", "9007199254740992"]
     assert js_stringify("\ud800x") == '"\\ud800x"'
+
+
+def test_array_index_keys_come_first_in_ascending_order_as_in_js() -> None:
+    assert js_stringify({"b": 1, "10": 2, "a": 3, "2": 4, "01": 5, "4294967295": 6}) == \
+        '{"2":4,"10":2,"b":1,"a":3,"01":5,"4294967295":6}'
