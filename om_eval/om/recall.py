@@ -22,12 +22,12 @@ with the package's on generated histories.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from om_eval.om.jsdate import parse_js_date
 from om_eval.om.jsjson import js_stringify
 from om_eval.om.jstext import js_trim, utf16_len
 from om_eval.om.prompts import load_prompts
@@ -217,54 +217,6 @@ def _js_slice(text: str, units: int) -> str:
     """``text.slice(0, units)`` in UTF-16 units, even when it splits a pair (JSON.stringify then escapes the half)."""
     data = text.encode("utf-16-le", "surrogatepass")[:2 * units]
     return data.decode("utf-16-le", "surrogatepass")
-
-
-_ISO_DATE = re.compile(
-    r"([+-]\d{6}|\d{4})(?:-(\d{2})(?:-(\d{2}))?)?"
-    r"(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(Z|[+-]\d{2}:\d{2})?)?"
-)
-_SLASHED_DATE = re.compile(r"(\d{1,2})/(\d{1,2})/(\d{4})(?:\s+(\d{1,2}):(\d{2})(?::(\d{2}))?)?")
-_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
-_TIME = r"(?:\s+(?P<hour>\d{1,2}):(?P<minute>\d{2})(?::(?P<second>\d{2}))?)?(?:\s*(?:z|utc|gmt))?"
-_WORDY_DATE = re.compile(r"(?:[a-z]+,?\s+)?(?P<month>[a-z]{3})[a-z]*\.?\s+(?P<day>\d{1,2}),?\s+(?P<year>\d{4})" + _TIME,
-                         re.IGNORECASE)
-_DAY_FIRST_DATE = re.compile(r"(?:[a-z]+,?\s+)?(?P<day>\d{1,2})\s+(?P<month>[a-z]{3})[a-z]*\.?,?\s+(?P<year>\d{4})"
-                             + _TIME, re.IGNORECASE)
-
-
-def parse_js_date(text: str) -> datetime | None:
-    """``new Date(text)`` for the forms a model writes: ISO dates and date-times (a date alone is UTC midnight; a
-    date-time without an offset is read as UTC, the zone om-eval's runs and tests use as local time) and
-    ``Mar 5, 2026`` forms. ``None`` is JS's Invalid Date: a filter with it keeps nothing."""
-    text = js_trim(text)
-    match = _ISO_DATE.fullmatch(text)
-    if match:
-        year, month, day, hour, minute, second, fraction, zone = match.groups()
-        try:
-            moment = datetime(int(year), int(month or 1), int(day or 1), int(hour or 0), int(minute or 0),
-                              int(second or 0), int((fraction or "0")[:3].ljust(3, "0")) * 1000, tzinfo=UTC)
-        except ValueError:
-            return None
-        if zone and zone != "Z":
-            sign = 1 if zone[0] == "+" else -1
-            moment -= sign * timedelta(hours=int(zone[1:3]), minutes=int(zone[4:6]))
-        return moment
-    match = _SLASHED_DATE.fullmatch(text)
-    if match:  # V8's month/day/year, local time (UTC here)
-        month, day, year, hour, minute, second = (int(g) if g else 0 for g in match.groups())
-        try:
-            return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
-        except ValueError:
-            return None
-    match = _WORDY_DATE.fullmatch(text) or _DAY_FIRST_DATE.fullmatch(text)
-    if match and match["month"].lower() in _MONTHS:
-        month = _MONTHS.index(match["month"].lower()) + 1
-        try:
-            return datetime(int(match["year"]), month, int(match["day"]), int(match["hour"] or 0),
-                            int(match["minute"] or 0), int(match["second"] or 0), tzinfo=UTC)
-        except ValueError:
-            return None
-    return None
 
 
 # -- the call ---------------------------------------------------------------------------------------------------------

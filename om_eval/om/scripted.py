@@ -63,6 +63,7 @@ FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "rep
 REPEAT_LINES = 8
 #: Calls kept in full (messages and reply) by default; older ones are only counted.
 DEFAULT_HISTORY = 64
+DONT_KNOW = "I don't know: nothing in my memory answers that."
 #: Words kept per observation line at each compression level.
 WORDS_PER_LEVEL = {0: 18, 1: 13, 2: 9, 3: 6, 4: 4}
 
@@ -288,7 +289,11 @@ class ScriptedModel:
                 return ModelReply("", model or self.name, prompt_tokens=prompt, completion_tokens=10 * len(calls),
                                   finish_reason="tool_calls", tool_calls=tuple(calls))
             asked = max(i for i, m in enumerate(plain) if m["role"] == "user") if question else len(plain) - 1
-            text = _best_line(question, _memory_lines(plain[:asked]) + tool_result_lines(messages))
+            # The observations answer when they can; the raw lines read with recall fill in when they cannot.
+            memory_lines = _memory_lines(plain[:asked])
+            text = _best_line(question, memory_lines)
+            if text == DONT_KNOW:
+                text = _best_line(question, tool_result_lines(messages) + memory_lines)
         else:
             text = self._answer(plain, stage, fault)
         finish_reason = "stop"
@@ -408,7 +413,7 @@ def _best_line(question: str, lines: Sequence[str]) -> str:
         if score >= needed and score >= best_score:  # ties go to the later, more recent line
             best, best_score = line, score
     if best is None:
-        return "I don't know: nothing in my memory answers that."
+        return DONT_KNOW
     return re.sub(r"^(?:🔴|✅)?\s*(?:\(\d{2}:\d{2}\)\s*)?", "", best)
 
 

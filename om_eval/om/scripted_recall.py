@@ -3,11 +3,13 @@
 A fixed two-step plan, so the tool loop is exercised end to end without a language model:
 
 1. With observation groups in its context, it picks the group whose lines share the most words with the question
-   and reads that group's range: the messages before its end id (``page: -1``) and the end message itself
-   (``partIndex: 0``). With no groups, it lists the threads.
+   and reads that group's range: the messages before its end id (``page: -1``, in the conversation whose
+   ``<thread id>`` section holds the group) and the end message itself (``partIndex: 0``). With no groups, it lists
+   the threads.
 2. After a thread list, it reads the first page of each listed thread (up to :data:`MAX_THREAD_READS`).
 
-Then it answers from its memory lines and the raw lines the tool returned, as the actor always does. Two faults
+Then it answers from its memory lines as the actor always does, and from the raw lines the tool returned when
+those hold no answer. Two faults
 test the loop: ``tool_junk`` (arguments that are not JSON) and ``tool_forever`` (it never stops calling).
 """
 
@@ -24,7 +26,9 @@ TOOL_NAME = "recall"
 MAX_THREAD_READS = 6
 _GROUP = re.compile(r"^## Group `(?P<id>[^`]+)`\n_range: `(?P<range>[^`]*)`_\n(?P<body>.*?)(?=^## Group `|\Z)",
                     re.MULTILINE | re.DOTALL)
+_HEADER = re.compile(r"^\*\*(?P<role>[a-z]+)(?: \([^)]*\))?\*\* \[[^\]]*\]:$")
 _PART = re.compile(r"^\s*\[p\d+\] (?P<text>.*)$")
+_THREAD_OPEN = re.compile(r'<thread id="(?P<id>[^"]+)">')
 _THREAD_ID = re.compile(r"^  id: (?P<id>\S+)$", re.MULTILINE)
 
 
@@ -52,13 +56,18 @@ def tool_result_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             result = json.loads(str(message.get("content") or ""))
         except ValueError:
             continue
-        text = (result.get("messages") or result.get("text") or "") if isinstance(result, dict) else ""
-        for line in str(text).splitlines():
-            match = _PART.match(line)
-            if match:
-                lines.append(match["text"])
-            elif line.strip() and not line.startswith(("**", "(", "threadId", "Part index", "High detail")):
-                lines.append(line.strip())
+        if not isinstance(result, dict):
+            continue
+        if "text" in result:  # one part, read whole
+            lines += [line.strip() for line in str(result["text"]).splitlines() if line.strip()]
+            continue
+        for line in str(result.get("messages") or "").splitlines():
+            if _HEADER.match(line):
+                continue
+            part = _PART.match(line)
+            text = part["text"] if part else line.strip()
+            if text and not text.startswith(("... [truncated", "(", "threadId wasn't")):
+                lines.append(text)
     return lines
 
 
@@ -73,12 +82,17 @@ def plan_calls(messages: Sequence[Mapping[str, Any]], question: str, score: Call
         return [_call(step, 0, {"mode": "threads"})]
     if step == 0:
         context = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
-        groups = [(score(question, g["body"]), g["range"]) for g in _GROUP.finditer(context)]
+        groups = [(score(question, g["body"]), g["range"], g.start()) for g in _GROUP.finditer(context)]
         best = max(groups, key=lambda item: item[0], default=None)
         if best is None or best[0] == 0 or ":" not in best[1]:
             return [_call(0, 0, {"mode": "threads", "limit": 20})]
         end = best[1].rsplit(":", 1)[1]
-        return [_call(0, 0, {"cursor": end, "page": -1, "limit": 20}), _call(0, 1, {"cursor": end, "partIndex": 0})]
+        # In resource scope a group sits in its conversation's <thread id> section; a cursor from another
+        # conversation needs that id (1.31 answers a bare one with a hint to pass it).
+        threads = list(_THREAD_OPEN.finditer(context, 0, best[2]))
+        where = {"threadId": threads[-1]["id"]} if threads else {}
+        return [_call(0, 0, {**where, "cursor": end, "page": -1, "limit": 20}),
+                _call(0, 1, {"cursor": end, "partIndex": 0})]
     if step == 1:
         listed = [str(m.get("content") or "") for m in turn if m.get("role") == "tool"]
         threads = [match["id"] for text in listed for match in _THREAD_ID.finditer(_threads_text(text))]

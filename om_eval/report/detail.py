@@ -40,7 +40,7 @@ _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "go
                 "history_tokens", "observation_tokens", "pending_tokens", "compression_ratio",
                 "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at", "observed_message_tokens", "observation_cycles",
                 "raw_tail_tokens", "haystack_id", "score",
-                "corrected_answer", "corrected_score", "corrected_label")
+                "corrected_answer", "corrected_score", "corrected_label", "tool_calls")
 _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
                "actor_model", "judge_model", "judge_mode", "official", "benchmark")
 
@@ -187,6 +187,15 @@ def run_details(catalog: Catalog, run_id: str) -> dict[str, dict[str, Any]]:
     return details
 
 
+def recall_calls(steps_text: str | None, messages: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """Retrieval mode: each recall call with what it returned (the tool message answering its call id); ``None``
+    when the actor had no tool."""
+    if not steps_text:
+        return None
+    results = {m.get("tool_call_id"): m.get("content") for m in messages or () if m.get("role") == "tool"}
+    return [{**step, "result": results.get(step["call_id"])} for step in json.loads(steps_text)]
+
+
 def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: str | None,
               events: list[dict[str, Any]], judgments: Sequence[Mapping[str, Any]],
               probes: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -194,6 +203,7 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
     evidence = json.loads(item["evidence"]) if item.get("evidence") else None
     for trace in evidence or []:
         trace["status_text"] = EVIDENCE_STATUS_TEXT.get(trace["status"], trace["status"])
+    messages = unpack_messages(item.get("actor_prompt"))
     return {
         "run": {name: run.get(name) for name in _RUN_FIELDS},
         "item": {name: item.get(name) for name in _ITEM_FIELDS},
@@ -201,7 +211,8 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
         "memory": _generations(snapshot),
         "events": events,
         "reflections": [e for e in events if e["kind"].startswith("reflection")],
-        "actor_messages": unpack_messages(item.get("actor_prompt")),
+        "actor_messages": messages,
+        "recall_calls": recall_calls(item.get("recall_steps"), messages),
         "judgments": _judgments(judgments, item.get("hypothesis")),
         "probes": _probes(probes),
     }

@@ -123,7 +123,20 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     if messages is None:
         console.print("(not stored for this run: it was made before om-eval kept actor prompts)")
     for message in messages or []:
-        console.print(Panel(escape(_cut(message["content"], full)), title=message["role"], title_align="left"))
+        calls = "".join(f"\n→ {c['function']['name']}({c['function']['arguments']})" for c in message.get("tool_calls")
+                        or ())
+        title = message["role"] + (f" (answering {message['tool_call_id']})" if message.get("tool_call_id") else "")
+        console.print(Panel(escape(_cut(str(message.get("content") or ""), full) + calls), title=title,
+                            title_align="left"))
+    calls = detail.get("recall_calls")
+    if calls is not None:
+        console.print(Rule(f"Recall calls ({len(calls)})"))
+    for number, call in enumerate(calls or [], 1):
+        error = f" · error: {escape(str(call['error']))}" if call.get("error") else ""
+        console.print(f"#{number} round {call['round']} · {escape(call['name'])}({escape(call['arguments'])}) → "
+                      f"{call['result_chars']:,} characters, {call['result_tokens']:,} tokens{error}")
+        console.print(Panel(escape(_cut(str(call.get("result") or ""), full)), title=f"{call['call_id']} returned",
+                            title_align="left"))
 
     console.print(Rule("Verdicts"))
     for judgment in detail["judgments"]:
