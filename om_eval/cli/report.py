@@ -81,6 +81,15 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
     return text
 
 
+def _recall_section(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
+    """Markdown: recall calls per question and their cost, for runs whose actor had the tool (retrieval mode)."""
+    from om_eval.report.recall import recall_section
+    from om_eval.store import Catalog
+
+    with Catalog(results, warn=False) as catalog:
+        return recall_section(catalog, runs, items)
+
+
 def load_runs(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     from om_eval.store import Catalog
 
@@ -151,12 +160,15 @@ def run(args: argparse.Namespace) -> int:
             console.print(f"  {line}", markup=False, highlight=False)
     judges = judge_sections(args.results, runs, items)
     console.print(judges, markup=False, highlight=False)
+    recall = _recall_section(args.results, runs, items)
+    if recall:
+        console.print(recall, markup=False, highlight=False)
     if args.markdown:
         text = to_markdown(table, wide=wide)
         if agreement:
             text += "\n## Judge agreement\n\nSame answers graded by two judges; kappa is Cohen's.\n\n" + "".join(
                 f"- {line}\n" for line in agreement)
-        text += "\n" + judges
+        text += "\n" + judges + ("\n" + recall if recall else "")
         Path(args.markdown).write_text(text, encoding="utf-8")
         console.print(f"markdown written to {args.markdown}")
     if args.csv:

@@ -31,7 +31,7 @@ from om_eval.om.config import (
     OMConfig,
     ReflectionConfig,
 )
-from om_eval.om.prompts import prompt_set_hash
+from om_eval.om.prompts import RETRIEVAL_PROMPT_FILES, prompt_set_hash
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
 NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
@@ -80,6 +80,8 @@ class RunSpec:
             payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
         else:
             payload["prompts"] = {"om": prompt_set_hash(), "actor": actor_prompt_hash(), "judge": judge_templates}
+            if (self.resolved.get("om") or {}).get("retrieval", "off") != "off":  # the tool's words, only then
+                payload["prompts"]["recall"] = prompt_set_hash(RETRIEVAL_PROMPT_FILES)
         benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
         if benchmark != DEFAULT_BENCHMARK:  # its scoring rules and judge routes, which the data does not show
             from om_eval.bench.benchmark import benchmark_named

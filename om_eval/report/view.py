@@ -201,7 +201,7 @@ def _memory(detail: Mapping[str, Any]) -> dict[str, Any]:
 
 def _embedded(detail: Mapping[str, Any], memory_ref: str) -> dict[str, Any]:
     """One question of one run as the page keeps it: the detail minus the run, memory and events (shared)."""
-    messages = detail["actor_messages"]
+    messages = _with_calls_written(detail["actor_messages"])
     item = dict(detail["item"])
     for name in ("hypothesis", "judge_reply", "error"):
         item[name] = clip_text(item[name], REPLY_LINES, REPLY_LINES)
@@ -217,7 +217,23 @@ def _embedded(detail: Mapping[str, Any], memory_ref: str) -> dict[str, Any]:
                                                     for m in messages)},
         "judgments": judgments,
         "probes": [{**p, "reply": clip_text(p["reply"], REPLY_LINES, REPLY_LINES)} for p in detail["probes"]],
+        "recall": None if detail.get("recall_calls") is None else [
+            {**call, "result": clip_text(str(call.get("result") or ""), REPLY_LINES, REPLY_LINES)}
+            for call in detail["recall_calls"]],
     }
+
+
+def _with_calls_written(messages: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
+    """The actor's messages with each tool call it asked for written under its text (``→ name(arguments)``)."""
+    if messages is None:
+        return None
+    written = []
+    for message in messages:
+        calls = "".join(f"\n\u2192 {c['function']['name']}({c['function']['arguments']})"
+                        for c in message.get("tool_calls") or ())
+        role = message.get("role") + (" (tool result)" if message.get("tool_call_id") else "")
+        written.append({"role": role, "content": str(message.get("content") or "") + calls})
+    return written
 
 
 def _mark(item: Mapping[str, Any]) -> str:
