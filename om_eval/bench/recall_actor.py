@@ -22,7 +22,13 @@ from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel, ModelReply, ToolCall, complete_checked
-from om_eval.om.recall import TOOL_NAME, RecallError, recall, result_json, tool_definition
+from om_eval.om.recall import (
+    TOOL_NAME,
+    RecallError,
+    recall,
+    result_json,
+    tool_definition,
+)
 from om_eval.om.tokens import TokenCounter
 
 DEFAULT_BUDGET = 8
@@ -58,7 +64,8 @@ class RecallLoopError(RuntimeError):
     """The model kept calling the tool after its budget was used up."""
 
 
-def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, history: Any) -> tuple[str, str | None]:
+def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, history: Any,
+              search: Any = None) -> tuple[str, str | None]:
     """The tool's reply to ``call`` (JSON text, as the model reads it) and the error kind, if any."""
     if call.name != TOOL_NAME:
         return json.dumps({"error": f"unknown tool {call.name!r}; the only tool is {TOOL_NAME!r}"}), "unknown_tool"
@@ -72,7 +79,7 @@ def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, h
     scope = memory.config.retrieval
     try:
         result = recall(history, arguments, thread_id=memory.shown_thread_id(eval_thread_id(question)),
-                        resource_id=memory.resource_id, scope=scope)  # type: ignore[arg-type]
+                        resource_id=memory.resource_id, scope=scope, search=search)  # type: ignore[arg-type]
     except RecallError as error:
         return json.dumps({"error": str(error)}, ensure_ascii=False), f"tool_error: {error}"
     return result_json(result), None
@@ -84,7 +91,9 @@ async def run_recall_loop(
 ) -> LoopResult:
     """Ask the actor with the tool offered until it answers (see the module docstring)."""
     history = memory.recall_history(eval_thread_id(question), question.question_date)
-    tools = [tool_definition(memory.config.retrieval)]  # type: ignore[arg-type]
+    searching = memory.config.retrieval_search != "off"
+    search = memory.recall_search_index() if searching else None
+    tools = [tool_definition(memory.config.retrieval, searching)]  # type: ignore[arg-type]
     conversation = [dict(m) for m in messages]
     steps: list[ToolStep] = []
     prompt_tokens: int | None = 0
@@ -112,7 +121,7 @@ async def run_recall_loop(
                                             "up: answer now from what you have"})
                 error: str | None = "budget"
             else:
-                text, error = _run_call(call, memory, question, history)
+                text, error = _run_call(call, memory, question, history, search)
             steps.append(ToolStep(round_, call.id, call.name, call.arguments, len(text), counter.count_text(text),
                                   error))
             conversation.append({"role": "tool", "tool_call_id": call.id, "content": text})

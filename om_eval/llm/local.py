@@ -28,7 +28,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +57,7 @@ from om_eval.llm.local_models import (
     get_local_model_spec,
     known_local_models,
 )
+from om_eval.llm.local_tools import read_calls, with_tools
 from om_eval.llm.weights import default_model_dir, ensure_weights, locate_parts
 
 __all__ = [
@@ -400,9 +401,13 @@ class _LocalLlamaImpl:
         cancel: threading.Event,
     ) -> ModelResponse:
         spec = get_local_model_spec(model)
-        params = _sampling_params(optional_params)
+        options = dict(optional_params or {})
+        tools = options.pop("tools", None)
+        if options.pop("tool_choice", None) not in (None, "auto"):
+            raise LocalModelError("the local provider supports tool_choice 'auto' only")
+        params = _sampling_params(options)
         render, format_stops = CHAT_FORMATS[spec.chat_format]
-        prompt = render(messages)
+        prompt = render(with_tools(messages, tools) if tools or _has_tool_turns(messages) else messages)
         params["stop"] = [*params.get("stop", []), *format_stops]
         if "seed" not in params and params["temperature"] > 0:
             # Like hosted models, unseeded sampling differs per call (llama-cpp would otherwise derive each
@@ -470,7 +475,8 @@ class _LocalLlamaImpl:
             load_seconds=load_seconds,
             finish_reason=choice.get("finish_reason") or "stop",
         )
-        return _model_response(spec, out, choice, prompt_tokens, completion_tokens, self._last_stats)
+        return _model_response(spec, out, choice, prompt_tokens, completion_tokens, self._last_stats,
+                               read_tools=bool(tools))
 
     @staticmethod
     def _raise_context_window(spec: LocalModelSpec, n_prompt: int, n_ctx: int) -> None:
@@ -572,6 +578,10 @@ def _read_perf(llama: Any) -> tuple[int, float, float] | None:
         return None
 
 
+def _has_tool_turns(messages: Sequence[Mapping[str, Any]]) -> bool:
+    return any(m.get("role") == "tool" or m.get("tool_calls") for m in messages)
+
+
 def _model_response(
     spec: LocalModelSpec,
     out: Mapping[str, Any],
@@ -579,8 +589,19 @@ def _model_response(
     prompt_tokens: int,
     completion_tokens: int,
     stats: LocalCallStats,
+    *,
+    read_tools: bool = False,
 ) -> ModelResponse:
     from litellm import ModelResponse
+
+    text = choice.get("text") or ""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    finish_reason = choice.get("finish_reason") or "stop"
+    if read_tools:
+        head, calls = read_calls(text)
+        if calls:
+            message = {"role": "assistant", "content": head or None, "tool_calls": calls}
+            finish_reason = "tool_calls"
 
     response = ModelResponse(
         id="chatcmpl-" + str(out.get("id", "")).removeprefix("cmpl-"),
@@ -590,8 +611,8 @@ def _model_response(
         choices=[
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": choice.get("text") or ""},
-                "finish_reason": choice.get("finish_reason") or "stop",
+                "message": message,
+                "finish_reason": finish_reason,
             }
         ],
         usage={

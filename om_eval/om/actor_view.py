@@ -15,7 +15,9 @@ from om_eval.om.context import (
     actor_memory_messages,
     format_other_conversations,
 )
+from om_eval.om.groups import parse_groups
 from om_eval.om.recall import RecallHistory, ThreadInfo
+from om_eval.om.recall_search import Bm25GroupSearch, IndexedGroup
 from om_eval.om.records import Message
 
 
@@ -62,6 +64,7 @@ class ActorView:
             release=self.config.mastra_release,
             retrieval=self.config.retrieval,
             retrieval_instructions=self.config.retrieval_instructions,
+            retrieval_search=self.config.retrieval_search != "off",
         )
 
     def recall_history(self, current_thread_id: str, now: datetime) -> RecallHistory:
@@ -88,6 +91,22 @@ class ActorView:
         messages = [replace(m, id=self.shown_message_id(m.id), thread_id=self.shown_thread_id(m.thread_id))
                     for m in self._messages.values()]
         return RecallHistory(threads, messages)
+
+    def recall_search_index(self) -> Bm25GroupSearch:
+        """The observation groups of every record's current generation, for the recall tool's ``mode="search"``
+        (``om.retrieval_search=bm25``): each group's conversation is that of the first message of its range, its
+        time that of the last."""
+        shown = {self.shown_message_id(m.id): m for m in self._messages.values()}
+        groups = []
+        for generations in self._generations.values():
+            for group in parse_groups(generations[-1].active_observations):
+                start, _, end = group.range.partition(":")
+                first, last = shown.get(start), shown.get(end) or shown.get(start)
+                if first is None:
+                    continue
+                groups.append(IndexedGroup(self.shown_thread_id(first.thread_id), group.id, group.range,
+                                           group.content, last.created_at if last else None))
+        return Bm25GroupSearch(groups)
 
     def turn_history(self, thread_id: str | None = None) -> list[Message]:
         """The unobserved messages an agent turn on ``thread_id`` holds as its chat history.

@@ -48,6 +48,8 @@ ThreadSections = Literal["om_eval", "mastra"]
 THREAD_SECTIONS = ("om_eval", "mastra")
 RetrievalMode = Literal["off", "resource", "thread"]
 RETRIEVAL_MODES = ("off", "resource", "thread")
+RetrievalSearch = Literal["off", "bm25"]
+RETRIEVAL_SEARCHES = ("off", "bm25")
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -265,6 +267,10 @@ class OMConfig:
     read raw messages (:mod:`om_eval.om.recall`). ``off``; ``resource``: the tool reads every thread of the resource
     (1.31's default for ``retrieval: true``); ``thread``: only the thread asked on. Left out of :meth:`to_dict` while
     ``off``."""
+    retrieval_search: RetrievalSearch = "off"
+    """Retrieval mode: offer the recall tool's ``mode="search"``. 1.31 offers it only with a vector store and an
+    embedder; ``bm25`` is om-eval's offline stand-in, ranking observation groups by BM25 over their words
+    (:mod:`om_eval.om.recall_search`). Left out of :meth:`to_dict` while ``off``."""
     retrieval_instructions: str | None = None
     """Retrieval mode: more guidance about recall, added after the built-in instructions (1.31's
     ``retrieval.instructions``). Left out of :meth:`to_dict` while unset."""
@@ -362,6 +368,9 @@ class OMConfig:
         _check_choice("mastra_release", self.mastra_release, MASTRA_RELEASES)
         _check_choice("thread_sections", self.thread_sections, THREAD_SECTIONS)
         _check_choice("retrieval", self.retrieval, RETRIEVAL_MODES)
+        _check_choice("retrieval_search", self.retrieval_search, RETRIEVAL_SEARCHES)
+        if self.retrieval_search != "off" and self.retrieval == "off":
+            _fail("retrieval_search", self.retrieval_search, "searches the recall tool's groups: set retrieval too")
         if self.retrieval_instructions is not None and not isinstance(self.retrieval_instructions, str):
             _fail("retrieval_instructions", self.retrieval_instructions, "must be text or null")
         if self.other_threads_limit is not None:
@@ -467,7 +476,8 @@ class OMConfig:
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
         ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks``,
-        ``mastra_release``, ``thread_sections``, ``retrieval`` and ``retrieval_instructions`` only when not the
+        ``mastra_release``, ``thread_sections``, ``retrieval``, ``retrieval_search`` and ``retrieval_instructions`` only
+        when not the
         default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
@@ -487,6 +497,8 @@ class OMConfig:
             del data["thread_sections"]
         if self.retrieval == "off":
             del data["retrieval"]
+        if self.retrieval_search == "off":
+            del data["retrieval_search"]
         if self.retrieval_instructions is None:
             del data["retrieval_instructions"]
         return data

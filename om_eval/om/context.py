@@ -99,6 +99,8 @@ class ContextInputs:
     retrieval: RetrievalMode = "off"
     """Retrieval mode (``om.retrieval``): observation groups shown with their ranges, and the recall instructions."""
     retrieval_instructions: str | None = None
+    retrieval_search: bool = False
+    """Retrieval mode: the tool also offers ``mode="search"`` (``om.retrieval_search``)."""
 
     @property
     def keep_link_labels(self) -> bool:
@@ -124,7 +126,7 @@ def _instructions(texts: Mapping[str, str], layout: str, inputs: ContextInputs) 
         keys.append("system_reminders")
     text = "\n\n".join(texts[key] for key in keys)
     if inputs.retrieval != "off":
-        text += "\n\n" + recall_instructions(inputs.retrieval, inputs.retrieval_instructions)
+        text += "\n\n" + recall_instructions(inputs.retrieval, inputs.retrieval_instructions, inputs.retrieval_search)
     return text
 
 
@@ -168,7 +170,8 @@ def actor_memory_messages(inputs: ContextInputs, layout: str = "chunked") -> lis
     if inputs.observations:
         return build_actor_context(inputs, layout)
     if inputs.retrieval == "resource":  # 1.31: the tool can read threads no observation covers yet
-        return [{"role": "system", "content": recall_instructions("resource", inputs.retrieval_instructions)}]
+        return [{"role": "system", "content": recall_instructions("resource", inputs.retrieval_instructions,
+                                                                  inputs.retrieval_search)}]
     return []
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
 from om_eval.om.jsdate import parse_js_date
@@ -40,7 +41,9 @@ from om_eval.om.recall_parts import (
     message_parts,
     render_within_budget,
     timestamp,
+    truncate_with_hint,
 )
+from om_eval.om.recall_search import SEARCH_NOT_CONFIGURED, GroupSearcher
 from om_eval.om.records import Message
 
 RecallScope = Literal["resource", "thread"]
@@ -155,20 +158,29 @@ _INTEGER_BOUNDS = {"page": (-MAX_PAGE, MAX_PAGE), "limit": (1, MAX_MESSAGES_LIMI
                    "charOffset": (0, None)}
 _ENUMS = {"mode": ("messages", "threads"), "anchor": ("start", "end"), "detail": ("low", "high"),
           "partType": PART_TYPES}
-_NON_EMPTY = ("threadId", "cursor", "toolName")
+_NON_EMPTY = ("threadId", "cursor", "toolName", "query")
+SEARCH_MODE = "search"
+MAX_SEARCH_HITS = 20
+DEFAULT_SEARCH_HITS = 10
 
 
-def schema_properties(scope: RecallScope) -> tuple[str, ...]:
-    """The tool's input properties, in the schema's order."""
+def schema_properties(scope: RecallScope, search: bool = False) -> tuple[str, ...]:
+    """The tool's input properties, in the schema's order (``query`` only when search is offered)."""
     head = ("mode", "threadId", "before", "after") if scope == "resource" else ("mode",)
-    return (*head, "cursor", "anchor", "page", "limit", "detail", "partType", "toolName", "partIndex", "charOffset")
+    query = ("query",) if search else ()
+    return (*head, *query, "cursor", "anchor", "page", "limit", "detail", "partType", "toolName", "partIndex",
+            "charOffset")
+
+
+def _modes(search: bool) -> tuple[str, ...]:
+    return (*_ENUMS["mode"], SEARCH_MODE) if search else _ENUMS["mode"]
 
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _property_errors(name: str, value: Any) -> list[str]:
+def _property_errors(name: str, value: Any, search: bool = False) -> list[str]:
     if name in _INTEGER_BOUNDS:
         errors = []
         if not _is_number(value) or not float(value).is_integer():
@@ -183,19 +195,20 @@ def _property_errors(name: str, value: Any) -> list[str]:
     errors = [] if isinstance(value, str) else ["must be string"]
     if name in _NON_EMPTY and isinstance(value, str) and utf16_len(value) < 1:
         errors.append("must NOT have fewer than 1 characters")
-    if name in _ENUMS and value not in _ENUMS[name]:
+    allowed = _modes(search) if name == "mode" else _ENUMS.get(name)
+    if allowed is not None and value not in allowed:
         errors.append("must be equal to one of the allowed values")
     return errors
 
 
-def validation_error(arguments: Mapping[str, Any], scope: RecallScope) -> dict[str, Any] | None:
+def validation_error(arguments: Mapping[str, Any], scope: RecallScope, search: bool = False) -> dict[str, Any] | None:
     """The object the tool returns for arguments outside its schema (``None`` when they fit).
 
     Nulls count as absent when everything else fits; when something else does not, they are reported too, as the
     package's validator does (it reports the issues of its first pass, before it drops nulls and tries again).
     """
-    issues = [(name, error) for name in schema_properties(scope) if name in arguments
-              for error in _property_errors(name, arguments[name])]
+    issues = [(name, error) for name in schema_properties(scope, search) if name in arguments
+              for error in _property_errors(name, arguments[name], search)]
     if not [issue for issue in issues if arguments[issue[0]] is not None]:
         return None
     lines = "\n".join(f"- {name}: {error}" for name, error in issues)
@@ -403,6 +416,48 @@ def _around_cursor(history: RecallHistory, thread_id: str, resource_id: str | No
                         rendered.truncated, rendered.token_offset)
 
 
+def _score(value: float) -> str:
+    """``Number.prototype.toFixed(2)``: the nearest hundredth of the exact value, halves away from zero."""
+    return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def _search(history: RecallHistory, search: GroupSearcher, query: str, current: str | None, top_k: int,
+            before: str | None, after: str | None, thread_scope: str | None) -> dict[str, Any]:
+    """``mode="search"``: the hits of ``search`` laid out as 1.31 lays out its vector hits."""
+    wanted = min(max(top_k, 1), MAX_SEARCH_HITS)
+    asked = min(MAX_SEARCH_HITS, max(wanted * 3, wanted + 10) if thread_scope or before or after else wanted)
+    before_at = parse_js_date(before) if before else None
+    after_at = parse_js_date(after) if after else None
+    hits = search.search(query, top_k=asked, thread_id=thread_scope, observed_after=after_at,
+                         observed_before=before_at)
+    kept = [hit for hit in hits if not (thread_scope and hit.thread_id != thread_scope)
+            and not (before_at and hit.observed_at and hit.observed_at >= before_at)
+            and not (after_at and hit.observed_at and hit.observed_at <= after_at)][:wanted]
+    if not kept:
+        return {"results": "No matching messages found.", "count": 0}
+    sections = []
+    for hit in kept:
+        thread = history.thread(hit.thread_id)
+        here = hit.thread_id == current
+        ends = hit.range.split(":") if hit.range else []
+        lines = [
+            f"### {'Current thread memory' if here else 'Older memory from another thread'}",
+            "This result came from the current thread." if here
+            else "This result came from an older memory generation in another thread.",
+            f"- thread: {hit.thread_id}" + (f" ({thread.title or '(untitled)'})" if thread else ""),
+            f"- source: raw messages from ID {ends[0]} through ID {ends[1] if len(ends) > 1 else '(unknown)'}"
+            if hit.range else "- source: raw message range unavailable",
+            f"- thread updated: {timestamp(thread.updated_at)}" if thread else "",
+            f"- observation group: {hit.group_id}" if hit.group_id else "",
+            f"- score: {_score(hit.score)}",
+            "```text",
+            js_trim(hit.text or "") or "_Observation text unavailable._",
+            "```",
+        ]
+        sections.append("\n".join(line for line in lines if line))
+    return {"results": truncate_with_hint("\n\n".join(sections), MAX_RESULT_TOKENS), "count": len(kept)}
+
+
 def _chunk_result(text: str, part: FormattedPart, char_offset: int, continue_as: tuple[str, int]) -> dict[str, Any]:
     chunk = chunk_by_tokens(text, MAX_RESULT_TOKENS, char_offset)
     result: dict[str, Any] = {"text": chunk.text, "messageId": part.message_id, "partIndex": part.part_index,
@@ -443,14 +498,14 @@ def _one_part(history: RecallHistory, resource_id: str | None, cursor: str, part
 
 
 def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: str | None, resource_id: str | None,
-           scope: RecallScope = "resource") -> dict[str, Any]:
+           scope: RecallScope = "resource", search: GroupSearcher | None = None) -> dict[str, Any]:
     """One call of the tool with ``arguments`` (the model's JSON object), asked from ``thread_id`` of
     ``resource_id``; ``scope`` ``resource`` lets it read every thread of the resource, ``thread`` only the current.
 
     Raises:
         RecallError: the calls 1.31 throws on (an unknown cursor, a thread of another resource, a missing part...).
     """
-    invalid = validation_error(arguments, scope)
+    invalid = validation_error(arguments, scope, search is not None)
     if invalid is not None:
         return invalid
     # Nulls are dropped (the package's validator retries without them); keys outside the schema stay, as its
@@ -465,6 +520,17 @@ def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: s
     resolved_explicit = current if explicit == "current" else explicit
     if explicit == "current" and not current:
         raise RecallError("Could not resolve current thread.")
+
+    if mode == SEARCH_MODE:
+        if search is None:
+            return {"results": SEARCH_NOT_CONFIGURED, "count": 0}
+        if not args.get("query"):
+            raise RecallError('query is required for mode="search"')
+        if not resource_id:
+            raise RecallError("Resource ID is required for recall")
+        scoped = (current or None) if not resource_scope else (resolved_explicit or None)
+        return _search(history, search, str(args["query"]), current, DEFAULT_SEARCH_HITS if limit is None else limit,
+                       args.get("before"), args.get("after"), scoped)
 
     if mode == "threads":
         if not resource_scope or explicit == "current":
@@ -527,11 +593,12 @@ def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: s
 
 # -- what the actor is told -------------------------------------------------------------------------------------------
 
-def recall_instructions(scope: RecallScope, extra: str | None = None) -> str:
-    """The actor's instructions about the tool (our wording of 1.31's points), for ``scope``; ``extra`` guidance is
-    added under its own heading, as 1.31 adds ``retrieval.instructions``."""
+def recall_instructions(scope: RecallScope, extra: str | None = None, search: bool = False) -> str:
+    """The actor's instructions about the tool (our wording of 1.31's points), for ``scope`` and with or without
+    ``mode="search"``; ``extra`` guidance is added under its own heading, as 1.31 adds ``retrieval.instructions``."""
     texts = load_prompts("recall")
-    keys = ["instructions_intro", "instructions_when", f"instructions_modes_{scope}", "instructions_cursor",
+    keys = ["instructions_intro", "instructions_when", f"instructions_modes_{scope}",
+            *(["instructions_search"] if search else []), "instructions_cursor",
             "instructions_detail", "instructions_not_needed", "instructions_close"]
     text = "\n\n".join(js_trim(texts[key]) for key in keys)
     if extra and js_trim(extra):
@@ -546,14 +613,15 @@ def _integer(description: str, minimum: int, maximum: int | None = None) -> dict
     return {**schema, "description": description}
 
 
-def tool_definition(scope: RecallScope) -> dict[str, Any]:
+def tool_definition(scope: RecallScope, search: bool = False) -> dict[str, Any]:
     """The tool as a model is offered it (an OpenAI-style function; litellm translates it for other providers): the
-    constraints of 1.31's input schema, described in our words."""
+    constraints of 1.31's input schema, described in our words; ``search`` adds ``mode="search"`` and ``query``."""
     texts = load_prompts("recall")
     say = texts["parameters"]
     text: dict[str, Any] = {"type": "string"}
+    mode_text = say[f"mode_{scope}"] + (" " + say["mode_search"] if search else "")
     properties: dict[str, Any] = {
-        "mode": {**text, "enum": list(_ENUMS["mode"]), "description": say[f"mode_{scope}"]},
+        "mode": {**text, "enum": list(_modes(search)), "description": mode_text},
     }
     if scope == "resource":
         properties |= {
@@ -561,6 +629,8 @@ def tool_definition(scope: RecallScope) -> dict[str, Any]:
             "before": {**text, "description": say["before"]},
             "after": {**text, "description": say["after"]},
         }
+    if search:
+        properties["query"] = {**text, "minLength": 1, "description": say["query"]}
     properties |= {
         "cursor": {**text, "minLength": 1, "description": say["cursor"]},
         "anchor": {**text, "enum": list(_ENUMS["anchor"]), "description": say["anchor"]},
@@ -572,7 +642,9 @@ def tool_definition(scope: RecallScope) -> dict[str, Any]:
         "partIndex": _integer(say["partIndex"], 0),
         "charOffset": _integer(say["charOffset"], 0),
     }
+    description = js_trim(texts[f"description_{scope}"]) + (" " + js_trim(texts["description_search"]) if search
+                                                             else "")
     return {"type": "function", "function": {
-        "name": TOOL_NAME, "description": js_trim(texts[f"description_{scope}"]),
+        "name": TOOL_NAME, "description": description,
         "parameters": {"type": "object", "properties": properties},
     }}

@@ -118,3 +118,51 @@ def test_dates_read_as_javascript_reads_them() -> None:
     assert parse_js_date("2026-03-06T10:00:00+02:00") == datetime(2026, 3, 6, 8, tzinfo=UTC)
     assert parse_js_date("March 5, 2026") == datetime(2026, 3, 5, tzinfo=UTC)
     assert parse_js_date("yesterday") is None
+
+
+# -- mode="search" (om.retrieval_search=bm25, om-eval's stand-in for 1.31's vector search) ------------------------------
+
+def search_index():  # noqa: ANN201
+    from om_eval.om.recall_search import Bm25GroupSearch, IndexedGroup
+
+    return Bm25GroupSearch([
+        IndexedGroup("t1", "g1", "m0:m2", "* User adopted a grey cat called Pebble", START + timedelta(minutes=2)),
+        IndexedGroup("t2", "g2", "m3:m6", "* User repainted the hallway pale green", START + timedelta(minutes=6)),
+        IndexedGroup("t2", "g3", "odd", "* User likes green tea", START + timedelta(minutes=7)),
+    ])
+
+
+def test_search_lays_out_hits_as_1_31_does_best_first() -> None:
+    result = recall(history(), {"mode": "search", "query": "green hallway"}, thread_id="t1", resource_id="u",
+                    search=search_index())
+    assert result["count"] == 2
+    first, second = result["results"].split("\n\n")
+    assert first.splitlines()[:4] == [
+        "### Older memory from another thread",
+        "This result came from an older memory generation in another thread.",
+        "- thread: t2 ((untitled))",
+        "- source: raw messages from ID m3 through ID m6",
+    ]
+    assert "- observation group: g2" in first and "```text\n* User repainted the hallway pale green\n```" in first
+    assert "- source: raw messages from ID odd through ID (unknown)" in second
+    scores = [float(line.split(": ")[1]) for line in result["results"].splitlines() if line.startswith("- score")]
+    assert scores == sorted(scores, reverse=True) and scores[0] > 0
+
+
+def test_search_filters_by_thread_and_time_and_says_when_nothing_matches() -> None:
+    index = search_index()
+    scoped = recall(history(), {"mode": "search", "query": "green", "threadId": "t1"}, thread_id="t1",
+                    resource_id="u", search=index)
+    assert scoped == {"results": "No matching messages found.", "count": 0}
+    late = recall(history(), {"mode": "search", "query": "green", "after": "2026-01-01T00:06:30Z"}, thread_id="t1",
+                  resource_id="u", search=index)
+    assert late["count"] == 1 and "g3" in late["results"]
+    assert recall(history(), {"mode": "search", "query": "zebra"}, thread_id="t1", resource_id="u",
+                  search=index)["count"] == 0
+
+
+def test_search_is_only_offered_with_an_index() -> None:
+    refused = ask({"mode": "search", "query": "cat"})
+    assert refused["error"] is True and "- mode: must be equal to one of the allowed values" in refused["message"]
+    with pytest.raises(RecallError, match='query is required for mode="search"'):
+        recall(history(), {"mode": "search"}, thread_id="t1", resource_id="u", search=search_index())

@@ -73,3 +73,23 @@ def test_without_observations_the_resource_scope_actor_still_learns_about_recall
     memory = ObservationalMemory(config(), observer=ScriptedModel(), resource_id="u")
     messages = actor_memory_messages(memory.context_inputs(None, "t"))  # type: ignore[arg-type]
     assert len(messages) == 1 and "recall" in messages[0]["content"]
+
+
+def test_the_search_index_holds_every_current_group_with_its_conversation_and_time() -> None:
+    memory, _ = replay(config(retrieval_search="bm25"))
+    index = memory.recall_search_index()
+    groups = parse_groups(memory.record().active_observations)
+    assert [g.group_id for g in index.groups] == [g.id for g in groups]
+    shown_threads = {memory.shown_thread_id(s.thread_id) for s in make_conversation(12, 6, seed=3)}
+    assert {g.thread_id for g in index.groups} <= shown_threads
+    word = next(w for w in groups[0].content.split() if len(w) > 6 and w.isalpha())
+    assert index.search(word, top_k=5), f"{word!r} is in the first group"
+
+
+def test_search_needs_retrieval_mode() -> None:
+    import pytest
+
+    from om_eval.om.config import ConfigError
+
+    with pytest.raises(ConfigError, match="retrieval_search"):
+        config(retrieval="off", retrieval_search="bm25")
