@@ -476,7 +476,7 @@ class _LocalLlamaImpl:
             finish_reason=choice.get("finish_reason") or "stop",
         )
         return _model_response(spec, out, choice, prompt_tokens, completion_tokens, self._last_stats,
-                               read_tools=bool(tools))
+                               tool_names=[(t.get("function") or {}).get("name") for t in tools or ()])
 
     @staticmethod
     def _raise_context_window(spec: LocalModelSpec, n_prompt: int, n_ctx: int) -> None:
@@ -590,15 +590,15 @@ def _model_response(
     completion_tokens: int,
     stats: LocalCallStats,
     *,
-    read_tools: bool = False,
+    tool_names: Sequence[str] = (),
 ) -> ModelResponse:
     from litellm import ModelResponse
 
     text = choice.get("text") or ""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     finish_reason = choice.get("finish_reason") or "stop"
-    if read_tools:
-        head, calls = read_calls(text)
+    if tool_names:
+        head, calls = read_calls(text, tool_names)
         if calls:
             message = {"role": "assistant", "content": head or None, "tool_calls": calls}
             finish_reason = "tool_calls"

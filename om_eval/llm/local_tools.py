@@ -21,6 +21,7 @@ TOOLS_NOTE = (
     "nothing after the last one:\n<tool_call>\n{{\"name\": <function name>, \"arguments\": <JSON object of "
     "arguments>}}\n</tool_call>"
 )
+_FENCE = re.compile(r"^```(?:json)?\s*$", re.MULTILINE)
 _CALL = re.compile(r"<tool_call>\s*(?P<body>.*?)\s*(?:</tool_call>|\Z)", re.DOTALL)
 
 
@@ -69,12 +70,33 @@ def _arguments(text: Any) -> Any:
         return text
 
 
-def read_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
+def _bare_calls(text: str) -> list[str]:
+    """The JSON objects of a reply made of calls only: llama.cpp drops the tags when it turns tokens into text
+    (they are special tokens of the model), leaving ``{"name": ..., "arguments": ...}`` lines."""
+    bodies, rest = [], _FENCE.sub("", text).strip()
+    decoder = json.JSONDecoder()
+    while rest:
+        try:
+            value, end = decoder.raw_decode(rest)
+        except ValueError:
+            return []
+        if not (isinstance(value, dict) and isinstance(value.get("name"), str) and "arguments" in value):
+            return []
+        bodies.append(rest[:end])
+        rest = rest[end:].strip()
+    return bodies
+
+
+def read_calls(text: str, tool_names: Sequence[str] = ()) -> tuple[str, list[dict[str, Any]]]:
     """The reply's text before its first call, and its calls in OpenAI's shape (ids made from the reply, so a
-    cached reply keeps them). A block that is not JSON is passed on as the arguments text, for the caller to refuse."""
+    cached reply keeps them). A block that is not JSON is passed on as the arguments text, for the caller to refuse.
+    A reply that is nothing but call objects naming offered tools (``tool_names``) counts as calls too."""
     calls = []
-    for number, match in enumerate(_CALL.finditer(text)):
-        body = match["body"]
+    bodies = [m["body"] for m in _CALL.finditer(text)]
+    bare = not bodies
+    if bare:
+        bodies = [b for b in _bare_calls(text) if json.loads(b)["name"] in tool_names]
+    for number, body in enumerate(bodies):
         try:
             parsed = json.loads(body)
         except ValueError:
@@ -88,5 +110,6 @@ def read_calls(text: str) -> tuple[str, list[dict[str, Any]]]:
         digest = hashlib.sha256(f"{number}\n{body}".encode()).hexdigest()[:12]
         calls.append({"id": f"call_{digest}", "type": "function",
                       "function": {"name": name, "arguments": arguments_text}})
-    head = text[: text.index("<tool_call>")].strip() if calls else text
-    return head, calls
+    if not calls:
+        return text, calls
+    return ("" if bare else text[: text.index("<tool_call>")].strip()), calls

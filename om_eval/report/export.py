@@ -61,10 +61,11 @@ def _json(value: Any) -> bytes:
 
 
 def _stage_split(calls: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
-    """Per question: cost and latency of its memory build (Observer, Reflector) and of its answer (actor)."""
+    """Per question: cost and latency of its memory build (Observer, Reflector) and of its answer (the actor, and in
+    retrieval mode its rounds after tool results)."""
     split: dict[str, dict[str, float | None]] = {}
     for call in calls:
-        part = "build" if call["stage"] in _BUILD_STAGES else "answer" if call["stage"] == "actor" else None
+        part = "build" if call["stage"] in _BUILD_STAGES else "answer" if call["stage"] in ("actor", "recall") else None
         if part is None:
             continue
         row = split.setdefault(call["question_id"], {"build_cost_usd": 0.0, "build_latency_s": 0.0,

@@ -36,3 +36,14 @@ def test_calls_are_read_back_with_stable_ids_and_junk_is_passed_on() -> None:
     head, calls = read_calls("<tool_call>\n{not json")  # cut off by the output cap
     assert head == "" and calls[0]["function"] == {"name": "", "arguments": "{not json"}
     assert read_calls("plain answer") == ("plain answer", [])
+
+
+def test_a_reply_of_bare_call_objects_counts_when_it_names_an_offered_tool() -> None:
+    # llama.cpp drops the model's <tool_call> tags (special tokens) from the text it returns.
+    head, calls = read_calls('{"name": "recall", "arguments": {"mode": "threads"}}', ["recall"])
+    assert head == "" and json.loads(calls[0]["function"]["arguments"]) == {"mode": "threads"}
+    fenced = '```json\n{"name": "recall", "arguments": {}}\n{"name": "recall", "arguments": {"page": 2}}\n```'
+    assert len(read_calls(fenced, ["recall"])[1]) == 2
+    assert read_calls('{"name": "other", "arguments": {}}', ["recall"])[1] == []
+    prose = 'Use it like this: {"name": "recall", "arguments": {}}'
+    assert read_calls(prose, ["recall"]) == (prose, [])
