@@ -29,7 +29,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any, Literal
 
 from om_eval.om.jsdate import parse_js_date
-from om_eval.om.jsjson import js_stringify
+from om_eval.om.jsjson import js_number, js_stringify
 from om_eval.om.jstext import js_trim, utf16_len
 from om_eval.om.prompts import load_prompts
 from om_eval.om.recall_parts import (
@@ -417,8 +417,18 @@ def _around_cursor(history: RecallHistory, thread_id: str, resource_id: str | No
 
 
 def _score(value: float) -> str:
-    """``Number.prototype.toFixed(2)``: the nearest hundredth of the exact value, halves away from zero."""
+    """``Number.prototype.toFixed(2)``: the nearest hundredth of the exact value, halves away from zero; zero (-0
+    too) as ``0.00``, and from 1e21 on the number's own text, as JS writes them."""
+    if value == 0:
+        return "0.00"
+    if abs(value) >= 1e21:
+        return js_number(value)
     return str(Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """Naive times are UTC (as every time om-eval stores): comparable with the aware ones dates are read into."""
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 def _search(history: RecallHistory, search: GroupSearcher, query: str, current: str | None, top_k: int,
@@ -428,11 +438,14 @@ def _search(history: RecallHistory, search: GroupSearcher, query: str, current: 
     asked = min(MAX_SEARCH_HITS, max(wanted * 3, wanted + 10) if thread_scope or before or after else wanted)
     before_at = parse_js_date(before) if before else None
     after_at = parse_js_date(after) if after else None
+    if (before and before_at is None) or (after and after_at is None):
+        # 1.31 hands an Invalid Date to its vector search, whose filter then throws this.
+        raise RecallError("Invalid time value")
     hits = search.search(query, top_k=asked, thread_id=thread_scope, observed_after=after_at,
                          observed_before=before_at)
     kept = [hit for hit in hits if not (thread_scope and hit.thread_id != thread_scope)
-            and not (before_at and hit.observed_at and hit.observed_at >= before_at)
-            and not (after_at and hit.observed_at and hit.observed_at <= after_at)][:wanted]
+            and not (before_at and hit.observed_at and _utc(hit.observed_at) >= before_at)
+            and not (after_at and hit.observed_at and _utc(hit.observed_at) <= after_at)][:wanted]
     if not kept:
         return {"results": "No matching messages found.", "count": 0}
     sections = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Protocol
 
 SEARCH_NOT_CONFIGURED = (
@@ -19,6 +19,11 @@ SEARCH_NOT_CONFIGURED = (
     "embedder on your Memory instance."
 )
 """1.31's reply when the mode is asked for without a search index (its own words: a model may see them)."""
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    """Naive times are UTC (as every time om-eval stores)."""
+    return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
 
 @dataclass(frozen=True)
@@ -79,9 +84,9 @@ class Bm25GroupSearch:
             group = self.groups[int(position)]
             if score <= 0 or (thread_id is not None and group.thread_id != thread_id):
                 continue
-            if group.observed_at is not None and (
-                    (observed_after is not None and group.observed_at <= observed_after)
-                    or (observed_before is not None and group.observed_at >= observed_before)):
+            when = _utc(group.observed_at)
+            if when is not None and ((observed_after is not None and when <= _utc(observed_after))
+                                     or (observed_before is not None and when >= _utc(observed_before))):
                 continue
             hits.append(SearchHit(group.thread_id, float(score), group.group_id, group.range, group.text,
                                   group.observed_at))

@@ -14,11 +14,11 @@ v5-style ``tool-call``/``tool-result``, unknown part types, system reminders; to
 JS-sensitive numbers (``1.0``, ``1e21``, ``1.5e-7``, ``-0``) and integer-like keys, which V8 writes first; times
 with milliseconds, some shared by neighbours; a few ids containing ``:``) are saved into one ``InMemoryStore`` per
 history, and many generated inputs per history (every mode but ``search``, which 1.31 offers only with a vector
-store; explicit, ``current``, foreign and missing thread ids; cursors of this or another thread or resource,
-range-looking, unknown, padded or blank; pages -50..50; limits 1..20; both anchors and details; ``partIndex``
-inside, past the end or on a skipped part; ``charOffset`` at 0, mid-text, inside a surrogate pair, past the end;
-filters; ``before``/``after`` near the threads' creation times in forms V8 reads (ISO with and without zone or time,
-``March 5, 2026``, ``2026/03/05``, ``03/05/2026``, ``5 March 2026``, RFC 1123, a lower-case ``z``) or rejects;
+store and is checked apart, below; explicit, ``current``, foreign and missing thread ids; cursors of this or another
+thread or resource, range-looking, unknown, padded or blank; pages -50..50; limits 1..20; both anchors and details;
+``partIndex`` inside, past the end or on a skipped part; ``charOffset`` at 0, mid-text, inside a surrogate pair, past
+the end; filters; ``before``/``after`` near the threads' creation times in forms V8 reads (ISO with and without zone
+or time, ``March 5, 2026``, ``2026/03/05``, ``03/05/2026``, ``5 March 2026``, RFC 1123, a lower-case ``z``) or rejects;
 nulls, which the schema lets through; schema violations) run through
 ``new Memory({...}).listTools().recall.execute(input, {memory, agent})`` in one Node run, with ``retrieval: true``
 (scope ``resource``) or ``retrieval: {scope: 'thread'}``, the agent's thread being one of the resource's, absent, unsaved
@@ -36,8 +36,29 @@ Mapping between the two sides:
   ``content.content``): the same as Mastra's agent path gives for a string;
 * datetimes are naive UTC wall-clock times on the Python side, ISO strings with ``Z`` on the Node side.
 
-Known differences (``KNOWN_DIFFERENCES``) are empty: every case must be identical. A pinned entry would name the
-case kind, a predicate on the case and the reason, and would be reported apart instead of failing.
+Search mode (``mode="search"``), which 1.31 offers only with ``retrieval: {vector: true}`` and a vector store and an
+embedder on the Memory: the same histories are answered by a second pair of tools (``{vector: true}`` and
+``{vector: true, scope: 'thread'}``) built on a Memory subclass with dummy truthy ``vector``/``embedder`` (all the
+tool checks) whose ``searchMessages`` returns the case's fixed hits whatever it is asked, and records what it was
+asked. om-eval's ``recall`` gets a searcher (``FixedHits``) returning the same hits unchanged; the tool on each side
+then filters (thread, before/after on ``observedAt``), cuts to ``topK`` and lays the hits out. Per case 0-25 hits:
+thread ids of the resource, of another resource, unknown or empty; scores with ``toFixed(2)`` traps (exact halves
+like 0.125 and 0.375, 1.005, -0, 1e21); group ids present, empty or absent; ranges ``a:b``, ``a``, ``a:b:c``,
+``:``, empty or absent; texts absent, empty, blank (JS whitespace), multi-line observation lines or up to ~3,000
+tokens (past the 2,000-token budget of the assembled result); ``observedAt`` absent or on, a millisecond either
+side of, or further from the before/after bounds (naive or aware UTC datetimes on our side, case by case). Inputs:
+a query (or none, null, blank), ``limit`` 1..20 or absent, ``threadId`` explicit/``current``/foreign/absent, before
+and after in the date forms above (also in thread scope, where the tool reads them though its schema omits them),
+ignored options of the other modes, current thread equal to the hits' or not; plus schema violations and plain
+calls of the other modes through the search-enabled tool (its mode enum and property order differ). Besides the
+returned text, what the tool asked ``searchMessages`` for (``topK``, ``threadId``, ``observedAfter``,
+``observedBefore`` as ISO strings, ``Invalid Date`` for an unreadable date) must equal what om-eval asked its
+searcher for.
+
+Known differences (``KNOWN_DIFFERENCES``): one, pinned with its reason and reported apart instead of failing. A
+search with a ``before`` or ``after`` that JS cannot read throws "Invalid time value" in 1.31's vector search
+(``Memory.searchMessages`` formats the Invalid Date it is handed); om-eval raises the same error, but the stub that
+stands in for the vector store here cannot throw, so the two answers differ. Every other case must be identical.
 
 Marker ``mastra`` (and ``integration``); skipped, saying why, without node/npm or when the install fails. The
 counts are printed at the end of the run under "compared with @mastra/memory 1.31.0 (retrieval mode)".
@@ -46,12 +67,13 @@ counts are printed at the end of the run under "compared with @mastra/memory 1.3
 from __future__ import annotations
 
 import copy
+import json
 import random
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -73,9 +95,30 @@ MIN_CASES = 600
 _NODE_SCRIPT = r"""
 // Written by om-eval's tests/om/test_recall_differential.py: runs the recall tool of @mastra/memory 1.31 over
 // generated histories. Input: {histories: [{threads, messages}], cases: [{history, scope, threadId, resourceId,
-// input}]}. Output: per case {result: JSON.stringify(returned object)} or {thrown: error message}.
+// input, hits?}]}. Output: per case {result: JSON.stringify(returned object)} or {thrown: error message}, and for a
+// case with hits (search enabled) also {asked: [what the tool asked searchMessages for]}.
 import { Memory } from "@mastra/memory";
 import { InMemoryStore } from "@mastra/core/storage";
+
+// Search enabled (retrieval.vector with a truthy vector store and embedder, which the tool only checks for): the
+// tool's only call into them is Memory.searchMessages, answered here with the case's fixed hits whatever is asked.
+let fixedHits = [];
+let asked = [];
+const when = (d) => (d instanceof Date ? (Number.isNaN(d.getTime()) ? "Invalid Date" : d.toISOString()) : d);
+class FixedHitsMemory extends Memory {
+  async searchMessages({ query, topK, filter }) {
+    const seen = {};
+    for (const [key, value] of Object.entries(filter ?? {})) seen[key] = when(value);
+    asked.push({ query, topK, filter: seen });
+    return {
+      results: fixedHits.map((h) => {
+        const hit = { ...h };
+        if ("observedAt" in hit) hit.observedAt = new Date(hit.observedAt);
+        return hit;
+      }),
+    };
+  }
+}
 
 let input = "";
 for await (const chunk of process.stdin) input += chunk;
@@ -86,7 +129,12 @@ for (const history of histories) {
   const storage = new InMemoryStore();
   const memoryWith = (retrieval) =>
     new Memory({ storage, options: { observationalMemory: { model: "openai/gpt-4o-mini", retrieval } } });
-  const byScope = { resource: memoryWith(true), thread: memoryWith({ scope: "thread" }) };
+  const searchingWith = (retrieval) =>
+    new FixedHitsMemory({ storage, vector: { fake: true }, embedder: { fake: true },
+                          options: { observationalMemory: { model: "openai/gpt-4o-mini", retrieval } } });
+  const byScope = { resource: memoryWith(true), thread: memoryWith({ scope: "thread" }),
+                    "search resource": searchingWith({ vector: true }),
+                    "search thread": searchingWith({ vector: true, scope: "thread" }) };
   const memory = byScope.resource;
   const threads = history.threads.map((t) => ({
     id: t.id, resourceId: t.resourceId, ...(t.title === null ? {} : { title: t.title }),
@@ -109,17 +157,23 @@ for (const history of histories) {
 
 const answers = [];
 for (const c of cases) {
-  const { memory, tool } = tools[c.history][c.scope];
+  const searching = Array.isArray(c.hits);
+  const { memory, tool } = tools[c.history][searching ? `search ${c.scope}` : c.scope];
   const agent = {};
   if (c.threadId !== null) agent.threadId = c.threadId;
   if (c.resourceId !== null) agent.resourceId = c.resourceId;
+  fixedHits = searching ? c.hits : [];
+  asked = [];
+  let answer;
   try {
-    answers.push({ result: JSON.stringify(await tool.execute(structuredClone(c.input), { memory, agent })) });
+    answer = { result: JSON.stringify(await tool.execute(structuredClone(c.input), { memory, agent })) };
   } catch (error) {
     let inner = error;
     while (inner?.id && inner?.cause instanceof Error) inner = inner.cause; // a MastraError around the tool's own
-    answers.push({ thrown: inner instanceof Error ? inner.message : String(inner) });
+    answer = { thrown: inner instanceof Error ? inner.message : String(inner) };
   }
+  if (searching) answer.asked = asked;
+  answers.push(answer);
 }
 process.stdout.write(JSON.stringify(answers));
 """
@@ -410,10 +464,16 @@ class Case:
     thread_id: str | None
     resource_id: str | None
     arguments: dict[str, Any]
+    #: Search cases (the tool built with search enabled): the hits ``searchMessages`` answers with, whatever it is
+    #: asked, in the Node form (``observedAt`` an ISO string, absent keys absent); ``None`` for the other cases.
+    hits: tuple[dict[str, Any], ...] | None = None
+    #: Whether om-eval's hits carry aware UTC datetimes (else naive UTC, as its messages do).
+    aware: bool = False
 
     def node(self) -> dict[str, Any]:
-        return {"history": self.history, "scope": self.scope, "threadId": self.thread_id,
-                "resourceId": self.resource_id, "input": self.arguments}
+        found = {"history": self.history, "scope": self.scope, "threadId": self.thread_id,
+                 "resourceId": self.resource_id, "input": self.arguments}
+        return found if self.hits is None else {**found, "hits": list(self.hits)}
 
 
 SCHEMA_VIOLATIONS: list[dict[str, Any]] = [
@@ -678,6 +738,168 @@ def generate(seed: int = SEED) -> tuple[list[dict[str, Any]], list[Case]]:
     return histories, cases
 
 
+# --------------------------------------------------------------------------- search mode (fixed hits)
+
+SEARCH_SEED = SEED + 1  # a generator of its own, so the cases above stay as they are
+SEARCH_CASES_PER_HISTORY = 6
+SEARCH_KINDS = ["search"] * 11 + ["search dated"] * 9
+#: Scores as vector stores give them and ``toFixed(2)``'s traps: exact halves of a hundredth (0.125, 0.375: the
+#: double is exact, the tie rounds up), near-halves below (1.005 is 1.00499…), negatives, zeros, large values.
+SCORES = [0.125, 0.375, 0.625, 0.875, 1.005, 0.005, 0.015, 0.045, 0.995, 2.675, 1.0, 0.0, -0.0, -0.125, -0.005,
+          -0.375, 0.5, 0.8123, 1e-7, 0.333333, 12.345, 123456.785, 0.994999, 0.99999, 1e21, 1.5e22, 99.995]
+GHOST_THREADS = ["ghost-thread", "thread-not-saved-yet", "CURRENT"]
+SEARCH_SCHEMA_VIOLATIONS: list[dict[str, Any]] = [
+    {"mode": "bogus"}, {"mode": "search", "query": ""}, {"mode": "search", "query": 5},
+    {"mode": "search", "query": "x", "limit": 21}, {"mode": "search", "query": "x", "limit": 0},
+    {"mode": "search", "query": "x", "limit": 2.5}, {"mode": "Search", "query": "x"},
+    {"query": "", "cursor": "", "limit": 0, "mode": "search"}, {"mode": "search", "query": ["a"]},
+    {"mode": "search", "query": "", "threadId": "", "before": 5}, {"mode": "search", "query": "x", "page": 51},
+    {"mode": "search", "query": None, "limit": 50}, {"detail": "x", "query": "", "mode": "threads"},
+    {"mode": "search", "query": "x", "after": None, "partIndex": -1}, {"mode": 3, "query": True},
+]
+#: Valid calls of the other modes through the search-enabled tool (same answers as without search).
+SEARCH_ENABLED_OTHER_MODES: list[dict[str, Any]] = [
+    {"mode": "threads"}, {"mode": "threads", "limit": 2}, {}, {"anchor": "end", "limit": 3},
+    {"mode": "messages", "query": "ignored here"}, {"mode": "threads", "query": "x", "threadId": "current"},
+]
+
+
+def _search_score(rng: random.Random) -> float:
+    roll = rng.random()
+    if roll < 0.45:
+        return rng.choice(SCORES)
+    if roll < 0.85:
+        return round(rng.uniform(0, 1), rng.randint(1, 7))
+    return rng.uniform(-0.3, 1.3)
+
+
+def _hit_text(rng: random.Random) -> str | None:
+    roll = rng.random()
+    if roll < 0.07:
+        return None
+    if roll < 0.12:
+        return ""
+    if roll < 0.2:
+        return rng.choice([" ", "\n\n", "\t \n", "\u00a0", "\ufeff", "\u2028", "\u3000 ", "\r\n"])
+    if roll < 0.55:  # observation lines, sometimes padded, sometimes with a fence inside
+        lines = [f"* {rng.choice(['🔴 ', '🟡 ', ''])}({rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}) "
+                 f"{_words(rng, rng.randint(3, 40))}" for _ in range(rng.randint(1, 8))]
+        if rng.random() < 0.1:
+            lines.insert(1, "```\ncode\n```")
+        text = "\n".join(lines)
+        return rng.choice(["", " ", "\n", "\u00a0\n"]) + text + rng.choice(["", "\n", "  \n\t"])
+    if roll < 0.82:
+        return _words(rng, rng.randint(1, 200))
+    if roll < 0.94:
+        return _words(rng, rng.randint(300, 900))
+    return _words(rng, rng.randint(1800, 2600))  # past the 2,000-token budget on its own
+
+
+def _hit_range(rng: random.Random, history: dict[str, Any]) -> str | None:
+    ids = [m["id"] for m in history["messages"]] or ["m0", "m1"]
+    a, b, c = rng.choice(ids), rng.choice(ids), rng.choice(ids)
+    return rng.choice([None, None, "", f"{a}:{b}", f"{a}:{b}", f"{a}:{b}", a, f"{a}:{b}:{c}", ":", f"{a}:",
+                       f":{b}", f"{a}:{b},{c}:{a}"])
+
+
+def _moment(rng: random.Random, anchors: list[datetime]) -> datetime:
+    """A time near one of ``anchors`` (the before/after bounds when given): on it, a millisecond either side, or
+    further away."""
+    step = rng.choice([timedelta(0), timedelta(0), timedelta(milliseconds=1), timedelta(milliseconds=-1),
+                       timedelta(seconds=3), timedelta(seconds=-3), timedelta(hours=5), timedelta(hours=-5),
+                       timedelta(days=2), timedelta(days=-2), timedelta(days=40), timedelta(days=-40)])
+    return rng.choice(anchors) + step
+
+
+def _hits(rng: random.Random, history: dict[str, Any], current: str | None, wanted: str | None,
+          anchors: list[datetime]) -> tuple[dict[str, Any], ...]:
+    mine = [t["id"] for t in history["threads"] if t["resourceId"] == history["resource"]]
+    foreign = [t["id"] for t in history["threads"] if t["resourceId"] != history["resource"]]
+    count = rng.choice([0, 1, 1, 2, 3, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, rng.randint(0, 25)])
+    hits = []
+    for _ in range(count):
+        roll = rng.random()
+        thread = (wanted if roll < 0.3 and wanted else current if roll < 0.5 and current else rng.choice(mine)
+                  if roll < 0.8 else rng.choice(foreign) if roll < 0.9 else rng.choice(GHOST_THREADS + [""]))
+        hit: dict[str, Any] = {"threadId": thread, "score": _search_score(rng)}
+        roll = rng.random()
+        if roll < 0.75:
+            hit["groupId"] = "".join(rng.choice("0123456789abcdef") for _ in range(16))
+        elif roll < 0.85:
+            hit["groupId"] = rng.choice(["", "g2", "grp with spaces", "ü"])
+        span = _hit_range(rng, history)
+        if span is not None:
+            hit["range"] = span
+        text = _hit_text(rng)
+        if text is not None:
+            hit["text"] = text
+        if rng.random() < 0.7:
+            hit["observedAt"] = _iso(_moment(rng, anchors))
+        hits.append(hit)
+    return tuple(hits)
+
+
+def _search_arguments(rng: random.Random, kind: str, history: dict[str, Any], scope: str) -> dict[str, Any]:
+    from om_eval.om.jsdate import parse_js_date
+
+    mine = [t["id"] for t in history["threads"] if t["resourceId"] == history["resource"]]
+    arguments: dict[str, Any] = {"mode": "search"}
+    roll = rng.random()
+    if roll < 0.88:
+        arguments["query"] = _words(rng, rng.randint(1, 8))
+    elif roll < 0.92:
+        arguments["query"] = rng.choice([" ", "\n", "ünïcødé 😀"])
+    elif roll < 0.96:
+        arguments["query"] = None  # dropped by the validator: then missing
+    # else: no query at all
+    if rng.random() < 0.6:
+        arguments["limit"] = rng.choice([1, 1, 2, 3, 4, 5, 7, 10, 10, 20, 20, rng.randint(1, 20)])
+    if rng.random() < (0.5 if scope == "resource" else 0.15):  # read in resource scope only
+        arguments["threadId"] = _thread_argument(rng, history, mine)
+    anchors = [_naive(t["createdAt"]) for t in history["threads"]]
+    if kind == "search dated":
+        for key in rng.choice([["before"], ["after"], ["before", "after"], ["after", "before"]]):
+            arguments[key] = _date_string(rng, rng.choice(anchors))
+        bounds = [parse_js_date(arguments[key]) for key in ("before", "after") if arguments.get(key)]
+        anchors = [b.replace(tzinfo=None) for b in bounds if b is not None] or anchors
+    if rng.random() < 0.08:  # options of the other modes, which search ignores
+        key, value = rng.choice([("page", 2), ("detail", "high"), ("cursor", "m-unknown"), ("anchor", "end")])
+        arguments[key] = value
+    arguments["_anchors"] = anchors  # taken out by the caller
+    return arguments
+
+
+def generate_search(histories: list[dict[str, Any]], seed: int = SEARCH_SEED) -> list[Case]:
+    """Search cases over the same histories: for each, the fixed hits both sides' searchers answer with."""
+    rng = random.Random(seed)
+    cases: list[Case] = []
+    for index, history in enumerate(histories):
+        for _ in range(SEARCH_CASES_PER_HISTORY):
+            scope, thread, resource = _context(rng, history)
+            if rng.random() < 0.1:
+                scope = "thread" if scope == "resource" else "resource"
+            kind = rng.choice(SEARCH_KINDS)
+            arguments = _search_arguments(rng, kind, history, scope)
+            anchors = arguments.pop("_anchors")
+            explicit = arguments.get("threadId")
+            wanted = thread if scope == "thread" or explicit == "current" else explicit
+            cases.append(Case(kind, index, scope, thread, resource, arguments,
+                              _hits(rng, history, thread, wanted, anchors), rng.random() < 0.5))
+    for number, violation in enumerate(SEARCH_SCHEMA_VIOLATIONS * 2):
+        index = number % len(histories)
+        scope, thread, resource = _context(rng, histories[index])
+        anchors = [_naive(t["createdAt"]) for t in histories[index]["threads"]]
+        cases.append(Case("search schema", index, "resource" if number < len(SEARCH_SCHEMA_VIOLATIONS) else "thread",
+                          thread, resource, copy.deepcopy(violation), _hits(rng, histories[index], thread, None,
+                                                                           anchors)))
+    for number, arguments in enumerate(SEARCH_ENABLED_OTHER_MODES * 4):
+        index = (number * 5) % len(histories)
+        scope, thread, resource = _context(rng, histories[index])
+        cases.append(Case("search enabled, other modes", index, scope, thread, resource, copy.deepcopy(arguments),
+                          ()))
+    return cases
+
+
 # --------------------------------------------------------------------------- running both sides
 
 
@@ -687,23 +909,32 @@ class Batch:
     cases: list[Case]
     answers: list[tuple[str, str]]
     seconds: float
+    #: Per case, what the tool asked ``searchMessages`` for (``asked_text``), ``None`` for cases without search.
+    asked: list[str | None]
 
 
 def _answer(raw: dict[str, Any]) -> tuple[str, str]:
     return ("result", raw["result"]) if "result" in raw else ("thrown", raw["thrown"])
 
 
+def asked_text(calls: list[dict[str, Any]]) -> str:
+    """The calls of ``searchMessages`` as one comparable text (dates as ISO strings with milliseconds)."""
+    return json.dumps(calls, sort_keys=True, ensure_ascii=False)
+
+
 @pytest.fixture(scope="module")
 def reference(oracle: NodeFolder) -> Batch:
     """Every generated case, answered by the package in one Node run."""
     histories, cases = generate()
+    cases += generate_search(histories)
     payload = {"histories": [{"threads": h["threads"], "messages": h["messages"]} for h in histories],
                "cases": [case.node() for case in cases]}
     started = time.monotonic()
     raw = oracle.run(_NODE_SCRIPT, payload, name="om_eval_recall_oracle_1_31.mjs")
     seconds = time.monotonic() - started
     assert len(raw) == len(cases)
-    return Batch(histories, cases, [_answer(item) for item in raw], seconds)
+    return Batch(histories, cases, [_answer(item) for item in raw], seconds,
+                 [asked_text(item["asked"]) if "asked" in item else None for item in raw])
 
 
 def python_history(spec: dict[str, Any]) -> Any:
@@ -717,12 +948,38 @@ def python_history(spec: dict[str, Any]) -> Any:
     return RecallHistory(threads, messages)
 
 
-def ours(history: Any, case: Case) -> tuple[str, str]:
+class FixedHits:
+    """om-eval's side of ``searchMessages`` in a search case: the case's hits, whatever is asked; the calls kept in
+    the form the Node script records them."""
+
+    def __init__(self, hits: tuple[dict[str, Any], ...], aware: bool) -> None:
+        from om_eval.om.recall_search import SearchHit
+
+        def moment(iso: str) -> datetime:
+            return _naive(iso).replace(tzinfo=UTC) if aware else _naive(iso)
+
+        self.hits = [SearchHit(h["threadId"], h["score"], h.get("groupId"), h.get("range"), h.get("text"),
+                               moment(h["observedAt"]) if "observedAt" in h else None) for h in hits]
+        self.calls: list[dict[str, Any]] = []
+
+    def search(self, query: str, *, top_k: int, thread_id: str | None = None,
+               observed_after: datetime | None = None, observed_before: datetime | None = None) -> list[Any]:
+        def when(moment: datetime) -> str:
+            return _iso(moment.astimezone(UTC).replace(tzinfo=None) if moment.tzinfo else moment)
+
+        asked = {"threadId": thread_id, "observedAfter": observed_after, "observedBefore": observed_before}
+        self.calls.append({"query": query, "topK": top_k, "filter": {
+            key: when(value) if isinstance(value, datetime) else value for key, value in asked.items()
+            if value is not None}})
+        return list(self.hits)
+
+
+def ours(history: Any, case: Case, searcher: FixedHits | None = None) -> tuple[str, str]:
     from om_eval.om.recall import RecallError, recall, result_json
 
     try:
         result = recall(history, copy.deepcopy(case.arguments), thread_id=case.thread_id,
-                        resource_id=case.resource_id, scope=case.scope)  # type: ignore[arg-type]
+                        resource_id=case.resource_id, scope=case.scope, search=searcher)  # type: ignore[arg-type]
         return "result", result_json(result)
     except RecallError as error:
         return "thrown", str(error)
@@ -730,8 +987,21 @@ def ours(history: Any, case: Case) -> tuple[str, str]:
         return "crashed", f"{type(error).__name__}: {error}"
 
 
-#: Differences kept on purpose: (case kind, predicate on (case, mastra answer), reason). Empty: none is intended.
-KNOWN_DIFFERENCES: list[tuple[str, Callable[[Case, tuple[str, str]], bool], str]] = []
+def _unreadable_search_date(case: Case, expected: tuple[str, str]) -> bool:
+    """A search whose ``before`` or ``after`` JS cannot read (Invalid Date)."""
+    from om_eval.om.jsdate import parse_js_date
+
+    return any(isinstance(case.arguments.get(name), str) and case.arguments[name]
+               and parse_js_date(case.arguments[name]) is None for name in ("before", "after"))
+
+
+#: Differences kept on purpose: (case kind, predicate on (case, mastra answer), reason).
+KNOWN_DIFFERENCES: list[tuple[str, Callable[[Case, tuple[str, str]], bool], str]] = [
+    ("search dated", _unreadable_search_date,
+     "an unreadable before/after: 1.31 passes an Invalid Date to Memory.searchMessages, whose filter calls "
+     "toISOString() on it and throws 'Invalid time value'; om-eval raises that error, while the stubbed "
+     "searchMessages here cannot throw and lets the search run unfiltered"),
+]
 
 
 def _pinned(case: Case, expected: tuple[str, str]) -> str | None:
@@ -741,14 +1011,21 @@ def _pinned(case: Case, expected: tuple[str, str]) -> str | None:
     return None
 
 
-def _describe(batch: Batch, case: Case, expected: tuple[str, str], actual: tuple[str, str]) -> str:
+def _describe(batch: Batch, case: Case, expected: tuple[str, str], actual: tuple[str, str],
+              asked: tuple[str | None, str | None] = (None, None)) -> str:
     history = batch.histories[case.history]
     where = (f"[{case.kind}] history {case.history} ({len(history['threads'])} threads, "
              f"{len(history['messages'])} messages, resource {history['resource']!r}), scope={case.scope}, "
              f"thread={case.thread_id!r}, resource={case.resource_id!r}\n    input={short(case.arguments, 300)}")
-    lines = [where, f"    mastra {expected[0]}: {short(expected[1])}", f"    ours   {actual[0]}: {short(actual[1])}"]
-    if expected[0] == actual[0]:
+    lines = [where]
+    if case.hits is not None:
+        lines.append(f"    {len(case.hits)} hits ({'aware' if case.aware else 'naive'} datetimes on our side): "
+                     f"{short(list(case.hits), 600)}")
+    lines += [f"    mastra {expected[0]}: {short(expected[1])}", f"    ours   {actual[0]}: {short(actual[1])}"]
+    if expected[0] == actual[0] and expected[1] != actual[1]:
         lines.append("    " + first_difference(expected[1], actual[1]))
+    if asked[0] != asked[1]:
+        lines += [f"    mastra asked searchMessages for {asked[0]}", f"    ours   asked the searcher for   {asked[1]}"]
     return "\n".join(lines)
 
 
@@ -767,15 +1044,17 @@ def outcome(reference: Batch) -> Outcome:
     histories = [python_history(spec) for spec in reference.histories]
     mismatches: list[tuple[Case, str]] = []
     pinned: list[str] = []
-    for case, expected in zip(reference.cases, reference.answers, strict=True):
-        actual = ours(histories[case.history], case)
-        if actual == expected:
+    for case, expected, asked in zip(reference.cases, reference.answers, reference.asked, strict=True):
+        searcher = None if case.hits is None else FixedHits(case.hits, case.aware)
+        actual = ours(histories[case.history], case, searcher)
+        ours_asked = None if searcher is None else asked_text(searcher.calls)
+        if actual == expected and ours_asked == asked:
             continue
         reason = _pinned(case, expected)
         if reason is not None:
             pinned.append(reason)
             continue
-        mismatches.append((case, _describe(reference, case, expected, actual)))
+        mismatches.append((case, _describe(reference, case, expected, actual, (asked, ours_asked))))
     compared = len(reference.cases)
     return Outcome(compared, compared - len(mismatches) - len(pinned), pinned, mismatches,
                    time.monotonic() - started)
@@ -808,7 +1087,13 @@ def test_recall_matches_mastra_1_31(
 ) -> None:
     record_property("mastra_cases", outcome.compared)
     record_property("mastra_identical", outcome.identical)
-    case_counts["recall tool (all modes)"] = (outcome.compared, outcome.identical)
+    searched = sum(case.hits is not None for case in reference.cases)
+    differing = sum(case.hits is not None for case, _ in outcome.mismatches)
+    pinned = len(outcome.pinned)  # every pinned case is a search (KNOWN_DIFFERENCES)
+    searched_same = searched - differing - pinned
+    case_counts["recall tool (messages, threads, schema)"] = (
+        outcome.compared - searched, outcome.identical - searched_same)
+    case_counts[f"recall tool with search enabled (fixed hits; {pinned} pinned apart)"] = (searched, searched_same)
     case_counts["_timings recall"] = (round(oracle.install_seconds, 1), round(reference.seconds, 2))
     if outcome.pinned:
         print(f"\npinned differences: {dict(Counter(outcome.pinned))}")
@@ -874,3 +1159,47 @@ def test_recall_cases_reach_every_behaviour(reference: Batch) -> None:
             "thrown: Cursor is required": 2, "thrown: page must be >= 0": 2}
     thin = {name: found[name] for name, least in must.items() if found[name] < least}
     assert not thin, f"the generator no longer reaches these behaviours often enough: {thin}"
+
+
+def test_search_cases_reach_every_behaviour(reference: Batch) -> None:
+    """The search cases reach each rule of 1.31's search formatting often enough, judged on the package's answers."""
+    found: Counter[str] = Counter()
+    for case, (how, text), asked in zip(reference.cases, reference.answers, reference.asked, strict=True):
+        if case.hits is None:
+            continue
+        found[f"{how} ({case.kind})"] += 1
+        if how == "thrown":
+            found[f"thrown: {text[:40]}"] += 1
+            continue
+        calls = json.loads(asked or "[]")
+        checks = {
+            "searchMessages asked": bool(calls),
+            "asked with threadId": any("threadId" in c["filter"] for c in calls),
+            "asked with a date": any("observedAfter" in c["filter"] or "observedBefore" in c["filter"] for c in calls),
+            "asked for more than kept": any(c["topK"] > json.loads(text).get("count", 0) for c in calls),
+            "no matching messages": "No matching messages found." in text,
+            "current thread memory": "### Current thread memory" in text,
+            "other thread memory": "### Older memory from another thread" in text,
+            "thread not found (no title)": bool(calls) and any(
+                f"- thread: {h['threadId']}\\n" in text for h in case.hits),
+            "untitled": "(untitled)" in text,
+            "range unknown end": "through ID (unknown)" in text,
+            "range unavailable": "raw message range unavailable" in text,
+            "no group id": any(section.count("\\n- score:") > section.count("\\n- observation group:")
+                               for section in text.split("### ")),
+            "text unavailable": "_Observation text unavailable._" in text,
+            "results truncated": "... [truncated ~" in text and '"results"' in text,
+            "count 20": '"count":20' in text,
+            "validation error": "Tool input validation failed" in text,
+            "listing through search-enabled tool": '"threads":' in text or '"messages":' in text,
+        }
+        for name, hit in checks.items():
+            found[name] += hit
+    print("\nrecall search coverage:\n  " + "\n  ".join(f"{k}: {v}" for k, v in sorted(found.items())))
+    must = {"searchMessages asked": 150, "asked with threadId": 30, "asked with a date": 40,
+            "asked for more than kept": 30, "no matching messages": 10, "current thread memory": 30,
+            "other thread memory": 60, "thread not found (no title)": 10, "untitled": 20, "range unknown end": 10,
+            "range unavailable": 20, "no group id": 20, "text unavailable": 20, "results truncated": 15,
+            "validation error": 25, "listing through search-enabled tool": 15}
+    thin = {name: found[name] for name, least in must.items() if found[name] < least}
+    assert not thin, f"the search cases no longer reach these behaviours often enough: {thin}"
