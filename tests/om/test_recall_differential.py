@@ -21,8 +21,8 @@ the end; filters; ``before``/``after`` near the threads' creation times in forms
 or time, ``March 5, 2026``, ``2026/03/05``, ``03/05/2026``, ``5 March 2026``, RFC 1123, a lower-case ``z``) or rejects;
 nulls, which the schema lets through; schema violations) run through
 ``new Memory({...}).listTools().recall.execute(input, {memory, agent})`` in one Node run, with ``retrieval: true``
-(scope ``resource``) or ``retrieval: {scope: 'thread'}``, the agent's thread being one of the resource's, absent, unsaved
-or another resource's. Node sends back ``JSON.stringify`` of the returned object (so no re-serialisation stands
+(scope ``resource``) or ``retrieval: {scope: 'thread'}``, the agent's thread being one of the resource's, absent,
+unsaved or another resource's. Node sends back ``JSON.stringify`` of the returned object (so no re-serialisation stands
 between the two texts) or the thrown message; om-eval must give the same text from ``result_json(recall(...))`` or
 the same ``str(RecallError)``. Nothing of the package is copied here; our Node script only calls its public API.
 
