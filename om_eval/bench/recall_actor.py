@@ -29,6 +29,7 @@ from om_eval.om.recall import (
     result_json,
     tool_definition,
 )
+from om_eval.om.recall_search import EmbeddingGroupSearch
 from om_eval.om.tokens import TokenCounter
 
 DEFAULT_BUDGET = 8
@@ -92,7 +93,7 @@ async def run_recall_loop(
     """Ask the actor with the tool offered until it answers (see the module docstring)."""
     history = memory.recall_history(eval_thread_id(question), question.question_date)
     searching = memory.config.retrieval_search != "off"
-    search = memory.recall_search_index() if searching else None
+    search = await _search_index(memory, actor) if searching else None
     tools = [tool_definition(memory.config.retrieval, searching)]  # type: ignore[arg-type]
     conversation = [dict(m) for m in messages]
     steps: list[ToolStep] = []
@@ -121,11 +122,36 @@ async def run_recall_loop(
                                             "up: answer now from what you have"})
                 error: str | None = "budget"
             else:
+                await _prepare_search(search, call)
                 text, error = _run_call(call, memory, question, history, search)
             steps.append(ToolStep(round_, call.id, call.name, call.arguments, len(text), counter.count_text(text),
                                   error))
             conversation.append({"role": "tool", "tool_call_id": call.id, "content": text})
         round_ += 1
+
+
+async def _search_index(memory: ObservationalMemory, client: Any) -> Any:
+    """The index ``om.retrieval_search`` asks for: BM25 offline, or embeddings through ``client`` (the litellm
+    client, the only model here that can embed)."""
+    config = memory.config
+    if config.retrieval_search == "bm25":
+        return memory.recall_search_index()
+    if not callable(getattr(client, "embed", None)):
+        raise TypeError(f"om.retrieval_search=embedding needs a client that can embed (the litellm client); "
+                        f"{type(client).__name__} cannot: use om.retrieval_search=bm25")
+    return await EmbeddingGroupSearch.build(memory.recall_search_groups(), client, config.retrieval_embedding_model)
+
+
+async def _prepare_search(search: Any, call: ToolCall) -> None:
+    """Embed a search call's query before the (synchronous) tool runs it; other calls need nothing."""
+    if search is None:
+        return
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except ValueError:
+        return
+    if isinstance(arguments, dict) and arguments.get("mode") == "search" and isinstance(arguments.get("query"), str):
+        await search.prepare(arguments["query"])
 
 
 def steps_json(steps: Sequence[ToolStep]) -> str:

@@ -100,6 +100,9 @@ class RunSpec:
         roles = {"models.actor": self.actor, "models.judge": self.judge_model}
         if not self.baseline.enabled:
             roles |= {"models.observer": self.om.observation.model, "models.reflector": self.om.reflection.model}
+            if self.om.retrieval_search == "embedding":
+                roles["om.retrieval_embedding_model"] = ModelSettings(model=self.om.retrieval_embedding_model,
+                                                                      temperature=None, max_output_tokens=None)
         return roles
 
 

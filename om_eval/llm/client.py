@@ -25,6 +25,7 @@ and a real call, while the first attempt keeps the key it always had.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
@@ -306,6 +307,59 @@ class LLMClient:
             )
             await self._store(key, entry, request, stage, scope)
         return reply
+
+    # -- embeddings -----------------------------------------------------------------------------------------
+
+    async def embed(self, texts: Sequence[str], *, model: str, stage: str = "recall", scope: Any = None
+                    ) -> list[list[float]]:
+        """One vector per text from a litellm embedding model (retrieval mode's embedding search), cached and in
+        the ledger like a completion: the vectors are stored as the entry's JSON text."""
+        request = LLMRequest.build(litellm_model_id(model), (), input=list(texts))
+        started = time.time()
+        key = cache_key(request, {"client": self.scope, "call": scope, "kind": "embedding"}) if self.cache else None
+        hit = self.cache.get(key) if key is not None else None  # type: ignore[union-attr]
+        if hit is not None:
+            self.ledger.add(CallRecord(stage, request.model, hit.prompt_tokens, 0, True, time.time() - started, 0,
+                                       0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started))
+            return json.loads(hit.text)
+        retries = 0
+        async with self._semaphore(request.model):
+            while True:
+                try:
+                    vectors, prompt_tokens, cost = await self._send_embedding(request)
+                    break
+                except Exception as error:  # retried like a completion, or recorded and raised
+                    if is_retryable(error) and retries < self.settings.max_retries:
+                        await self._sleep(self._backoff(retries, error))
+                        retries += 1
+                        continue
+                    self.ledger.add(CallRecord(stage, request.model, None, None, False, time.time() - started,
+                                               retries, None, error=f"{type(error).__name__}: {error}",
+                                               cache_key=key, started_at=started))
+                    raise LLMCallError(stage, request.model, error, retries) from error
+        self.ledger.add(CallRecord(stage, request.model, prompt_tokens, 0, False, time.time() - started, retries,
+                                   cost, cache_key=key, started_at=started))
+        if key is not None:
+            entry = CachedResponse(text=json.dumps(vectors), model=request.model, prompt_tokens=prompt_tokens,
+                                   completion_tokens=0, cost_usd=cost,
+                                   created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model)
+            await self._store(key, entry, request, stage, scope)
+        return vectors
+
+    async def _send_embedding(self, request: LLMRequest) -> tuple[list[list[float]], int | None, float | None]:
+        from om_eval.llm.providers import litellm_with_providers
+
+        litellm = litellm_with_providers()
+        kwargs = request.litellm_kwargs()
+        del kwargs["messages"]
+        timeout = self.settings.timeout_s
+        response = await asyncio.wait_for(litellm.aembedding(**kwargs, timeout=timeout, num_retries=0),
+                                          timeout=timeout + 5)
+        rows = sorted(response.data, key=lambda row: row["index"] if isinstance(row, dict) else row.index)
+        vectors = [list(row["embedding"] if isinstance(row, dict) else row.embedding) for row in rows]
+        usage = getattr(response, "usage", None)
+        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        return vectors, prompt_tokens, call_cost(request.model, prompt_tokens, 0)
 
     # -- internals ------------------------------------------------------------------------------------------
 

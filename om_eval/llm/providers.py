@@ -8,7 +8,9 @@
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import os
+import re
 import threading
 import time
 from functools import lru_cache
@@ -43,6 +45,19 @@ def scripted_model(name: str = DEFAULT_SCRIPTED) -> ScriptedModel:
         return _scripted[name]
 
 
+#: Dimensions of the scripted embedding.
+SCRIPTED_EMBEDDING_SIZE = 64
+
+
+def scripted_embedding(text: str) -> list[float]:
+    """Each lower-cased word (letters and digits) counted into one of 64 slots by its hash: texts sharing words
+    point the same way, so cosine similarity ranks them like word overlap, deterministically and offline."""
+    vector = [0.0] * SCRIPTED_EMBEDDING_SIZE
+    for word in re.findall(r"[a-z0-9]+", text.lower()):
+        vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % SCRIPTED_EMBEDDING_SIZE] += 1.0
+    return vector
+
+
 def _scripted_provider_class(litellm: ModuleType) -> type:
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
@@ -73,6 +88,19 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                     "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
                 },
             )
+
+        def embedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+            """A deterministic offline embedding: hashed word counts (the scripted model is no language model)."""
+            vectors = [scripted_embedding(str(text)) for text in input]
+            tokens = sum(len(str(text).split()) for text in input)
+            return litellm.EmbeddingResponse(
+                model=f"scripted/{model.split('/', 1)[-1]}",
+                data=[{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+                usage=litellm.Usage(prompt_tokens=tokens, total_tokens=tokens),
+            )
+
+        async def aembedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+            return self.embedding(model, input, *args, **kwargs)
 
         async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             # litellm hands over the name without its provider prefix ("om-eval", not "scripted/om-eval").

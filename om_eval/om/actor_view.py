@@ -93,9 +93,12 @@ class ActorView:
         return RecallHistory(threads, messages)
 
     def recall_search_index(self) -> Bm25GroupSearch:
-        """The observation groups of every record's current generation, for the recall tool's ``mode="search"``
-        (``om.retrieval_search=bm25``): each group's conversation is that of the first message of its range, its
-        time that of the last."""
+        """BM25 over :meth:`recall_search_groups` (``om.retrieval_search=bm25``)."""
+        return Bm25GroupSearch(self.recall_search_groups())
+
+    def recall_search_groups(self) -> list[IndexedGroup]:
+        """The observation groups of every record's current generation, for the recall tool's ``mode="search"``:
+        each group's conversation is that of the first message of its range, its time that of the last."""
         shown = {self.shown_message_id(m.id): m for m in self._messages.values()}
         groups = []
         for generations in self._generations.values():
@@ -106,7 +109,7 @@ class ActorView:
                     continue
                 groups.append(IndexedGroup(self.shown_thread_id(first.thread_id), group.id, group.range,
                                            group.content, last.created_at if last else None))
-        return Bm25GroupSearch(groups)
+        return groups
 
     def turn_history(self, thread_id: str | None = None) -> list[Message]:
         """The unobserved messages an agent turn on ``thread_id`` holds as its chat history.

@@ -48,8 +48,9 @@ ThreadSections = Literal["om_eval", "mastra"]
 THREAD_SECTIONS = ("om_eval", "mastra")
 RetrievalMode = Literal["off", "resource", "thread"]
 RETRIEVAL_MODES = ("off", "resource", "thread")
-RetrievalSearch = Literal["off", "bm25"]
-RETRIEVAL_SEARCHES = ("off", "bm25")
+RetrievalSearch = Literal["off", "bm25", "embedding"]
+RETRIEVAL_SEARCHES = ("off", "bm25", "embedding")
+DEFAULT_EMBEDDING_MODEL = "openai/text-embedding-3-small"
 #: Threads one listing returns in 1.x (the storage's default page size), so the most the actor's context sees.
 DEFAULT_OTHER_THREADS_LIMIT = 100
 MAX_COMPRESSION_LEVEL = 4
@@ -269,8 +270,12 @@ class OMConfig:
     ``off``."""
     retrieval_search: RetrievalSearch = "off"
     """Retrieval mode: offer the recall tool's ``mode="search"``. 1.31 offers it only with a vector store and an
-    embedder; ``bm25`` is om-eval's offline stand-in, ranking observation groups by BM25 over their words
+    embedder; ``embedding`` ranks observation groups by the cosine similarity of their embeddings with the query's
+    (``retrieval_embedding_model``, through litellm), ``bm25`` by BM25 over their words, offline
     (:mod:`om_eval.om.recall_search`). Left out of :meth:`to_dict` while ``off``."""
+    retrieval_embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    """With ``retrieval_search=embedding``: the litellm embedding model (``scripted/om-eval`` embeds offline, by
+    hashed word counts). Left out of :meth:`to_dict` while it is the default."""
     retrieval_instructions: str | None = None
     """Retrieval mode: more guidance about recall, added after the built-in instructions (1.31's
     ``retrieval.instructions``). Left out of :meth:`to_dict` while unset."""
@@ -369,6 +374,8 @@ class OMConfig:
         _check_choice("thread_sections", self.thread_sections, THREAD_SECTIONS)
         _check_choice("retrieval", self.retrieval, RETRIEVAL_MODES)
         _check_choice("retrieval_search", self.retrieval_search, RETRIEVAL_SEARCHES)
+        if not isinstance(self.retrieval_embedding_model, str) or not self.retrieval_embedding_model.strip():
+            _fail("retrieval_embedding_model", self.retrieval_embedding_model, "must be a litellm model id")
         if self.retrieval_search != "off" and self.retrieval == "off":
             _fail("retrieval_search", self.retrieval_search, "searches the recall tool's groups: set retrieval too")
         if self.retrieval_instructions is not None and not isinstance(self.retrieval_instructions, str):
@@ -476,8 +483,8 @@ class OMConfig:
 
         ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
         ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks``,
-        ``mastra_release``, ``thread_sections``, ``retrieval``, ``retrieval_search`` and ``retrieval_instructions`` only
-        when not the
+        ``mastra_release``, ``thread_sections``, ``retrieval``, ``retrieval_search``, ``retrieval_embedding_model`` and
+        ``retrieval_instructions`` only when not the
         default: they came after configs were hashed and stored.
         """
         data = _plain(dataclasses.asdict(self))
@@ -499,6 +506,8 @@ class OMConfig:
             del data["retrieval"]
         if self.retrieval_search == "off":
             del data["retrieval_search"]
+        if self.retrieval_embedding_model == DEFAULT_EMBEDDING_MODEL:
+            del data["retrieval_embedding_model"]
         if self.retrieval_instructions is None:
             del data["retrieval_instructions"]
         return data

@@ -5,6 +5,9 @@ nearest groups come back with their thread, range and text. This is om-eval's of
 wherever it is used: BM25 over the groups' text (``bm25s``, English stop words, no stemming), one hit per group,
 best first, groups sharing no word with the query left out. The tool formats the hits exactly as 1.31 formats its
 vector hits (:func:`om_eval.om.recall.recall`), so only the ranking and the scores differ from Mastra's.
+
+``om.retrieval_search=embedding`` is the closer counterpart: each group's text and each query are embedded with a
+litellm embedding model (:class:`EmbeddingGroupSearch`, cosine similarity).
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 SEARCH_NOT_CONFIGURED = (
     "Search is not configured. Enable it with `retrieval: { vector: true }` and configure a vector store and "
@@ -39,7 +42,9 @@ class SearchHit:
 
 
 class GroupSearcher(Protocol):
-    """What the tool asks for hits (1.31's ``Memory.searchMessages``)."""
+    """What the tool asks for hits (1.31's ``Memory.searchMessages``); the loop awaits ``prepare(query)`` first."""
+
+    async def prepare(self, query: str) -> None: ...
 
     def search(self, query: str, *, top_k: int, thread_id: str | None = None,
                observed_after: datetime | None = None, observed_before: datetime | None = None) -> list[SearchHit]: ...
@@ -82,12 +87,80 @@ class Bm25GroupSearch:
         hits = []
         for position, score in zip(ranks[0], scores[0], strict=True):
             group = self.groups[int(position)]
-            if score <= 0 or (thread_id is not None and group.thread_id != thread_id):
-                continue
-            when = _utc(group.observed_at)
-            if when is not None and ((observed_after is not None and when <= _utc(observed_after))
-                                     or (observed_before is not None and when >= _utc(observed_before))):
+            if score <= 0 or not _kept(group, thread_id, observed_after, observed_before):
                 continue
             hits.append(SearchHit(group.thread_id, float(score), group.group_id, group.range, group.text,
                                   group.observed_at))
         return hits[:top_k]
+
+    async def prepare(self, query: str) -> None:
+        """Nothing to do before a lexical search (the embedding search needs its query's vector)."""
+
+
+class Embedder(Protocol):
+    """What turns texts into vectors (the litellm client's :meth:`~om_eval.llm.client.LLMClient.embed`)."""
+
+    async def embed(self, texts: Sequence[str], *, model: str) -> list[list[float]]: ...
+
+
+class EmbeddingGroupSearch:
+    """Cosine similarity between the query's embedding and each group's (``om.retrieval_search=embedding``): the
+    closest counterpart of 1.31's vector search, with any litellm embedding model. The tool is synchronous and
+    embedding is not, so the loop awaits :meth:`prepare` for a query before the tool searches with it."""
+
+    BATCH = 64
+
+    def __init__(self, groups: Sequence[IndexedGroup], vectors: Sequence[Sequence[float]], embedder: Embedder,
+                 model: str) -> None:
+        import numpy
+
+        self.groups = list(groups)
+        self._matrix = _unit_rows(numpy.asarray(vectors, dtype=float).reshape(len(self.groups), -1))
+        self._embedder = embedder
+        self._model = model
+        self._queries: dict[str, Any] = {}
+
+    @classmethod
+    async def build(cls, groups: Sequence[IndexedGroup], embedder: Embedder, model: str) -> EmbeddingGroupSearch:
+        vectors: list[list[float]] = []
+        for start in range(0, len(groups), cls.BATCH):
+            vectors += await embedder.embed([g.text for g in groups[start:start + cls.BATCH]], model=model)
+        return cls(groups, vectors, embedder, model)
+
+    async def prepare(self, query: str) -> None:
+        """Embed ``query`` (once) so that :meth:`search` can use it."""
+        if query not in self._queries:
+            import numpy
+
+            vector = (await self._embedder.embed([query], model=self._model))[0]
+            self._queries[query] = _unit_rows(numpy.asarray([vector], dtype=float))[0]
+
+    def search(self, query: str, *, top_k: int, thread_id: str | None = None,
+               observed_after: datetime | None = None, observed_before: datetime | None = None) -> list[SearchHit]:
+        if query not in self._queries:
+            raise RuntimeError(f"the query {query!r} was not embedded first (await prepare(query))")
+        if not self.groups:
+            return []
+        scores = self._matrix @ self._queries[query]
+        hits = []
+        for position in sorted(range(len(self.groups)), key=lambda i: (-scores[i], i)):
+            group = self.groups[position]
+            if _kept(group, thread_id, observed_after, observed_before):
+                hits.append(SearchHit(group.thread_id, float(scores[position]), group.group_id, group.range,
+                                      group.text, group.observed_at))
+        return hits[:top_k]
+
+
+def _unit_rows(matrix: Any) -> Any:
+    import numpy
+
+    norms = numpy.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / numpy.where(norms == 0, 1.0, norms)
+
+
+def _kept(group: IndexedGroup, thread_id: str | None, after: datetime | None, before: datetime | None) -> bool:
+    if thread_id is not None and group.thread_id != thread_id:
+        return False
+    when = _utc(group.observed_at)
+    return when is None or not ((after is not None and when <= _utc(after))
+                                or (before is not None and when >= _utc(before)))

@@ -143,3 +143,25 @@ def test_retrieval_off_offers_no_tool(tmp_path) -> None:
     assert answer.tool_steps is None
     assert [r.stage for r in client.ledger.records if r.model == actor.model] == ["actor"]
     assert replace(config("off"), retrieval="off").to_dict() == OMConfig.from_dict(config("off").to_dict()).to_dict()
+
+
+@pytest.mark.parametrize("search", ["bm25", "embedding"])
+def test_a_search_call_returns_groups_of_the_conversation_that_holds_the_answer(tmp_path, search: str) -> None:
+    from om_eval.bench.recall_actor import _prepare_search, _run_call, _search_index
+    from om_eval.om.model import ToolCall
+
+    settings = {"retrieval_search": search, "retrieval_embedding_model": "scripted/om-eval"}
+    client = LLMClient(cache=ResponseCache(tmp_path / "cache"), ledger=Ledger())
+    build = asyncio.run(build_memory(haystack(), replace(config(), **settings), observer=client,
+                                     replay=ReplayConfig(final_flush=True)))
+    memory = build.memory
+    index = asyncio.run(_search_index(memory, client))
+    call = ToolCall("c1", "recall", json.dumps({"mode": "search", "query": "adopted grey cat", "limit": 1}))
+    asyncio.run(_prepare_search(index, call))
+    history = memory.recall_history(eval_thread_id(haystack()), haystack().question_date)
+    text, error = _run_call(call, memory, haystack(), history, index)
+    result = json.loads(text)
+    assert error is None and result["count"] == 1 and "grey cat" in result["results"], result
+    if search == "embedding":  # the groups and the query were embedded through the client, cached
+        embeds = [r for r in client.ledger.records if r.stage == "recall"]
+        assert len(embeds) == 2 and not any(r.cached for r in embeds)
