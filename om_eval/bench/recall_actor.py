@@ -22,13 +22,8 @@ from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel, ModelReply, ToolCall, complete_checked
-from om_eval.om.recall import (
-    TOOL_NAME,
-    RecallError,
-    recall,
-    result_json,
-    tool_definition,
-)
+from om_eval.om.recall import RecallError, recall, result_json
+from om_eval.om.recall_schema import TOOL_NAME, tool_definition
 from om_eval.om.recall_search import EmbeddingGroupSearch
 from om_eval.om.tokens import TokenCounter
 

@@ -30,7 +30,7 @@ from om_eval.om.history_lines import format_history_lines
 from om_eval.om.jstext import WS, js_trim
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
-from om_eval.om.recall import recall_instructions
+from om_eval.om.recall_schema import recall_instructions
 from om_eval.om.records import Message
 
 #: Per-part character cap for other threads' raw messages shown to the actor.

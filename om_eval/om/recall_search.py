@@ -24,7 +24,7 @@ SEARCH_NOT_CONFIGURED = (
 """1.31's reply when the mode is asked for without a search index (its own words: a model may see them)."""
 
 
-def _utc(moment: datetime | None) -> datetime | None:
+def as_utc(moment: datetime | None) -> datetime | None:
     """Naive times are UTC (as every time om-eval stores)."""
     return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment
 
@@ -161,6 +161,6 @@ def _unit_rows(matrix: Any) -> Any:
 def _kept(group: IndexedGroup, thread_id: str | None, after: datetime | None, before: datetime | None) -> bool:
     if thread_id is not None and group.thread_id != thread_id:
         return False
-    when = _utc(group.observed_at)
-    return when is None or not ((after is not None and when <= _utc(after))
-                                or (before is not None and when >= _utc(before)))
+    when = as_utc(group.observed_at)
+    return when is None or not ((after is not None and when <= as_utc(after))
+                                or (before is not None and when >= as_utc(before)))
