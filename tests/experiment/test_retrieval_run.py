@@ -5,8 +5,6 @@ cost, and the page draws them."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -73,17 +71,11 @@ def test_the_report_counts_calls_per_question_and_their_cost(swept: tuple[Path, 
 
 def test_the_page_draws_the_recall_calls(swept: tuple[Path, str, str], tmp_path: Path) -> None:
     from om_eval.report.view import write_view
+    from tests.report.test_view import browse
 
     results, _, on = swept
     page = write_view(results, tmp_path / "view.html", n_boot=50)
-    chromium = next((found for name in ("/usr/bin/chromium", "chromium", "chromium-browser")
-                     if (found := shutil.which(name))), None)
-    if chromium is None:
-        pytest.skip("Chromium not installed: apt-get install chromium")
-    done = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                           "--disable-background-networking", f"--user-data-dir={tmp_path / 'profile'}",
-                           "--virtual-time-budget=5000", "--dump-dom", f"{page.as_uri()}#q={QUESTION}&a={on[:8]}"],
-                          capture_output=True, text=True, timeout=60, check=False)
+    done = browse(page, f"q={QUESTION}&a={on[:8]}", tmp_path / "profile", "--dump-dom")
     assert done.returncode == 0, done.stderr[-2000:]
     drawn = re.sub(r"<script.*?</script>", "", done.stdout, flags=re.DOTALL)
     drawn = drawn[drawn.index('id="detail"'):]
