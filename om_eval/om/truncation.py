@@ -17,8 +17,8 @@ How the work is bounded (observations can be ~1500 lines / 40k tokens):
   found by binary search: O(n log n) arithmetic in total.
 * The real ``count_tokens`` runs only on rendered candidates (each at most about ``budget`` tokens plus
   markers). Candidates are visited best first, grouped by their number of important lines; within a group
-  (longest tail first) the first fitting one is found by galloping then binary search, i.e. O(log n) real
-  counts per group, and the search stops at the first group with a fit. For a fixed number of important
+  (longest tail first) the first fitting one is found by galloping from an estimate (the lines' own counts
+  plus one per line break) then binary search, i.e. O(log distance) real counts per group, and the search stops at the first group with a fit. For a fixed number of important
   lines the lower bound shrinks monotonically as the tail shrinks, so this finds the same candidate as
   Mastra's linear scan whenever the real count is monotone too; otherwise it returns another candidate that
   was verified to fit.
@@ -136,18 +136,31 @@ def _group_candidates(costs: _LineCosts, budget: int) -> dict[int, list[int]]:
     return groups
 
 
-def _first_fit(count: int, try_at: Callable[[int], str | None]) -> str | None:
-    """Earliest index in ``range(count)`` whose candidate fits (assuming fits form a suffix): gallop forward
-    (offsets 0, 1, 3, 7, …) to the first fit, then binary-search the gap before it. O(log count) calls."""
+def _first_fit(count: int, try_at: Callable[[int], str | None], start: int = 0) -> str | None:
+    """Earliest index in ``range(count)`` whose candidate fits (assuming fits form a suffix). From ``start`` (a
+    guess), gallop towards the boundary (steps 1, 2, 4, …) until a miss and a fit bracket it, then binary-search
+    the gap: O(log distance) calls, a handful when the guess is close."""
     if count == 0:
         return None
-    last_miss, probe, step = -1, 0, 1
+    probe = min(max(start, 0), count - 1)
     found = try_at(probe)
-    while found is None:
-        if probe == count - 1:
-            return None
-        last_miss, probe, step = probe, min(count - 1, probe + step), step * 2
-        found = try_at(probe)
+    step = 1
+    if found is None:  # the boundary is after the guess
+        last_miss = probe
+        while found is None:
+            if probe == count - 1:
+                return None
+            last_miss, probe, step = probe, min(count - 1, probe + step), step * 2
+            found = try_at(probe)
+    else:  # the guess fits: look back for a miss
+        last_miss = -1
+        while probe > 0:
+            back = max(0, probe - step)
+            candidate = try_at(back)
+            if candidate is None:
+                last_miss = back
+                break
+            found, probe, step = candidate, back, step * 2
     low, high = last_miss + 1, probe - 1
     while low <= high:
         mid = (low + high) // 2
@@ -157,6 +170,18 @@ def _first_fit(count: int, try_at: Callable[[int], str | None]) -> str | None:
         else:
             found, high = candidate, mid - 1
     return found
+
+
+def _likely_first_fit(costs: _LineCosts, tail_starts: Sequence[int], keep: int, budget: int) -> int:
+    """Where the first fit probably is: the first candidate whose lines' own counts plus a token per line break
+    fit. Real counts differ by a few tokens (markers, whitespace merged across breaks), so this only saves the
+    search most of its real counts; the search itself decides."""
+    for position, tail_start in enumerate(tail_starts):
+        head_important = bisect_left(costs.important, tail_start)
+        kept = costs.important_cost[head_important] - costs.important_cost[head_important - keep]
+        if costs.tail_cost[tail_start] + kept + len(costs.lines) - tail_start + keep <= budget:
+            return position
+    return len(tail_starts) - 1
 
 
 def _truncate(observations: str, budget: int, count_tokens: TokenCountFn) -> str:
@@ -171,7 +196,7 @@ def _truncate(observations: str, budget: int, count_tokens: TokenCountFn) -> str
             candidate = costs.render(tail_starts[position], keep)
             return candidate if count_tokens(candidate) <= budget else None
 
-        best = _first_fit(len(tail_starts), try_at)
+        best = _first_fit(len(tail_starts), try_at, _likely_first_fit(costs, tail_starts, keep, budget))
         if best is not None:
             return best
     return truncated_marker(len(lines))

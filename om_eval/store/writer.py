@@ -167,6 +167,12 @@ class RunStore:
             self._in_flight: dict[tuple[str, str], list[str]] = {}
             self.recovered_calls = self._recover_journal()
             """Calls of interrupted attempts found in the journal when the file was opened."""
+            # Questions with any row already: only these need an earlier attempt's rows cleared, their calls
+            # numbered after the stored ones, and their verdicts replaced. The lock makes this the file's one
+            # writer, so the set stays true; skipping those three statements halves a fresh question's write.
+            self._has_rows: set[tuple[str, str]] = set(self._con.execute(
+                "SELECT run_id, question_id FROM items UNION SELECT run_id, question_id FROM llm_calls "
+                "UNION SELECT run_id, question_id FROM judgments").fetchall())
         except BaseException:
             self.close()
             raise
@@ -319,21 +325,26 @@ class RunStore:
         replace_events = memory_key is not None and bool(event_rows)
         if run_id not in self._run_ids:
             raise StoreError(f"run {run_id} is not registered in {self.path}; call register_run first")
-        with self._transaction() as con:
-            key = [run_id, question_id]
-            con.execute("DELETE FROM items WHERE run_id = ? AND question_id = ?", key)
-            # Calls of earlier attempts stay (they were paid for); this attempt's are numbered after them.
-            first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND question_id = ?",
-                                key).fetchone()[0]
-            call_rows = [call_row(call, run_id, question_id, first + seq) for seq, call in enumerate(calls)]
-            if replace_events:
-                con.execute("DELETE FROM om_events WHERE memory_key = ? AND question_id = ?", [memory_key, owner])
-            insert(con, "items", [row])
-            insert(con, "om_events", event_rows)
-            insert(con, "llm_calls", call_rows)
-            if snapshot_values is not None:
-                insert(con, "memory_snapshots", [snapshot_values], replace=True)
-            insert(con, "judgments", judgment_rows, replace=True)
+        key = (run_id, question_id)
+        with self._mutex:  # the check, the write and the mark, as one step
+            seen = key in self._has_rows
+            with self._transaction() as con:
+                first = 0
+                if seen:
+                    con.execute("DELETE FROM items WHERE run_id = ? AND question_id = ?", list(key))
+                    # Calls of earlier attempts stay (they were paid for); this attempt's are numbered after them.
+                    first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
+                                        "question_id = ?", list(key)).fetchone()[0]
+                call_rows = [call_row(call, run_id, question_id, first + seq) for seq, call in enumerate(calls)]
+                if replace_events:
+                    con.execute("DELETE FROM om_events WHERE memory_key = ? AND question_id = ?", [memory_key, owner])
+                insert(con, "items", [row])
+                insert(con, "om_events", event_rows)
+                insert(con, "llm_calls", call_rows)
+                if snapshot_values is not None:
+                    insert(con, "memory_snapshots", [snapshot_values], replace=True)
+                insert(con, "judgments", judgment_rows, replace=seen)
+            self._has_rows.add(key)
         with self._mutex:
             if self._in_flight.pop((run_id, question_id), None) is not None:
                 self._rewrite_journal()
@@ -414,6 +425,8 @@ class RunStore:
                                     "question_id = ?", [run_id, question_id]).fetchone()[0]
                 insert(con, "llm_calls", [call_row(call, run_id, question_id, first + seq)
                                           for seq, call in enumerate(question_calls)])
+        self._has_rows.update((run_id, row["question_id"]) for row in verdict_rows)
+        self._has_rows.update((run_id, question_id) for question_id in calls or {})
         return len(verdict_rows)
 
     # -- memory snapshots (the pipeline's SnapshotStore interface) ----------------------------------------------

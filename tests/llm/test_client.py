@@ -57,6 +57,18 @@ def test_scripted_provider_answers_through_litellm() -> None:
     assert record.stage == "actor" and record.cost_usd == 0.0 and not record.cached and record.retries == 0
 
 
+def test_litellm_prices_scripted_replies_at_zero() -> None:
+    # Our ledger prices offline providers itself; litellm prices every reply too, and must find the model in its
+    # list rather than searching near names on each call.
+    from om_eval.llm.providers import litellm_with_providers
+
+    litellm = litellm_with_providers()
+    scripted("priced")
+    response = litellm.completion(model="scripted/priced", messages=QUESTION)
+    assert response._hidden_params["response_cost"] == 0.0
+    assert litellm.model_cost["scripted/priced"]["input_cost_per_token"] == 0.0
+
+
 @pytest.mark.parametrize("fault", ["rate_limit", "server_error", "timeout", "error"])
 def test_transient_errors_are_retried_with_growing_jittered_backoff(fault: str) -> None:
     llm, sleep = client(max_retries=5, backoff_base_s=1.0, backoff_max_s=60.0)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from om_eval.om.records import Message
 from om_eval.om.tokens import (
@@ -63,3 +65,35 @@ def test_pluggable_estimators_record_their_name() -> None:
     assert make_counter("tiktoken/cl100k_base").name == "tiktoken/cl100k_base"
     with pytest.raises(ValueError, match="token estimator 'bpe' is unknown"):
         make_counter("bpe")
+
+
+# Characters chosen to stress the piece boundaries at line breaks: every kind of whitespace and line break,
+# slashes after punctuation, digits, contractions, mixed case, emoji, CJK, combining marks, and a special token.
+_TRICKY = st.sampled_from([
+    "\n", "\n", "\n", "\r", "\r\n", " ", "  ", "\t", "\u2028", "\xa0", "\x85", "\u3000", "/", "//", ".", ".)", "*",
+    "-", "- ", "* ", "🔴", "✅", "(14:30)", "2023", "12345", "'s", "'LL", "Dr.", "URL", "hello", "World", "naïve",
+    "e\u0301", "日本語", "<|endoftext|>", "http://x.io/a", ":", "...", "#", "\\",
+])
+_TRICKY_TEXT = st.lists(_TRICKY, min_size=1, max_size=120).map("".join)
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@settings(max_examples=400, deadline=None)
+@given(text=_TRICKY_TEXT)
+@example(text="x)\n//y")  # o200k merges ")\n//" into one piece: no cut before a slash
+@example(text="...\n/usr/bin")
+@example(text="a.\n\n/b")
+def test_a_long_text_counted_by_line_pieces_counts_as_a_whole(encoding: str, text: str) -> None:
+    counter = TiktokenCounter(encoding)
+    counter.REMEMBERED_CHARS = 8  # so that short texts take the piecewise path too
+    whole = len(counter._encoding.encode(text, allowed_special="all"))
+    assert counter.count_text(text) == whole
+    assert counter.count_text(text) == whole  # and again from the remembered pieces
+
+
+def test_observations_grown_by_a_line_count_as_a_whole() -> None:
+    counter = TiktokenCounter()
+    lines = [f"* 🔴 (09:{i % 60:02d}) User mentioned item {i}/{i + 1}: " + "detail " * (i % 9) for i in range(300)]
+    for size in (50, 51, 200, 300):
+        text = "\n".join(lines[:size])
+        assert counter.count_text(text) == len(counter._encoding.encode(text, allowed_special="all"))

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.om.truncation import (
+    _first_fit,
     is_important_line,
     prepare_previous_observations,
     truncate_to_token_budget,
@@ -202,6 +203,23 @@ def test_prepare_flags_truncation_exactly_when_over_budget(text: str, budget: in
     result, truncated = prepare_previous_observations(text, budget, count)
     assert truncated == (count(text) > budget)
     assert result == (truncate_to_token_budget(text, budget, count) if truncated else text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=300), st.data())
+def test_first_fit_finds_the_boundary_from_any_guess(count: int, data: st.DataObject) -> None:
+    boundary = data.draw(st.integers(min_value=0, max_value=count), label="first fitting index (count: none)")
+    start = data.draw(st.integers(min_value=-5, max_value=count + 5), label="guess")
+    tried: list[int] = []
+
+    def try_at(index: int) -> str | None:
+        assert 0 <= index < count
+        tried.append(index)
+        return f"candidate {index}" if index >= boundary else None
+
+    assert _first_fit(count, try_at, start) == (f"candidate {boundary}" if boundary < count else None)
+    distance = abs(min(max(start, 0), max(count - 1, 0)) - boundary) + 1
+    assert len(tried) <= 2 * distance.bit_length() + 2  # gallop out, then halve back
 
 
 # --------------------------------------------------------------------------- fidelity to Mastra's linear scan

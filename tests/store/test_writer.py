@@ -178,6 +178,23 @@ def test_a_rerun_replaces_the_item_and_events_but_keeps_paid_calls(store: RunSto
     assert store.done_question_ids("r1") == {"q0001"}
 
 
+def test_a_rerun_after_reopening_still_replaces_and_numbers_calls_after_the_paid_ones(tmp_path: Path) -> None:
+    # The writer skips the clean-up of questions it knows have no rows yet; what it knows must come from the
+    # file, or a resumed run would collide with (or duplicate) an earlier invocation's rows.
+    verdict = {"judge_identity": json.dumps({"mode": "house"}), "label": False, "status": "ok"}
+    with RunStore(store_path(tmp_path, "r1")) as first:
+        first.register_run(run_info("r1"))
+        item, events, calls, _ = question("r1", 1, n_calls=3, status="error")
+        first.record_question("r1", item, events, calls, judgments=[verdict])
+    with RunStore(store_path(tmp_path, "r1")) as second:
+        second.register_run(run_info("r1"))
+        item, events, calls, _ = question("r1", 1, n_calls=2)
+        second.record_question("r1", item, events, calls, judgments=[{**verdict, "label": True}])
+        assert counts(second, "q0001") == (1, 3, 5)
+        assert [r[0] for r in rows(second, "SELECT seq FROM llm_calls ORDER BY seq")] == list(range(5))
+        assert rows(second, "SELECT label FROM judgments WHERE question_id = 'q0001'") == [(True,)]
+
+
 def test_answering_from_a_reused_memory_keeps_the_builds_events(store: RunStore) -> None:
     item, events, calls, _ = question("r1", 1)
     store.record_question("r1", item, events, calls)
