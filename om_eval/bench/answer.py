@@ -91,13 +91,22 @@ def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs
                          retrieval_search=memory.config.retrieval_search != "off")
 
 
-def actor_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
-    """Everything the actor receives, in order."""
+def actor_messages(memory: ObservationalMemory, question: Question,
+                   renders: dict[Any, list[dict[str, str]]] | None = None) -> list[dict[str, str]]:
+    """Everything the actor receives, in order.
+
+    ``renders`` keeps the memory's messages for each question date and thread, for questions that share one
+    built memory (a LoCoMo conversation's ~200): answering only reads memory, so they are the same each time.
+    """
     prompts = actor_prompts()
     user = fill(prompts["question"], question_date=question.question_date_text, question=question.question)
+    if renders is None:
+        shown = memory_messages(memory, question)
+    elif (shown := renders.get(key := (question.question_date, eval_thread_id(question)))) is None:
+        shown = renders[key] = memory_messages(memory, question)
     return [
         {"role": "system", "content": prompts["instructions"]},
-        *memory_messages(memory, question),
+        *shown,
         *history_messages(memory, question),
         {"role": "user", "content": user},
     ]
@@ -173,7 +182,8 @@ async def ask_actor(
 
 
 async def answer_question(
-    actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Question
+    actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Question,
+    renders: dict[Any, list[dict[str, str]]] | None = None,
 ) -> AnswerResult:
     """Ask the actor ``question`` with ``memory``'s context.
 
@@ -183,8 +193,10 @@ async def answer_question(
     Raises:
         AnswerError: the reply is empty, degenerate (:func:`answer_problem`) or cut off at the output token limit
             (a truncated answer would be judged as if whole); it is not cached.
+
+    ``renders``: see :func:`actor_messages`.
     """
-    messages = actor_messages(memory, question)
+    messages = actor_messages(memory, question, renders)
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     if memory.config.retrieval != "off":
         return await _answer_with_recall(actor, settings, memory, question, messages, text_hash(joined))

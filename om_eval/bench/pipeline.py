@@ -13,7 +13,7 @@ import json
 import zlib
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +115,8 @@ class MemoryBuild:
     stats: ReplayStats
     key: str
     reused: bool
+    renders: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
+    """What answering rendered from this memory, shared by every question handed the same build."""
 
 
 async def build_memory(
@@ -292,7 +294,7 @@ async def answer_and_judge(
     from om_eval.bench.judge import judge_answer
     from om_eval.bench.trace import trace_evidence
 
-    answer = await answer_question(client, actor, build.memory, question)
+    answer = await answer_question(client, actor, build.memory, question, build.renders)
     verdict = await judge_answer(judge, client, question, answer.hypothesis)
     evidence = [asdict(t) for t in trace_evidence(question, build.memory, replay)]
     stats = build.stats

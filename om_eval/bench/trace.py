@@ -38,15 +38,34 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
 
 
-def matching_lines(observations: str, content: str, limit: int = 3) -> list[str]:
-    """Observation lines whose content words mostly occur in ``content``, best first."""
-    turn_words = _words(content)
-    scored = []
+@lru_cache(maxsize=64)
+def _line_index(observations: str) -> tuple[list[tuple[str, frozenset[str]]], dict[str, list[int]]]:
+    """The text's lines that have content words, and for each word the lines holding it. Cached: every question
+    of a shared memory traces its evidence through the same observations."""
+    lines: list[tuple[str, frozenset[str]]] = []
+    holders: dict[str, list[int]] = {}
     for line in observations.splitlines():
         words = _words(line)
-        shared = len(words & turn_words)
-        if words and shared >= MIN_SHARED_WORDS and shared / len(words) >= MIN_LINE_COVERAGE:
-            scored.append((shared / len(words), shared, line.strip()))
+        if words:
+            for word in words:
+                holders.setdefault(word, []).append(len(lines))
+            lines.append((line.strip(), words))
+    return lines, holders
+
+
+def matching_lines(observations: str, content: str, limit: int = 3) -> list[str]:
+    """Observation lines whose content words mostly occur in ``content``, best first (ties in text order)."""
+    lines, holders = _line_index(observations)
+    shared_by_line: dict[int, int] = {}
+    for word in _words(content):
+        for index in holders.get(word, ()):
+            shared_by_line[index] = shared_by_line.get(index, 0) + 1
+    scored = []
+    for index in sorted(i for i, shared in shared_by_line.items() if shared >= MIN_SHARED_WORDS):
+        line, words = lines[index]
+        shared = shared_by_line[index]
+        if shared / len(words) >= MIN_LINE_COVERAGE:
+            scored.append((shared / len(words), shared, line))
     scored.sort(key=lambda item: (-item[0], -item[1]))
     return [line for _, _, line in scored[:limit]]
 

@@ -8,6 +8,7 @@ published one (``Question.corrected_answer``) and its evidence fixes where the o
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from collections.abc import Iterator, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
@@ -49,16 +50,41 @@ def _dialog_key(dia_id: str) -> tuple[int, int] | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
+#: id of a conversation -> (the conversation, its sessions with no evidence marked, each turn's dialog key).
+_PLAIN_SESSIONS: dict[int, tuple[LocomoConversation, tuple[HaystackSession, ...],
+                                 tuple[tuple[tuple[int, int] | None, ...], ...]]] = {}
+
+
+def _plain_sessions(conversation: LocomoConversation) -> tuple[tuple[HaystackSession, ...],
+                                                             tuple[tuple[tuple[int, int] | None, ...], ...]]:
+    """The conversation's sessions with no turn marked as evidence, built once and shared (immutable) by its
+    questions: a question's evidence touches a session or two of its 19-35."""
+    cached = _PLAIN_SESSIONS.get(id(conversation))
+    if cached is None or cached[0] is not conversation:
+        owner = haystack_id(conversation.index)
+        sessions = tuple(
+            HaystackSession(owner, index, f"session_{session.number}", session.started_at, session.date_text,
+                            tuple(Turn(t.role, t.text, False) for t in session.turns), False)
+            for index, session in enumerate(conversation.sessions))
+        keys = tuple(tuple(_dialog_key(t.dia_id) for t in session.turns) for session in conversation.sessions)
+        if len(_PLAIN_SESSIONS) >= 16:
+            _PLAIN_SESSIONS.clear()
+        cached = _PLAIN_SESSIONS[id(conversation)] = (conversation, sessions, keys)
+    return cached[1], cached[2]
+
+
 def _benchmark_question(conversation: LocomoConversation, question: LocomoQuestion,
                         corrected: LocomoQuestion | None) -> Question:
     """One LoCoMo question as a benchmark question over its conversation's shared haystack."""
     owner = haystack_id(conversation.index)
     evidence = evidence_turns((corrected or question).evidence)
     sessions = []
-    for index, session in enumerate(conversation.sessions):
-        turns = tuple(Turn(t.role, t.text, _dialog_key(t.dia_id) in evidence) for t in session.turns)
-        sessions.append(HaystackSession(owner, index, f"session_{session.number}", session.started_at,
-                                        session.date_text, turns, any(t.has_answer for t in turns)))
+    for plain, turn_keys in zip(*_plain_sessions(conversation)):
+        if evidence.isdisjoint(turn_keys):
+            sessions.append(plain)
+            continue
+        turns = tuple(Turn(t.role, t.content, key in evidence) for t, key in zip(plain.turns, turn_keys))
+        sessions.append(replace(plain, turns=turns, is_evidence=any(t.has_answer for t in turns)))
     asked = conversation.ends_at + QUESTION_DELAY
     changed = corrected is not None and corrected.answer != question.answer
     return Question(

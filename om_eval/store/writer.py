@@ -165,6 +165,7 @@ class RunStore:
             self._run_ids = {row[0] for row in self._con.execute("SELECT run_id FROM runs").fetchall()}
             self._journal = self.path.with_name(self.path.name + ".calls.jsonl")
             self._in_flight: dict[tuple[str, str], list[str]] = {}
+            self._journal_lines = 0
             self.recovered_calls = self._recover_journal()
             """Calls of interrupted attempts found in the journal when the file was opened."""
             # Questions with any row already: only these need an earlier attempt's rows cleared, their calls
@@ -355,15 +356,22 @@ class RunStore:
         line = json.dumps(values, ensure_ascii=False, default=str)
         with self._mutex:
             self._in_flight.setdefault((run_id, question_id), []).append(line)
+            self._journal_lines += 1
             with open(self._journal, "a", encoding="utf-8") as handle:
                 handle.write(line + "\n")
+
+    #: Saved questions' lines may stay in the journal up to this many lines (opening skips lines already stored):
+    #: rewriting it after every question cost a file write per question for nothing.
+    JOURNAL_SLACK = 256
 
     def _rewrite_journal(self) -> None:
         lines = [line for entries in self._in_flight.values() for line in entries]
         if not lines:
             self._journal.unlink(missing_ok=True)
-            return
-        atomic_write(self._journal, "".join(line + "\n" for line in lines))
+            self._journal_lines = 0
+        elif self._journal_lines > len(lines) + self.JOURNAL_SLACK:
+            atomic_write(self._journal, "".join(line + "\n" for line in lines))
+            self._journal_lines = len(lines)
 
     def _recover_journal(self) -> int:
         """Move calls of interrupted attempts from the journal into ``llm_calls``; returns how many."""

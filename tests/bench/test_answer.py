@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
 
@@ -90,3 +91,21 @@ def test_1_31_shows_the_unobserved_haystack_as_chat_history(release: str) -> Non
     shown = [m["content"] for m in messages if m["content"] == "I keep bees on my roof."]
     assert shown == (["I keep bees on my roof."] if release == "v1_31" else [])
     assert (raw_tail_tokens(memory, q) > 0) is (release == "v1_31")
+
+
+def test_questions_sharing_a_memory_render_it_once_per_date(monkeypatch: pytest.MonkeyPatch) -> None:
+    import om_eval.bench.answer as answer_module
+
+    memory = ObservationalMemory(OMConfig(scope="resource"), observer=ScriptedModel())
+    memory.add_message(Message("m1", "s1", "user", "I keep bees on my roof.", question().question_date.replace(year=2020)))
+    rendered: list[object] = []
+    real = answer_module.memory_messages
+    monkeypatch.setattr(answer_module, "memory_messages", lambda m, q: rendered.append(q) or real(m, q))
+    first = question()
+    later = replace(first, question="Where are the bees?")
+    next_day = replace(first, question_date=first.question_date.replace(day=2))
+    renders: dict = {}
+    shared = [actor_messages(memory, q, renders) for q in (first, later, next_day, first)]
+    assert len(rendered) == 2  # once for the question date, once for the next day
+    assert shared == [actor_messages(memory, q) for q in (first, later, next_day, first)]
+    assert shared[1][-1]["content"] != shared[0][-1]["content"]  # each keeps its own question

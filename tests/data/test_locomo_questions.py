@@ -116,3 +116,27 @@ def test_the_real_file_gives_ten_shared_memories_and_99_corrected_golds() -> Non
     answerable = [q for q in questions if not q.is_abstention]
     unmarked = [q.question_id for q in answerable if not any(t.has_answer for s in q.sessions for t in s.turns)]
     assert len(unmarked) <= 5, unmarked
+
+
+def _marks_only_its_own_evidence(path: Path) -> None:
+    conversations = {c.index: c for c in locomo.read_locomo(path)[1]}
+    raw_questions = {q.id: q for c in conversations.values() for q in c.questions}
+    for q in locomo_dataset(path).iter_questions():
+        wanted = evidence_turns(raw_questions[q.question_id].evidence)
+        raw = conversations[int(q.memory_owner.split("_")[1])]
+        expected = {(si, ti) for si, session in enumerate(raw.sessions) for ti, turn in enumerate(session.turns)
+                    if len(found := evidence_turns([turn.dia_id])) == 1 and next(iter(found)) in wanted}
+        assert {(s.index, i) for s in q.sessions for i, t in enumerate(s.turns) if t.has_answer} == expected
+        assert [s.is_evidence for s in q.sessions] == [any(si == i for i, _ in expected)
+                                                       for si in range(len(q.sessions))]
+
+
+def test_shared_sessions_leave_each_question_its_own_evidence(tmp_path: Path) -> None:
+    # Sessions a question's evidence does not touch are one object shared by every question of the conversation.
+    _marks_only_its_own_evidence(write_locomo_shaped(tmp_path, conversations=2))
+
+
+@pytest.mark.skipif(not (SHARED / "locomo10.json").exists(), reason="the LoCoMo file is not shipped; it is read "
+                    "from ../shared/data when present")
+def test_every_real_question_marks_only_its_own_evidence() -> None:
+    _marks_only_its_own_evidence(SHARED / "locomo10.json")

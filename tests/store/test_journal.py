@@ -74,3 +74,41 @@ def test_journal_lines_of_an_already_saved_question_are_not_counted_twice(tmp_pa
     with RunStore(path) as store:
         assert store.recovered_calls == 0 and store.spent_usd("r1") == spent
     assert not journal.exists() and not os.path.exists(str(journal) + ".tmp")
+
+
+def test_saved_lines_left_in_the_journal_are_skipped_after_a_kill(tmp_path: Path) -> None:
+    # The writer rewrites the journal only once saved questions' lines pile up, so a kill usually finds some there.
+    path = store_path(tmp_path, "r1")
+    first = [call("observer", 1.0), call("actor", 2.0)]
+    second = [call("observer", 3.0, cost=0.5)]
+    with RunStore(path) as store:
+        store.register_run(run_info("r1"))
+        for record in first:
+            store.journal_call("r1", "q0001", record)
+        for record in second:
+            store.journal_call("r1", "q0002", record)
+        item, events, _, _ = question("r1", 1)
+        store.record_question("r1", item, events, first)  # as the job does: the ledger's own records
+        journal = path.with_name(path.name + ".calls.jsonl")
+        assert len(journal.read_text(encoding="utf-8").splitlines()) == 3  # q0001's lines stay for now
+        store._con.close()  # killed: nothing more is written
+        store._con = None
+    with RunStore(path) as store:
+        assert store.recovered_calls == 1
+        rows = store._read("SELECT question_id, count(*), sum(cost_usd) FROM llm_calls GROUP BY 1 ORDER BY 1", [])
+    assert rows == [("q0001", 2, 0.02), ("q0002", 1, 0.5)]
+    assert not journal.exists()
+
+
+def test_the_journal_is_compacted_once_saved_lines_pile_up(tmp_path: Path) -> None:
+    path = store_path(tmp_path, "r1")
+    journal = path.with_name(path.name + ".calls.jsonl")
+    with RunStore(path) as store:
+        store.register_run(run_info("r1"))
+        store.journal_call("r1", "q9999", call("observer", 0.5))  # in flight throughout
+        for index in range(1, RunStore.JOURNAL_SLACK + 10):
+            store.journal_call("r1", f"q{index:04d}", call("observer", float(index)))
+            item, events, _, _ = question("r1", index, n_events=0)
+            store.record_question("r1", item, events, [call("observer", float(index))])
+            assert len(journal.read_text(encoding="utf-8").splitlines()) <= RunStore.JOURNAL_SLACK + 2
+        assert journal.exists()
