@@ -8,8 +8,8 @@ published one (``Question.corrected_answer``) and its evidence fixes where the o
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 

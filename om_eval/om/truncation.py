@@ -18,8 +18,9 @@ How the work is bounded (observations can be ~1500 lines / 40k tokens):
 * The real ``count_tokens`` runs only on rendered candidates (each at most about ``budget`` tokens plus
   markers). Candidates are visited best first, grouped by their number of important lines; within a group
   (longest tail first) the first fitting one is found by galloping from an estimate (the lines' own counts
-  plus one per line break) then binary search, i.e. O(log distance) real counts per group, and the search stops at the first group with a fit. For a fixed number of important
-  lines the lower bound shrinks monotonically as the tail shrinks, so this finds the same candidate as
+  plus one per line break) then binary search, i.e. O(log distance) real counts per group, and the search
+  stops at the first group with a fit. For a fixed number of important lines the lower bound shrinks
+  monotonically as the tail shrinks, so this finds the same candidate as
   Mastra's linear scan whenever the real count is monotone too; otherwise it returns another candidate that
   was verified to fit.
 """
