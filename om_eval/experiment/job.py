@@ -17,7 +17,7 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
@@ -43,6 +43,9 @@ from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import prompt_set_hash
 from om_eval.om.tokens import make_counter
+
+if TYPE_CHECKING:
+    from om_eval.store.batched import BatchedRecorder
 
 
 def load_run_dataset(dataset: Mapping[str, Any]) -> Dataset:
@@ -253,7 +256,8 @@ class RunJob:
             benchmark=dataset.benchmark,
         )
 
-    async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge) -> None:
+    async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge,
+                   recorder: BatchedRecorder | None = None) -> None:
         ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, question.question_id, record))
         scoped = client.with_ledger(ledger)
         baseline = self.spec.baseline
@@ -304,19 +308,24 @@ class RunJob:
                                                 judge=judge, client=scoped))
             if result.judge_status != "ok":  # no verdict is an error state, retried on resume, never "wrong"
                 item.update(status="error", error=f"judge: {result.error}")
-                self._note(self.progress.errors_seen, f"judge: {result.error}")
-                self.progress.errors += 1
-            else:
-                self.progress.done += 1
         except Exception as error:  # one failed question must not stop the run; it is retried on resume
             message = f"{type(error).__name__}: {error}"
             item.update(status="error", judge_status="not_run", error=message)
-            self.progress.errors += 1
-            self._note(self.progress.errors_seen, message)
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
-        store.record_question(self.run_id, item, events, _call_rows(ledger), snapshot=held.held, judgments=judgments)
+        if recorder is None:
+            store.record_question(self.run_id, item, events, _call_rows(ledger), held.held, judgments)
+        else:
+            from om_eval.store.writer import QuestionRecord
+
+            await recorder.record(QuestionRecord(item, events, _call_rows(ledger), held.held, judgments))
+        # Counted once stored: progress lines then count saved questions, one more per line.
+        if item["status"] == "done":
+            self.progress.done += 1
+        else:
+            self.progress.errors += 1
+            self._note(self.progress.errors_seen, item["error"])
         self.progress.finished.append((question.question_id, "ok" if item["status"] == "done" else "error"))
         self.progress.totals = self.progress.totals + totals  # a running sum: re-adding every record is quadratic
 
@@ -359,6 +368,7 @@ class RunJob:
         return load_run_dataset(self.spec.dataset)
 
     async def run(self, on_update: Any = None, dataset: Dataset | None = None) -> RunProgress:
+        from om_eval.store.batched import BatchedRecorder
         from om_eval.store.writer import RunStore, SnapshotLookup
 
         dataset = dataset or self.load_dataset()
@@ -382,6 +392,7 @@ class RunJob:
             # their file), so at most `concurrency` of them are in memory, never the whole file.
             questions = dataset.iter_questions(skip=done)
             started = 0
+            recorder = BatchedRecorder(store, self.run_id)
 
             async def worker() -> None:
                 nonlocal started
@@ -393,7 +404,7 @@ class RunJob:
                     if question is None:
                         return
                     started += 1
-                    await self._one(question, store, snapshots, client, judge)
+                    await self._one(question, store, snapshots, client, judge, recorder)
                     del question  # not held while waiting for the next one
                     if on_update is not None:
                         on_update(self.progress)
@@ -404,6 +415,7 @@ class RunJob:
             finally:
                 for task in workers:
                     task.cancel()
+                recorder.flush()  # finished questions a cancellation left unwritten
                 close = getattr(questions, "close", None)
                 if close is not None:
                     close()
