@@ -7,14 +7,16 @@ is held for the writer's lifetime and the kernel drops it when the process dies,
 never leaves a stale lock. A held lock means another process runs this same configuration (``StoreBusyError``); a
 free lock but a busy database means a reader, which is waited out for ``open_timeout`` seconds.
 
-Durability: each ``record_question`` and ``put`` is one transaction; DuckDB appends it to ``<file>.wal`` and
-fdatasyncs before the commit returns. A killed writer leaves the WAL behind; the next open (read-only or not)
-replays it, so every committed question is there and the question in flight is not.
+Durability: each ``record_question``, ``record_questions`` batch and ``put`` is one transaction; DuckDB appends
+it to ``<file>.wal`` and fdatasyncs before the commit returns. A killed writer leaves the WAL behind; the next open
+(read-only or not) replays it, so every committed question is there and the questions in flight are not.
 
 Paid calls of a question in flight are not lost with it: each call is appended to ``<file>.calls.jsonl`` as soon
-as it returns (``journal_call``), and the question's commit takes its lines out again. The next writer to open the
-file moves lines left by a killed process into ``llm_calls``, marked as calls of an interrupted attempt, so
-spend and budgets count them. (The journal is flushed, not fsynced: it survives a killed process, not a power cut.)
+as it returns (``journal_call``). Once the question is committed its lines are no longer needed; the journal is
+rewritten without them when they pile up (``JOURNAL_SLACK``) and removed when no question is in flight. The next
+writer to open the file moves the lines of calls it does not hold (those a killed process left) into
+``llm_calls``, marked as calls of an interrupted attempt, so spend and budgets count them. (The journal is
+flushed, not fsynced: it survives a killed process, not a power cut.)
 """
 
 from __future__ import annotations
