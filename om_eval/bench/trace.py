@@ -38,7 +38,7 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
 
 
-@lru_cache(maxsize=64)
+@lru_cache(maxsize=8)  # a shared memory's active and earlier texts; an index costs about ten times its text
 def _line_index(observations: str) -> tuple[list[tuple[str, frozenset[str]]], dict[str, list[int]]]:
     """The text's lines that have content words, and for each word the lines holding it. Cached: every question
     of a shared memory traces its evidence through the same observations."""

@@ -83,15 +83,18 @@ PIECEWISE_ENCODINGS = ("o200k_base", "cl100k_base")
 class TiktokenCounter:
     """Exact BPE counts with tiktoken (default ``o200k_base``, what the benchmark-era OM used)."""
 
-    #: Texts (and pieces of long texts) up to this many characters have their counts remembered.
+    #: Texts (and pieces of long texts) up to this many characters have their counts remembered, until they
+    #: hold this many characters in all; then the memory starts afresh. Why a bound in characters: a haystack's
+    #: messages are counted once and never again, and remembering all of an S run's pieces cost 90 MB.
     REMEMBERED_CHARS = 400
-    REMEMBERED_TEXTS = 200_000
+    REMEMBERED_TOTAL_CHARS = 4_000_000
 
     def __init__(self, encoding: str = "o200k_base") -> None:
         self.encoding_name = encoding
         self.name = f"tiktoken/{encoding}"
         self._encoding = _load_encoding(encoding)
         self._remembered: dict[str, int] = {}
+        self._remembered_chars = 0
 
     def count_text(self, text: str) -> int:
         """Tokens in ``text``. A long text is counted as the sum of its line pieces (:data:`_ADDITIVE_CUT`), each
@@ -110,9 +113,11 @@ class TiktokenCounter:
         # 'all' special tokens allowed, like the reference's encode(text, 'all').
         count = len(self._encoding.encode(text, allowed_special="all"))
         if short:
-            if len(self._remembered) >= self.REMEMBERED_TEXTS:
+            if self._remembered_chars >= self.REMEMBERED_TOTAL_CHARS:
                 self._remembered.clear()
+                self._remembered_chars = 0
             self._remembered[text] = count
+            self._remembered_chars += len(text)
         return count
 
 
