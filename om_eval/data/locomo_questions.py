@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -50,36 +50,33 @@ def _dialog_key(dia_id: str) -> tuple[int, int] | None:
     return next(iter(found)) if len(found) == 1 else None
 
 
-#: id of a conversation -> (the conversation, its sessions with no evidence marked, each turn's dialog key).
-_PLAIN_SESSIONS: dict[int, tuple[LocomoConversation, tuple[HaystackSession, ...],
-                                 tuple[tuple[tuple[int, int] | None, ...], ...]]] = {}
+@dataclass(frozen=True)
+class _PlainSessions:
+    """A conversation's sessions with no turn marked as evidence, and each turn's dialog key. Built once per
+    conversation and shared (immutable) by its questions: a question's evidence touches a session or two of its
+    19-35."""
 
+    sessions: tuple[HaystackSession, ...]
+    keys: tuple[tuple[tuple[int, int] | None, ...], ...]
 
-def _plain_sessions(conversation: LocomoConversation) -> tuple[tuple[HaystackSession, ...],
-                                                             tuple[tuple[tuple[int, int] | None, ...], ...]]:
-    """The conversation's sessions with no turn marked as evidence, built once and shared (immutable) by its
-    questions: a question's evidence touches a session or two of its 19-35."""
-    cached = _PLAIN_SESSIONS.get(id(conversation))
-    if cached is None or cached[0] is not conversation:
+    @classmethod
+    def of(cls, conversation: LocomoConversation) -> _PlainSessions:
         owner = haystack_id(conversation.index)
-        sessions = tuple(
-            HaystackSession(owner, index, f"session_{session.number}", session.started_at, session.date_text,
-                            tuple(Turn(t.role, t.text, False) for t in session.turns), False)
-            for index, session in enumerate(conversation.sessions))
-        keys = tuple(tuple(_dialog_key(t.dia_id) for t in session.turns) for session in conversation.sessions)
-        if len(_PLAIN_SESSIONS) >= 16:
-            _PLAIN_SESSIONS.clear()
-        cached = _PLAIN_SESSIONS[id(conversation)] = (conversation, sessions, keys)
-    return cached[1], cached[2]
+        return cls(
+            tuple(HaystackSession(owner, index, f"session_{session.number}", session.started_at,
+                                  session.date_text, tuple(Turn(t.role, t.text, False) for t in session.turns), False)
+                  for index, session in enumerate(conversation.sessions)),
+            tuple(tuple(_dialog_key(t.dia_id) for t in session.turns) for session in conversation.sessions),
+        )
 
 
-def _benchmark_question(conversation: LocomoConversation, question: LocomoQuestion,
+def _benchmark_question(conversation: LocomoConversation, plain_sessions: _PlainSessions, question: LocomoQuestion,
                         corrected: LocomoQuestion | None) -> Question:
     """One LoCoMo question as a benchmark question over its conversation's shared haystack."""
     owner = haystack_id(conversation.index)
     evidence = evidence_turns((corrected or question).evidence)
     sessions = []
-    for plain, turn_keys in zip(*_plain_sessions(conversation)):
+    for plain, turn_keys in zip(plain_sessions.sessions, plain_sessions.keys):
         if evidence.isdisjoint(turn_keys):
             sessions.append(plain)
             continue
@@ -104,7 +101,8 @@ def locomo_questions(conversations: Sequence[LocomoConversation],
     the corrected question, :func:`om_eval.data.locomo_audit.corrected`) set ``corrected_answer`` where the gold
     changes and the evidence the oracle reads."""
     corrections = corrections or {}
-    return [_benchmark_question(c, q, corrections.get(q.id)) for c in conversations for q in c.questions]
+    return [_benchmark_question(c, plain, q, corrections.get(q.id))
+            for c in conversations for plain in [_PlainSessions.of(c)] for q in c.questions]
 
 
 class _QuestionStream:
@@ -115,11 +113,14 @@ class _QuestionStream:
                  corrections: Mapping[str, LocomoQuestion]) -> None:
         self.by_id = {q.id: (c, q) for c in conversations for q in c.questions}
         self.corrections = corrections
+        self._plain: dict[int, _PlainSessions] = {}  # by conversation index, built on first visit
 
     def __call__(self, entries: Sequence[QuestionEntry]) -> Iterator[Question]:
         for entry in entries:
             conversation, question = self.by_id[entry.question_id]
-            yield _benchmark_question(conversation, question, self.corrections.get(question.id))
+            if (plain := self._plain.get(conversation.index)) is None:
+                plain = self._plain[conversation.index] = _PlainSessions.of(conversation)
+            yield _benchmark_question(conversation, plain, question, self.corrections.get(question.id))
 
 
 def locomo_dataset(

@@ -257,7 +257,7 @@ class RunJob:
         )
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge,
-                   recorder: BatchedRecorder | None = None) -> None:
+                   recorder: BatchedRecorder) -> None:
         ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, question.question_id, record))
         scoped = client.with_ledger(ledger)
         baseline = self.spec.baseline
@@ -314,12 +314,9 @@ class RunJob:
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
-        if recorder is None:
-            store.record_question(self.run_id, item, events, _call_rows(ledger), held.held, judgments)
-        else:
-            from om_eval.store.writer import QuestionRecord
+        from om_eval.store.writer import QuestionRecord
 
-            await recorder.record(QuestionRecord(item, events, _call_rows(ledger), held.held, judgments))
+        await recorder.record(QuestionRecord(item, events, _call_rows(ledger), held.held, judgments))
         # Counted once stored: progress lines then count saved questions, one more per line.
         if item["status"] == "done":
             self.progress.done += 1

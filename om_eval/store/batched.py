@@ -62,13 +62,7 @@ class BatchedRecorder:
                 raise
             except Exception as error:  # noqa: BLE001 - handed to every waiting question
                 errors = [error] * len(batch)
-            for (_, future), error in zip(batch, errors):
-                if future.done():
-                    continue
-                if error is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(error)
+            _settle(batch, errors)
 
     def flush(self) -> None:
         """Write, here and now, the questions handed over but not yet given to a write; then stop the thread
@@ -78,13 +72,18 @@ class BatchedRecorder:
         if not batch:
             return
         self.batches.append(len(batch))
-        errors = self.store.record_questions(self.run_id, [r for r, _ in batch])
-        for (_, future), error in zip(batch, errors):
-            if not future.done():
-                if error is None:
-                    future.set_result(None)
-                else:
-                    future.set_exception(error)
+        _settle(batch, self.store.record_questions(self.run_id, [r for r, _ in batch]))
+
+
+def _settle(batch: list[tuple[QuestionRecord, asyncio.Future[None]]], errors: list[Exception | None]) -> None:
+    """Tell each waiting caller how its record fared (a cancelled caller's future is left as it is)."""
+    for (_, future), error in zip(batch, errors):
+        if future.done():
+            continue
+        if error is None:
+            future.set_result(None)
+        else:
+            future.set_exception(error)
 
 
 def _retrieve(future: asyncio.Future[Any]) -> None:
