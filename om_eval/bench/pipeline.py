@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from om_eval.bench.answer import answer_question
+from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
 from om_eval.common.files import atomic_writer, safe_file_name, short_hash
@@ -28,6 +29,7 @@ from om_eval.om.config import ModelSettings, OMConfig
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
 from om_eval.om.prompts import PROMPT_FILES, prompt_set_hash
+from om_eval.om.revision import ENGINE_REVISION
 from om_eval.om.tokens import TokenCounter, default_counter
 
 #: The prompt files whose wording shapes a memory: every OM prompt file but the context text, which only shapes
@@ -35,43 +37,17 @@ from om_eval.om.tokens import TokenCounter, default_counter
 MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 
 
-#: OM options that shape only the actor's view of a memory, not the memory: left out of its identity.
-ACTOR_VIEW_OPTIONS = ("context_layout", "other_threads_order", "other_threads_limit")
-
-
-#: Revision of the buffered replay's step model (``ObservationalMemory.start_turn`` then ``observe`` per unit);
-#: part of buffered memory keys only, so memories built by an earlier model are not reused. 3: the buffering
-#: boundary survives a reflection generation, as in 1.10. 4: the question's own turn runs its first step. 5: after
-#: an activation at a later step 1.10 only buffers or activates a reflection; an activation replaces the hints.
-BUFFERING_STEPS = 5
-#: Revision of the ``mastra_release=v1_31`` engine rules, part of those memories' keys only. 1: 1.15+'s history
-#: lines, 1.31's resource-scope turn history and cursor fallback, and the question turn's step-0 observation.
-#: 2: 1.27+'s hint sections, and the hints a reflection gives kept for the thread. 3: 1.27+'s hint prompts
-#: (sections, none for buffered calls, prior values), 1.31's skip of a reflection of unchanged observations.
-V1_31_RULES = 3
-#: Revision of the thread-scope hint rules, part of thread-scope memories' keys only. 2: a reflection's suggested
-#: response is no longer kept under 1.10 (1.10 reads it and drops it).
-THREAD_HINT_RULES = 2
-
-
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
-    """Identity of a memory build: same hash, same memory (given a deterministic, cached observer)."""
-    # What the actor sees (layout, other threads) does not change what the memory holds; neither do credentials,
-    # and nothing derived from them is written down.
-    om = {k: v for k, v in redact_secrets(om_config.to_dict()).items() if k not in ACTOR_VIEW_OPTIONS}
+    """Identity of a memory build: same hash, same memory (given a deterministic, cached observer).
+
+    The settings that enter are chosen by :data:`~om_eval.bench.identity.MEMORY_KEY_RULE`; credentials never do.
+    """
     payload = {
-        "om": om,
-        # Buffering off is the protocol every earlier memory was built with: leave it out so their keys still hold.
-        "replay": {k: v for k, v in asdict(replay).items() if not (k == "buffering" and v is False)},
+        **MEMORY_KEY_RULE.view({"om": redact_secrets(om_config.to_dict()), "replay": asdict(replay)}),
         "prompts": prompt_set_hash(MEMORY_PROMPTS),
         "tokens": counter_name,
+        "engine_revision": ENGINE_REVISION,
     }
-    if replay.buffering:  # buffered builds changed when each pair became 1.x's two agent steps
-        payload["buffering_steps"] = BUFFERING_STEPS
-    if om_config.follows_v1_31:
-        payload["v1_31_rules"] = V1_31_RULES
-    if om_config.scope == "thread":
-        payload["thread_hint_rules"] = THREAD_HINT_RULES
     return short_hash(canonical_json(payload))
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK
+from om_eval.bench.identity import RUN_ID_RULE
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
 from om_eval.common.secrets import redact_secrets
@@ -62,16 +63,14 @@ class RunSpec:
     def config_hash(self) -> str:
         """The run id: sha256 of everything that can change results, prompt and template wording included.
 
-        Left out: the ``run`` group, the experiment's name, ``dataset.verify``, ``judge.source`` (the
-        official file is pinned by its sha256, which is in the hash instead) and ``judge.panel`` (re-judging only).
+        Which settings enter is decided by :data:`~om_eval.bench.identity.RUN_ID_RULE`; the prompt and template
+        hashes and a non-default benchmark's rules are added to them.
         """
         from om_eval.bench.answer import actor_prompt_hash
         from om_eval.bench.judge import OWN_TEMPLATE_SETS, template_set_sha256
 
-        payload = {k: v for k, v in self.resolved.items() if k not in ("run", "experiment")}
-        payload["om"] = _without_later_defaults(payload.get("om"))
-        payload["dataset"] = _hashed_dataset(payload.get("dataset", {}))
-        payload["judge"] = {k: v for k, v in payload.get("judge", {}).items() if k not in ("source", "panel")}
+        payload = RUN_ID_RULE.view(self.resolved)
+        payload.setdefault("om", None)  # a baseline's config has no ``om`` group; its ids have always hashed it as null
         known = self.judge_mode == "official" or self.judge_mode in OWN_TEMPLATE_SETS
         judge_templates = template_set_sha256(self.judge_mode if known else "house")
         if self.baseline.enabled:
@@ -117,80 +116,12 @@ def _model(data: Mapping[str, Any], role: str) -> ModelSettings:
     return settings
 
 
-#: The OM settings every run id hashes, whatever their value: those that existed when this rule was made. Frozen:
-#: never add to it. Any other OM setting, including every one added from now on, is left out of the run id while it
-#: is at its default, so runs stored before it existed keep their ids and adding a setting needs no entry here.
-ALWAYS_HASHED_OM_SETTINGS = frozenset({
-    "boundary_delimiters", "context_layout", "obscure_thread_ids", "other_threads_limit", "other_threads_order",
-    "share_token_budget", "thread_id_hash", "token_estimator",
-    "observation.batch_mode", "observation.block_after", "observation.buffer_activation",
-    "observation.buffer_candidates", "observation.buffer_tokens", "observation.instruction",
-    "observation.max_tokens_per_batch", "observation.message_tokens", "observation.previous_observer_tokens",
-    "observation.request_layout", "observation.thread_title",
-    "reflection.block_after", "reflection.buffer_activation", "reflection.instruction", "reflection.observation_tokens",
-    "reflection.retry_after_growth", "reflection.start_level",
-    "replay.buffering", "replay.final_flush", "replay.pending_accounting", "replay.scope", "replay.session_order",
-    "replay.skip_empty_turns", "replay.turn_spacing_seconds", "replay.unit",
-})
-
-
-#: The dataset keys every run id hashes: those that existed when benchmarks joined. Frozen, like
-#: :data:`ALWAYS_HASHED_OM_SETTINGS`: any other key (``benchmark``, ``corrections``...) is left out while unset or
-#: at its default, so LongMemEval runs keep their ids.
-ALWAYS_HASHED_DATASET_KEYS = frozenset({"name", "path", "synthetic", "subset"})
-#: The subset keys every run id hashes (frozen, as above).
-_HASHED_SUBSET_KEYS = frozenset({"ids", "types", "abstention", "first", "sample", "per_type", "seed"})
-_DATASET_DEFAULTS = {"benchmark": DEFAULT_BENCHMARK}
-
-
-def _hashed_dataset(dataset: Mapping[str, Any]) -> dict[str, Any]:
-    """The dataset group as the run id sees it: ``verify`` never (the pinned sha256 stands for the file), a later
-    key only when set away from its default, and a later subset key only when set."""
-    out: dict[str, Any] = {}
-    for key, value in dataset.items():
-        if key == "verify":
-            continue
-        if key not in ALWAYS_HASHED_DATASET_KEYS and (value is None or _DATASET_DEFAULTS.get(key) == value):
-            continue
-        if key == "subset" and isinstance(value, Mapping):
-            value = {k: v for k, v in value.items() if k in _HASHED_SUBSET_KEYS or v is not None}
-        out[key] = value
-    return out
-
-
-
-def _flat_defaults(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            out.update(_flat_defaults(value, prefix + key + "."))
-        else:
-            out[prefix + key] = value
-    return out
-
-
 @lru_cache(maxsize=1)
 def _om_defaults() -> dict[str, Any]:
-    """The schema's OM group at its defaults (made once: every spec and run id reads it)."""
+    """The schema's OM group at its defaults (made once: every spec reads it)."""
     from om_eval.experiment.schema import OMSchema
 
     return asdict(OMSchema())
-
-
-def _without_later_defaults(om: Any, defaults: Mapping[str, Any] | None = None, prefix: str = "") -> Any:
-    """``om`` without the settings outside :data:`ALWAYS_HASHED_OM_SETTINGS` that are at their default."""
-    if not isinstance(om, Mapping):
-        return om
-    if defaults is None:
-        defaults = _flat_defaults(_om_defaults())
-    kept = {}
-    for key, value in om.items():
-        path = prefix + key
-        if isinstance(value, Mapping):
-            kept[key] = _without_later_defaults(value, defaults, path + ".")
-        elif path in ALWAYS_HASHED_OM_SETTINGS or path not in defaults or value != defaults[path]:
-            kept[key] = value
-    return kept
 
 
 def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:

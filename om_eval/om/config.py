@@ -175,13 +175,12 @@ class ObservationConfig:
     """Which messages a buffering pass observes. ``unbuffered`` (om-eval): every unobserved message no chunk
     covers. ``after_cursor`` (1.10): only those newer than the buffer cursor (the newest buffered message, kept
     across reflection generations) and the last observation; a reflection generation drops pending chunks, so
-    1.10 never observes their messages. Stored only when ``after_cursor``."""
+    1.10 never observes their messages."""
     activation_counts_reminder: bool = False
     """1.10's count at activation, at the steps of a turn after the first: the whole message list, which then
     holds the continuation reminder shown at the first step whenever there were observations
     (:data:`om_eval.om.thresholds.REMINDER_TOKENS_1_10` tokens more). It moves the activation gate, the forced
-    boundary and the projected remainder. ``False`` (om-eval) counts the unobserved messages only. Stored only
-    when true."""
+    boundary and the projected remainder. ``False`` (om-eval) counts the unobserved messages only."""
 
 
 @dataclass(frozen=True)
@@ -221,8 +220,7 @@ class OMConfig:
     """Replace thread ids by a short hash wherever a model or the actor could see them."""
     thread_id_hash: ThreadIdHash = "xxh32"
     """With ``obscure_thread_ids``, the hash shown: ``xxh32`` (8 hex digits of a 32-bit xxHash, seed 0, what 1.x
-    shows) or ``blake2b`` (8 hex digits of BLAKE2b, om-eval's choice before, not Mastra's). Left out of
-    :meth:`to_dict` while ids are shown raw, so those configs keep their hash."""
+    shows) or ``blake2b`` (8 hex digits of BLAKE2b, om-eval's choice before, not Mastra's)."""
     context_layout: ContextLayout = "chunked"
     """om-eval: what the actor sees: 1.10's chunked system messages or the benchmark-era single message."""
     boundary_delimiters: bool = True
@@ -238,8 +236,7 @@ class OMConfig:
     resource_buffering: bool = False
     """om-eval extension: allow async buffering, activation and buffered reflection in resource scope (1.10
     refuses async options there and leaves buffering off). Needs ``scope="resource"``; with it the usual
-    ``buffer_tokens``/``buffer_activation``/``block_after`` defaults and checks apply. Left out of
-    :meth:`to_dict` while False, so configs that predate it keep their hash."""
+    ``buffer_tokens``/``buffer_activation``/``block_after`` defaults and checks apply."""
     reply_checks: ReplyChecks = "om_eval"
     """Which Observer and Reflector replies are applied. ``om_eval``: om-eval's robustness rules (an Observer reply
     that is empty, has no observations, names none of its threads or repeats earlier observations is refused
@@ -247,7 +244,7 @@ class OMConfig:
     cut off, far too small or no smaller than its input, and waits for growth after missing its target).
     ``mastra``: 1.10's rules only (a degenerate Observer reply is retried once, any other reply is applied; the
     Reflector stops at the first attempt under target and applies the last attempt, whatever it holds, and
-    reflects again at the next check). Left out of :meth:`to_dict` while ``om_eval``."""
+    reflects again at the next check)."""
     mastra_release: MastraRelease = "v1_10"
     """The @mastra/memory release whose rules the engine follows where 1.31 changed them without a knob of its
     own: ``v1_10`` or ``v1_31`` (reflection at ``>=`` its threshold; the 1.28+ degenerate detector with its
@@ -255,7 +252,7 @@ class OMConfig:
     actor's context; an empty reflection is a failed attempt; the Observer's history in 1.15+'s lines; in resource
     scope every unobserved message in a turn's history and other threads starting at the record's cursor; 1.31's
     buffering and activation). Settings that have their own option (start level, previous observations shown,
-    estimator, thread sections) are set by ``om=v1_31``. Left out of :meth:`to_dict` while ``v1_10``."""
+    estimator, thread sections) are set by ``om=v1_31``."""
     thread_sections: ThreadSections = "om_eval"
     """Resource scope: how a thread's new observations join its section. ``om_eval``: into the first section of
     the thread whose first ``Date:`` line matches theirs, else a new section; nothing for a thread the Observer
@@ -266,19 +263,18 @@ class OMConfig:
     """Retrieval mode (1.11+; 1.31's behaviour): each observation cycle is kept as an observation group naming the
     range of messages it came from, the actor reads the groups with their ranges, and it gets the ``recall`` tool to
     read raw messages (:mod:`om_eval.om.recall`). ``off``; ``resource``: the tool reads every thread of the resource
-    (1.31's default for ``retrieval: true``); ``thread``: only the thread asked on. Left out of :meth:`to_dict` while
-    ``off``."""
+    (1.31's default for ``retrieval: true``); ``thread``: only the thread asked on."""
     retrieval_search: RetrievalSearch = "off"
     """Retrieval mode: offer the recall tool's ``mode="search"``. 1.31 offers it only with a vector store and an
     embedder; ``embedding`` ranks observation groups by the cosine similarity of their embeddings with the query's
     (``retrieval_embedding_model``, through litellm), ``bm25`` by BM25 over their words, offline
-    (:mod:`om_eval.om.recall_search`). Left out of :meth:`to_dict` while ``off``."""
+    (:mod:`om_eval.om.recall_search`)."""
     retrieval_embedding_model: str = DEFAULT_EMBEDDING_MODEL
     """With ``retrieval_search=embedding``: the litellm embedding model (``scripted/om-eval`` embeds offline, by
-    hashed word counts). Left out of :meth:`to_dict` while it is the default."""
+    hashed word counts)."""
     retrieval_instructions: str | None = None
     """Retrieval mode: more guidance about recall, added after the built-in instructions (1.31's
-    ``retrieval.instructions``). Left out of :meth:`to_dict` while unset."""
+    ``retrieval.instructions``)."""
 
     def __post_init__(self) -> None:
         self.validate()
@@ -479,38 +475,8 @@ class OMConfig:
     # -- conversion -----------------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """A plain, JSON-ready dict that :meth:`from_dict` turns back into an equal config.
-
-        ``resource_buffering`` appears only when True, ``thread_id_hash`` only with obscured ids and
-        ``observation.buffer_candidates``, ``observation.activation_counts_reminder``, ``reply_checks``,
-        ``mastra_release``, ``thread_sections``, ``retrieval``, ``retrieval_search``, ``retrieval_embedding_model`` and
-        ``retrieval_instructions`` only when not the
-        default: they came after configs were hashed and stored.
-        """
-        data = _plain(dataclasses.asdict(self))
-        if not self.resource_buffering:
-            del data["resource_buffering"]
-        if not self.obscure_thread_ids:
-            del data["thread_id_hash"]
-        if self.observation.buffer_candidates == "unbuffered":
-            del data["observation"]["buffer_candidates"]
-        if not self.observation.activation_counts_reminder:
-            del data["observation"]["activation_counts_reminder"]
-        if self.reply_checks == "om_eval":
-            del data["reply_checks"]
-        if self.mastra_release == "v1_10":
-            del data["mastra_release"]
-        if self.thread_sections == "om_eval":
-            del data["thread_sections"]
-        if self.retrieval == "off":
-            del data["retrieval"]
-        if self.retrieval_search == "off":
-            del data["retrieval_search"]
-        if self.retrieval_embedding_model == DEFAULT_EMBEDDING_MODEL:
-            del data["retrieval_embedding_model"]
-        if self.retrieval_instructions is None:
-            del data["retrieval_instructions"]
-        return data
+        """A plain, JSON-ready dict of every setting, which :meth:`from_dict` turns back into an equal config."""
+        return _plain(dataclasses.asdict(self))
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OMConfig:

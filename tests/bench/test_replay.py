@@ -10,6 +10,7 @@ from unittest.mock import patch
 import pytest
 
 from om_eval.bench.answer import actor_messages, answer_question
+from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.bench.pipeline import SnapshotStore, build_memory, memory_hash
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages, thread_id_for
 from om_eval.bench.trace import render_question_report, trace_evidence
@@ -142,10 +143,11 @@ def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
     assert first.key.startswith(base + "-")
     assert memory_hash(om_config(observation_tokens=4000), ReplayConfig(), "tiktoken/o200k_base") != base
     assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != base
-    # Buffered builds carry the revision of the step model, so a memory built by an earlier model is not reused.
+    # Every key carries the engine's revision, so a memory built by an earlier engine is not reused.
     buffered = replace(ReplayConfig(), buffering=True, scope="thread")
-    with patch("om_eval.bench.pipeline.BUFFERING_STEPS", 1):
+    with patch("om_eval.bench.pipeline.ENGINE_REVISION", 0):
         earlier = memory_hash(om_config(), buffered, "tiktoken/o200k_base")
+        assert memory_hash(om_config(), ReplayConfig(), "tiktoken/o200k_base") != base
     assert memory_hash(om_config(), buffered, "tiktoken/o200k_base") not in (earlier, base)
     single = replace(om_config(), context_layout="single")  # only changes what the actor sees
     assert memory_hash(single, ReplayConfig(), "tiktoken/o200k_base") == base
@@ -199,7 +201,7 @@ def test_buffering_in_resource_scope_turns_on_the_om_eval_extension() -> None:
     # Off, the published protocol is untouched: no switch, no buffering, and memory hashes as before.
     plain, _ = run(replay_question(question(), config, observer=ScriptedModel()))
     assert not plain.config.resource_buffering and not plain.config.async_observation_enabled
-    assert "resource_buffering" not in plain.config.to_dict()
+    assert "resource_buffering" not in MEMORY_KEY_RULE.view({"om": plain.config.to_dict()})["om"]
     assert memory_hash(config, ReplayConfig(buffering=True), "t") != memory_hash(config, ReplayConfig(), "t")
 
 

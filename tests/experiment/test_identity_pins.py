@@ -2,10 +2,7 @@
 
 A refactor must not move them: a moved run id orphans every stored result of that configuration, and a moved memory
 key rebuilds every memory. When a change is meant to move them (a prompt file, an engine rule), update the pins here
-and say why in the commit and the issue note.
-
-History: session 8 moved both (prompt files gained the 1.27+ hint texts; the prompts 1.10 renders are unchanged):
-smoke a3320a16a0bbfb1d -> b58148b8abd5246d, quickstart 65690b4a60f783eb -> 7863811c99b64f1e.
+and record the move, old -> new and why, in CHANGELOG.md.
 """
 
 from __future__ import annotations
@@ -21,8 +18,8 @@ from om_eval.om.tokens import make_counter
 from tests.runs import compose_run
 
 PINS = {
-    "smoke": ("b58148b8abd5246d", "67cec1296cc90082"),
-    "quickstart": ("7863811c99b64f1e", "906258ae6328e806"),
+    "smoke": ("b58148b8abd5246d", "d163bbf8dfd6f4c3"),
+    "quickstart": ("7863811c99b64f1e", "eace34d1ed883375"),
 }
 
 

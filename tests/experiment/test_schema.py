@@ -1,9 +1,9 @@
 """One definition per setting: the run config's OM schema is made from the engine's dataclasses, and a setting added
-to one of them reaches the schema and keeps every stored run id, with nothing else to edit."""
+to one of them reaches the schema; classed as a later setting by the identity rule, it keeps every stored run id."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 from om_eval.bench.baseline import BaselineConfig
 from om_eval.bench.replay import ReplayConfig
@@ -21,11 +21,8 @@ from om_eval.experiment.schema import (
     field_help,
     schema_of,
 )
-from om_eval.experiment.spec import (
-    ALWAYS_HASHED_OM_SETTINGS,
-    _flat_defaults,
-    _without_later_defaults,
-)
+from om_eval.bench.identity import RUN_ID_RULE
+from om_eval.common.identity import IdentityRule
 from om_eval.om.config import (
     ModelSettings,
     ObservationConfig,
@@ -57,12 +54,14 @@ def test_a_new_setting_needs_one_dataclass_field_and_keeps_run_ids() -> None:
     schema = schema_of(WithNewKnob, "WithNewKnobSchema")
     (knob,) = [f for f in fields(schema) if f.name == "new_knob"]
     assert knob.default is False and knob.metadata["help"] == "A setting added after runs were stored."
-    assert "observation.new_knob" not in ALWAYS_HASHED_OM_SETTINGS
-    defaults = {**_flat_defaults(asdict(OMSchema())), "observation.new_knob": False}
-    stored = {"observation": {"message_tokens": 100, "new_knob": False}}
-    assert _without_later_defaults(stored, defaults) == {"observation": {"message_tokens": 100}}
-    changed = {"observation": {"message_tokens": 100, "new_knob": True}}
-    assert _without_later_defaults(changed, defaults) == changed
+    # Classed as a later setting, omitted at the value earlier runs had: their ids hold, a change enters.
+    assert RUN_ID_RULE.kind_of("om.observation.new_knob") is None
+    rule = IdentityRule(name="run id", hashed=RUN_ID_RULE.hashed,
+                        omitted_at={**RUN_ID_RULE.omitted_at, "om.observation.new_knob": False})
+    stored = {"om": {"observation": {"message_tokens": 100, "new_knob": False}}}
+    assert rule.view(stored) == {"om": {"observation": {"message_tokens": 100}}}
+    changed = {"om": {"observation": {"message_tokens": 100, "new_knob": True}}}
+    assert rule.view(changed) == changed
 
 
 def test_the_help_text_is_the_docstring_under_the_field() -> None:

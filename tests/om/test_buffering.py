@@ -9,6 +9,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from tests.om.identity_view import memory_view
 from om_eval.data.conversation import make_conversation
 from om_eval.om import (
     Message,
@@ -463,7 +464,7 @@ def test_after_cursor_candidates_skip_them_and_activation_drops_them_visibly() -
     event = next(e for e in memory.events if e.kind == "messages_dropped")
     assert set(json.loads(event.detail)["messages"]) == dropped  # 1.10 loses them silently; om-eval says so
     assert not dropped & {m.id for m in memory.unobserved_messages("t1")}
-    assert "buffer_candidates" not in OMConfig().to_dict()["observation"]  # the default keeps config hashes
+    assert "buffer_candidates" not in memory_view(OMConfig())["observation"]  # the default keeps config hashes
 
 
 # -- 1.10's quirks at later steps and across generations ---------------------------------------------------------
@@ -492,7 +493,7 @@ def test_activation_at_later_steps_counts_the_reminder_only_when_asked() -> None
     assert plain and all(counted == pending for _, pending, counted in plain)
     assert len(reminded) > 10 * len(plain)  # 281 more tokens pass the gate (or force it) at many more steps
     assert all(counted == pending + (REMINDER_TOKENS_1_10 if shown else 0) for shown, pending, counted in reminded)
-    assert "activation_counts_reminder" not in OMConfig().to_dict()["observation"]
+    assert "activation_counts_reminder" not in memory_view(OMConfig())["observation"]
     with pytest.raises(ConfigError, match="observation.activation_counts_reminder"):
         thread_config(activation_counts_reminder="yes")
 

@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_path
 from hypothesis import strategies as st
 
+from tests.om.identity_view import memory_view
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
@@ -155,8 +156,8 @@ def test_the_switch_is_refused_where_it_means_nothing() -> None:
 
 
 def test_the_switch_leaves_old_config_dicts_and_hashes_alone() -> None:
-    assert "resource_buffering" not in OMConfig().to_dict()
-    assert "resource_buffering" not in OMConfig(scope="resource").to_dict()
+    assert "resource_buffering" not in memory_view(OMConfig())
+    assert "resource_buffering" not in memory_view(OMConfig(scope="resource"))
     on = OMConfig(scope="resource", resource_buffering=True)
     assert on.to_dict()["resource_buffering"] is True
     assert OMConfig.from_dict(on.to_dict()) == on

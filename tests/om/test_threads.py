@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.om.identity_view import memory_view
 from om_eval.om.config import ConfigError, OMConfig
 from om_eval.om.threads import (
     merge_thread_section_as_mastra,
@@ -26,8 +27,8 @@ def test_blake2b_ids_stay_available_and_differ() -> None:
 
 
 def test_the_hash_is_stored_only_with_obscured_ids() -> None:
-    assert "thread_id_hash" not in OMConfig().to_dict()  # configs with raw ids keep their hash
-    assert OMConfig(obscure_thread_ids=True).to_dict()["thread_id_hash"] == "xxh32"
+    assert "thread_id_hash" not in memory_view(OMConfig())  # configs with raw ids keep their hash
+    assert memory_view(OMConfig(obscure_thread_ids=True))["thread_id_hash"] == "xxh32"
     assert OMConfig.from_dict(OMConfig(obscure_thread_ids=True, thread_id_hash="blake2b").to_dict()) == OMConfig(
         obscure_thread_ids=True, thread_id_hash="blake2b")
     with pytest.raises(ConfigError, match="thread_id_hash"):
