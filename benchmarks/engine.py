@@ -38,7 +38,7 @@ class TimedModel(ScriptedModel):
 
     model_seconds: float = 0.0
 
-    async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+    async def complete(self, messages, *, stage, settings):
         start = time.perf_counter()
         try:
             return self.reply(messages, stage=stage, model=settings.model)
@@ -46,7 +46,7 @@ class TimedModel(ScriptedModel):
             self.model_seconds += time.perf_counter() - start
 
 
-def run_once(sessions: list, buffering: bool = False, scope: str = "resource", counter=None,  # noqa: ANN001
+def run_once(sessions: list, buffering: bool = False, scope: str = "resource", counter=None,
              release: str = "v1_10", accounting: str = "exact") -> dict[str, float]:
     model = TimedModel()
     if scope == "thread":
@@ -130,7 +130,8 @@ def main() -> None:
     print(f"conversation: {len(sessions)} sessions, {len(messages) // 2} pairs, {tokens:,} tokens (o200k_base), "
           f"{estimated:,} by {counter.name}")
     print(f"tokenizer load (once per process, not counted): {load:.3f} s")
-    mode = f"{scope} scope, {args.release}, " + ("async buffering on" if args.buffering else f"synchronous, {args.accounting}")
+    timing = "async buffering on" if args.buffering else f"synchronous, {args.accounting}"
+    mode = f"{scope} scope, {args.release}, {timing}"
     if args.buffering and scope == "resource":
         mode += " (om-eval extension)"
     print(f"median of {args.repeats} runs ({mode}):")

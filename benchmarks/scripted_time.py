@@ -19,7 +19,7 @@ def scripted_model_time() -> Iterator[ModelTime]:
     spent = ModelTime()
     original = ScriptedModel.reply
 
-    def timed(self, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def timed(self, *a, **kw):
         start = time.perf_counter()
         try:
             return original(self, *a, **kw)

@@ -2,7 +2,8 @@
 
 import asyncio
 from datetime import datetime
-from om_eval.om import ObservationalMemory, OMConfig, ObservationConfig, Message
+
+from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.scripted import ScriptedModel
 
 config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=30_000))

@@ -8,7 +8,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 
-import pytest  # noqa: E402
+import pytest
 
 #: Modules whose tests start processes, sweeps, kills or external tools: the ``integration`` lane.
 #: ``pytest -m "not integration"`` is the fast lane (about a minute); the README's test command runs both.

@@ -1,10 +1,10 @@
 """Answer a LongMemEval question from memory (om-reference §6.5).
 
-The actor sees its instructions, then OM's context built *for the question date* (relative-time annotations
-are computed from it), then ``Current Date: <question_date>`` + ``Question: <question>`` as the user message. It answers on a fresh thread, so in resource scope every haystack session counts as "another
-conversation" and its unobserved tail appears raw. The shipped actor configs sample at temperature 0. Memory is
-only read here: no observation or reflection runs
-at answer time, and nothing about the question is written into memory.
+The actor sees its instructions, then OM's context built *for the question date* (relative-time annotations are
+computed from it), then ``Current Date: <question_date>`` + ``Question: <question>`` as the user message. It answers
+on a fresh thread, so in resource scope every haystack session counts as "another conversation" and its unobserved
+tail appears raw. The shipped actor configs sample at temperature 0. Memory is only read here: no observation or
+reflection runs at answer time, and nothing about the question is written into memory.
 
 Why an unusable answer raises: an empty reply or a repetition loop is a model failure, not a wrong answer.
 Scoring it would count the failure against the memory system, so :func:`answer_question` raises

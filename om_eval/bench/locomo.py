@@ -53,7 +53,7 @@ _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 @lru_cache(maxsize=1)
-def _stemmer():  # noqa: ANN202 - nltk has no type hints
+def _stemmer():
     from nltk.stem import PorterStemmer
 
     return PorterStemmer()

@@ -42,13 +42,13 @@ from om_eval.common.files import atomic_writer
 __all__ = [
     "OFFICIAL_TYPE_ORDER",
     "category_metrics",
-    "score_means",
     "longmemeval_metrics",
     "metric_report",
     "read_eval_results_jsonl",
     "read_hypotheses_jsonl",
-    "write_eval_results_jsonl",
+    "score_means",
     "wilson_interval",
+    "write_eval_results_jsonl",
     "write_hypotheses_jsonl",
 ]
 

@@ -75,7 +75,8 @@ class ReplayConfig:
             raise option_error("replay.pending_accounting", f"={self.pending_accounting} needs replay.buffering=false: "
                                "with buffering the engine's per-step pipeline decides when to observe")
         if self.turn_spacing_seconds < 0:
-            raise option_error("replay.turn_spacing_seconds", f"={self.turn_spacing_seconds!r} is invalid: must be >= 0")
+            raise option_error("replay.turn_spacing_seconds",
+                               f"={self.turn_spacing_seconds!r} is invalid: must be >= 0")
 
     def engine_settings(self) -> dict[str, Any]:
         """The OM engine settings the replay decides (the one place that does): its scope, and om-eval's resource-scope

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     return _remove(args.results, chosen)
 
 
-def _choose(find_run, runs: list[dict], busy: list[str], wanted: str) -> str:  # noqa: ANN001
+def _choose(find_run, runs: list[dict], busy: list[str], wanted: str) -> str:
     unreadable = [run_id for run_id in busy if run_id.startswith(wanted)]
     if len(unreadable) == 1 and not any(r["run_id"].startswith(wanted) for r in runs):
         return unreadable[0]

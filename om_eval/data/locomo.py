@@ -17,8 +17,8 @@ What this module settles, so that every later step agrees:
   is the adversarial answer, and :attr:`LocomoQuestion.adversarial` says so (LoCoMo scores it by refusal phrases).
 * **Evidence** stays as LoCoMo's dialog ids (``D<session>:<turn>``); :func:`evidence_turns` reads the few
   malformed ones (``D:11:26``, ``D8:6; D9:17``) as their dialog ids.
-* **As benchmark questions** (:mod:`om_eval.data.locomo_questions`): every question of a conversation shares one haystack
-  (``haystack_id`` ``locomo_<conversation index>``), so one memory answers them all; the question is asked
+* **As benchmark questions** (:mod:`om_eval.data.locomo_questions`): every question of a conversation shares one
+  haystack (``haystack_id`` ``locomo_<conversation index>``), so one memory answers them all; the question is asked
   :data:`QUESTION_DELAY` after the conversation's last turn (LoCoMo gives questions no date).
 """
 

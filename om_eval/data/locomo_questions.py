@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from om_eval.data.locomo import (
@@ -43,7 +43,7 @@ UNANSWERABLE_NOTE = ("The conversation never says this: the question pins on one
                      "another, or something that did not happen. An answer such as \"{trap}\" falls for it.")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _dialog_key(dia_id: str) -> tuple[int, int] | None:
     # Cached: every question of a conversation asks it of every turn (a few thousand distinct ids in all).
     found = evidence_turns([dia_id])

@@ -217,7 +217,8 @@ class Dataset:
 
     def __repr__(self) -> str:
         kind = "streamed" if self.streamed else "held"
-        return f"Dataset(benchmark={self.benchmark!r}, name={self.name!r}, path={self.path!r}, {len(self)} questions {kind}, subset={self.subset!r})"
+        return (f"Dataset(benchmark={self.benchmark!r}, name={self.name!r}, path={self.path!r}, "
+                f"{len(self)} questions {kind}, subset={self.subset!r})")
 
     def by_id(self) -> dict[str, Question]:
         return {q.question_id: q for q in self.iter_questions()}

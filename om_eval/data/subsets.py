@@ -73,8 +73,9 @@ def select(
     from that type's sorted ids with a per-type seeded generator). Each takes at most N (fewer when fewer exist).
     ``types`` accepts the full names or their aliases (LongMemEval: ``ssu ssa ssp ms ku tr``; another benchmark
     passes its ``type_order`` and ``type_aliases``); ``abstention`` True keeps only unanswerable questions, False
-    only answerable ones; ``haystacks`` keeps the questions of those shared memories (LoCoMo's ``locomo_0``...). The description is canonical (ids sorted, types in benchmark order;
-    more than 20 ids are described by count and hash) and is appended to an existing one with `` | ``.
+    only answerable ones; ``haystacks`` keeps the questions of those shared memories (LoCoMo's ``locomo_0``...). The
+    description is canonical (ids sorted, types in benchmark order; more than 20 ids are described by count and
+    hash) and is appended to an existing one with `` | ``.
 
     Raises:
         ValueError: unknown ids (all of them named), unknown types, or several of first/sample/per_type.

@@ -15,7 +15,7 @@ import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -86,7 +86,7 @@ class RunProgress:
     done: int = 0
     errors: int = 0
     not_run: int = 0
-    totals: LedgerTotals = LedgerTotals()
+    totals: LedgerTotals = field(default_factory=LedgerTotals)
     budget_reached: bool = False
     spent_before: float = 0.0
     """Known dollars spent by earlier invocations of the same run."""
@@ -230,7 +230,7 @@ class RunJob:
             run_id=self.run_id,
             label=self.label,
             experiment=spec.experiment,
-            created_at=datetime.now(timezone.utc).replace(tzinfo=None),
+            created_at=datetime.now(UTC).replace(tzinfo=None),
             config_json=json.dumps(spec.resolved, sort_keys=True, default=str),
             # A baseline records its reader where an OM run records its memory build ("baseline:oracle").
             memory_key=baseline.memory_key if baseline.enabled else self.memory_key,
@@ -313,7 +313,7 @@ class RunJob:
             item.update(status="error", judge_status="not_run", error=message)
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
-                    finished_at=datetime.now(timezone.utc).replace(tzinfo=None))
+                    finished_at=datetime.now(UTC).replace(tzinfo=None))
         from om_eval.store.writer import QuestionRecord
 
         await recorder.record(QuestionRecord(item, events, _call_rows(ledger), held.held, judgments))

@@ -18,7 +18,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, List, Literal, Optional
+from typing import Any, Literal, Optional
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -194,7 +194,7 @@ class JudgeSchema:
     parse: str = "official"
     no_verdict: str = "error"
     """A reply without a verdict: ``error`` (unjudged, retried) or ``wrong`` (as Mastra's harness counts it)."""
-    panel: Optional[List[str]] = None
+    panel: Optional[list[str]] = None
     """``judge=panel``: the protocols to grade with, each ``<protocol>`` or ``<protocol>:<model>`` (a
     ``configs/model`` name or a litellm id; default the run's judge model). Protocols: official, mastra, house,
     house_strict, lenient (``om_eval.bench.panel.PROTOCOLS``)."""

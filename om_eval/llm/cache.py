@@ -44,7 +44,7 @@ import time
 import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +314,7 @@ class ResponseCache:
             "key": key,
             "response": response.to_dict(),
             "request": _summarise(request, stage, scope),
-            "stored_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "stored_at": datetime.now(UTC).isoformat(timespec="seconds"),
         }
         body = json.dumps(payload, indent=1, ensure_ascii=False, default=repr).encode("utf-8")
         header = _MAGIC + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n"
@@ -383,7 +383,7 @@ class ResponseCache:
                 "dollars_saved": current[3],
                 "host": HOST,
                 "pid": os.getpid(),
-                "updated_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "updated_at": datetime.now(UTC).isoformat(timespec="seconds"),
             }
             atomic_write(self._stats_dir / self._stats_name, json.dumps(record).encode("utf-8"))
             self._flushed = current
@@ -403,7 +403,7 @@ class ResponseCache:
         # A cache dropped before interpreter exit leaves the weak registry, so the exit hook would miss it.
         try:
             self.flush()
-        except Exception:  # noqa: BLE001 - a finaliser must not raise
+        except Exception:
             pass
 
     def stats(self) -> CacheStats:
@@ -476,7 +476,7 @@ def _flush_all() -> None:
     for cache in list(_LIVE):
         try:
             cache.flush()
-        except Exception:  # noqa: BLE001 - exit hooks must not raise
+        except Exception:
             pass
 
 

@@ -31,7 +31,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from om_eval.llm.cache import CachedResponse, ResponseCache
@@ -302,7 +302,7 @@ class LLMClient:
             entry = CachedResponse(
                 text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens, cost_usd=cost,
-                created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model,
+                created_at=datetime.now(UTC).isoformat(), request_model=request.model,
                 tool_calls=tuple(call.to_dict() for call in reply.tool_calls),
             )
             await self._store(key, entry, request, stage, scope)
@@ -342,7 +342,7 @@ class LLMClient:
         if key is not None:
             entry = CachedResponse(text=json.dumps(vectors), model=request.model, prompt_tokens=prompt_tokens,
                                    completion_tokens=0, cost_usd=cost,
-                                   created_at=datetime.now(timezone.utc).isoformat(), request_model=request.model)
+                                   created_at=datetime.now(UTC).isoformat(), request_model=request.model)
             await self._store(key, entry, request, stage, scope)
         return vectors
 

@@ -103,7 +103,7 @@ class Ledger:
     def by_model(self) -> dict[str, LedgerTotals]:
         return self._grouped(lambda r: r.model)
 
-    def _grouped(self, key) -> dict[str, LedgerTotals]:  # noqa: ANN001
+    def _grouped(self, key) -> dict[str, LedgerTotals]:
         groups: dict[str, list[CallRecord]] = {}
         for record in list(self.records):
             groups.setdefault(key(record), []).append(record)

@@ -99,7 +99,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                 },
             )
 
-        def embedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        def embedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
             """A deterministic offline embedding: hashed word counts (the scripted model is no language model)."""
             vectors = [scripted_embedding(str(text)) for text in input]
             tokens = sum(len(str(text).split()) for text in input)
@@ -109,7 +109,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                 usage=litellm.Usage(prompt_tokens=tokens, total_tokens=tokens),
             )
 
-        async def aembedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:  # noqa: A002
+        async def aembedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
             return self.embedding(model, input, *args, **kwargs)
 
         async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:

@@ -438,13 +438,12 @@ class OMConfig:
                     f"({obs.message_tokens})",
                 )
         activation = obs.buffer_activation
-        if activation is not None:
-            if not _is_number(activation) or activation <= 0 or 1 < activation < 1000:
-                _fail(
-                    "observation.buffer_activation",
-                    activation,
-                    "allowed: a ratio in (0, 1] or an absolute retention floor >= 1000",
-                )
+        if activation is not None and (not _is_number(activation) or activation <= 0 or 1 < activation < 1000):
+            _fail(
+                "observation.buffer_activation",
+                activation,
+                "allowed: a ratio in (0, 1] or an absolute retention floor >= 1000",
+            )
         if obs.block_after is not None:
             if buffer is False:
                 _fail("observation.block_after", obs.block_after, "needs async buffering on (buffer_tokens)")

@@ -337,7 +337,8 @@ class ScriptedModel:
         assert match is not None
         label, reference, response = match.group("label"), match.group("reference"), match.group("response")
         lowered = response.lower()
-        if re.search(r"cannot be answered|unanswerable|explanation", label + " " + prompt[: match.start()], re.IGNORECASE) \
+        asked = label + " " + prompt[: match.start()]
+        if re.search(r"cannot be answered|unanswerable|explanation", asked, re.IGNORECASE) \
                 and "answer" not in label.lower().replace("answered", ""):
             return "yes" if any(p in lowered for p in _DONT_KNOW) else "no"
         if reference.strip().isdigit():

@@ -1,8 +1,8 @@
 """Token counting for thresholds (om-reference §5).
 
 Why pluggable: OM's thresholds are compared against *estimated* tokens, and the estimator changed across
-Mastra releases (js-tiktoken ``o200k_base`` up to 1.6, the ``tokenx`` heuristic from 1.7, :mod:`om_eval.om.tokenx`). The trigger points,
-and therefore the scores, depend on which one ran, so every memory records the estimator's name.
+Mastra releases (js-tiktoken ``o200k_base`` up to 1.6, the ``tokenx`` heuristic from 1.7, :mod:`om_eval.om.tokenx`).
+The trigger points, and therefore the scores, depend on which one ran, so every memory records the estimator's name.
 
 ``o200k_base`` must work with no network: tiktoken normally downloads its BPE file, but litellm's wheel ships
 it, so we point ``TIKTOKEN_CACHE_DIR`` at that folder without importing litellm (which is slow to import).

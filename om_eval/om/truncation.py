@@ -38,8 +38,8 @@ __all__ = [
     "TokenCountFn",
     "is_important_line",
     "prepare_previous_observations",
-    "truncated_marker",
     "truncate_to_token_budget",
+    "truncated_marker",
 ]
 
 TokenCountFn = Callable[[str], int]
@@ -233,7 +233,7 @@ def truncate_to_token_budget(observations: str, budget: int, count_tokens: Token
 
 def prepare_previous_observations(
     observations: str,
-    budget: int | None | Literal[False],
+    budget: int | Literal[False] | None,
     count_tokens: TokenCountFn,
 ) -> tuple[str, bool]:
     """Apply ``previousObserverTokens`` to the prior observations shown to the Observer (§1.14 steps 1, 3, 4).

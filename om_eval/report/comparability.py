@@ -114,7 +114,8 @@ def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], be
     conditions.append(Condition(
         "pinned data", sha in PINNED_DATA,
         f"{PINNED_DATA[sha]} (sha256 {sha[:12]})" if sha in PINNED_DATA
-        else f"{run.get('dataset_name') or 'a file'} with sha256 {sha[:12] or 'unknown'}, not a pinned LongMemEval file"))
+        else f"{run.get('dataset_name') or 'a file'} with sha256 {sha[:12] or 'unknown'}, "
+             "not a pinned LongMemEval file"))
     prompts = json.loads(run["prompt_hashes"]) if run.get("prompt_hashes") else {}
     conditions.append(Condition("one prompt for every category", True,
                                 "om-eval sends every category the same actor instructions"

@@ -38,7 +38,8 @@ _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "go
                 "status", "hypothesis", "label", "judge_status", "judge_reply", "error", "memory_key",
                 "reused_memory", "observer_calls", "reflector_calls", "observations", "reflections",
                 "history_tokens", "observation_tokens", "pending_tokens", "compression_ratio",
-                "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at", "observed_message_tokens", "observation_cycles",
+                "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at", "observed_message_tokens",
+                "observation_cycles",
                 "raw_tail_tokens", "haystack_id", "score",
                 "corrected_answer", "corrected_score", "corrected_label", "tool_calls")
 _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
@@ -102,7 +103,8 @@ def _judgments(rows: Sequence[Mapping[str, Any]], hypothesis: str | None) -> lis
     current = hypothesis_hash(hypothesis)
     return [{
         "judge_key": r["judge_key"], "judge_mode": r["judge_mode"], "judge_model": r["judge_model"],
-        "judge": judge_name(r["judge_identity"]) if r.get("judge_identity") else f"{r['judge_mode']}:{r['judge_model']}",
+        "judge": (judge_name(r["judge_identity"]) if r.get("judge_identity")
+                  else f"{r['judge_mode']}:{r['judge_model']}"),
         "official": r["official"], "label": r["label"], "status": r["status"], "reply": r["reply"],
         "error": r["error"], "judged_at": r["judged_at"], "current": r["hypothesis_hash"] == current,
     } for r in sorted(rows, key=lambda r: (str(r["judged_at"]), r["judge_key"]))]

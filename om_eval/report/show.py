@@ -63,7 +63,7 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     if benchmark.own_score is not None and item.get("score") is not None:
         fixed = "" if item.get("corrected_answer") is None else (
             f" · against the corrected gold: {item['corrected_score']:.3f}, verdict "
-            f"{verdict_text(item.get('corrected_label'), 'ok' if item.get('corrected_label') is not None else 'error')}")
+            f"{verdict_text(item.get('corrected_label'), 'error' if item.get('corrected_label') is None else 'ok')}")
         console.print(f"[bold]{benchmark.title} {benchmark.own_score}[/bold]: {item['score']:.3f}{fixed}")
     if item.get("haystack_id"):
         console.print(f"memory shared by every question of {escape(str(item['haystack_id']))}")

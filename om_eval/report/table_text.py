@@ -288,7 +288,9 @@ def _accuracy_fields(prefix: str, acc: Accuracy, with_n: bool = True) -> dict[st
 def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: bool = False) -> dict[str, str]:
     record = {
         "section": section.key, "rank": "" if rank is None else str(rank), "label": row.label,
-        "variant": row.variant, **({"memory": f"{_BASELINE_PREFIX}{row.reader}" if row.reader else "om"} if memory else {}), "run_id": row.run_id, "judge_mode": row.judge_mode or "",
+        "variant": row.variant,
+        **({"memory": f"{_BASELINE_PREFIX}{row.reader}" if row.reader else "om"} if memory else {}),
+        "run_id": row.run_id, "judge_mode": row.judge_mode or "",
         "judge_model": row.judge_model or "", "judge_caveat": row.caveat or "",
         "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
         "n_error": str(row.n_error), "n_not_run": str(row.n_not_run),

@@ -40,7 +40,8 @@ byte-identical markdown and CSV.
 (``om-eval run baseline=full_context|oracle``) answered from the raw sessions, with no memory. It is ranked with
 the other runs of its section; whenever a table holds one, the compact table gains a ``memory`` row, the wide
 table a ``memory`` column (``OM``, ``baseline: full context``, ``baseline: oracle``), the CSV a ``memory`` column
-(``om``, ``baseline:full_context``, ``baseline:oracle``), and a note says what the readers saw. Tables without a baseline are unchanged.
+(``om``, ``baseline:full_context``, ``baseline:oracle``), and a note says what the readers saw. Tables without a
+baseline are unchanged.
 
 Costs: ``cost_usd`` is the sum of the *known* spend of the run's questions; calls whose price is unknown are
 counted (``unknown_cost_calls``), never guessed. ``mean_observation_tokens`` and ``mean_compression_ratio``

@@ -11,9 +11,9 @@ browser is drawn by the script from that block and keeps its state in the URL ha
 (``#q=<question id>&a=<run id prefix>&b=<run id prefix>``), so a link names a question and two runs.
 
 **Escaping.** Stored texts hold ``<``, ``&``, quotes, emoji and tags such as ``<observations>``. The static parts
-are rendered by jinja2 with autoescape on (``templates/view.html``); the script only ever sets ``textContent`` (never ``innerHTML``)
-from the data; and in the JSON block every ``</`` and ``<!--`` is written as an escape sequence, so no stored
-text can end the block or open a comment.
+are rendered by jinja2 with autoescape on (``templates/view.html``); the script only ever sets ``textContent``
+(never ``innerHTML``) from the data; and in the JSON block every ``</`` and ``<!--`` is written as an escape
+sequence, so no stored text can end the block or open a comment.
 
 **Size caps.** Each question detail is embedded once per run, and a memory (observations by generation and the
 OM events) once per memory key and question, however many runs share it. Long texts are cut to their first and

@@ -60,7 +60,7 @@ class BatchedRecorder:
                 for _, future in batch:
                     future.cancel()
                 raise
-            except Exception as error:  # noqa: BLE001 - handed to every waiting question
+            except Exception as error:
                 errors = [error] * len(batch)
             _settle(batch, errors)
 

@@ -374,7 +374,7 @@ class RunStore:
         for index, record in enumerate(records):
             try:
                 ready.append((index, _prepare(run_id, record)))
-            except Exception as error:  # noqa: BLE001 - a malformed record fails alone, before any write
+            except Exception as error:
                 errors[index] = error
         with self._mutex:  # what is known to have rows, the writes and the marks, as one step
             keys = [prepared.key for _, prepared in ready]
@@ -383,7 +383,7 @@ class RunStore:
                 try:
                     with self._transaction() as con:
                         self._write(con, run_id, [prepared for _, prepared in ready])
-                except Exception:  # noqa: BLE001 - whatever failed, writing each alone finds the culprit
+                except Exception:
                     alone = True
                 else:
                     self._has_rows.update(keys)
@@ -392,7 +392,7 @@ class RunStore:
                     try:
                         with self._transaction() as con:
                             self._write(con, run_id, [prepared])
-                    except Exception as error:  # noqa: BLE001 - returned to the record's caller
+                    except Exception as error:
                         errors[index] = error
                     else:
                         self._has_rows.add(prepared.key)

@@ -114,7 +114,7 @@ def test_a_dev_observation_takes_every_thread_and_restarts_the_total() -> None:
 @pytest.mark.parametrize("reading", ["exact", "mastra_dev", "mastra_step"])
 def test_each_reading_replays_and_records_observer_input(reading: str) -> None:
     replay = ReplayConfig(pending_accounting=reading)  # type: ignore[arg-type]
-    mem, stats = asyncio.run(replay_question(question(), om_config(message_tokens=150), observer=ScriptedModel(),
+    _mem, stats = asyncio.run(replay_question(question(), om_config(message_tokens=150), observer=ScriptedModel(),
                                              replay=replay))
     assert stats.observations >= 1 and stats.observer_calls >= 1
     assert stats.observed_message_tokens > 0

@@ -97,7 +97,8 @@ def test_questions_sharing_a_memory_render_it_once_per_date(monkeypatch: pytest.
     import om_eval.bench.answer as answer_module
 
     memory = ObservationalMemory(OMConfig(scope="resource"), observer=ScriptedModel())
-    memory.add_message(Message("m1", "s1", "user", "I keep bees on my roof.", question().question_date.replace(year=2020)))
+    said = question().question_date.replace(year=2020)
+    memory.add_message(Message("m1", "s1", "user", "I keep bees on my roof.", said))
     rendered: list[object] = []
     real = answer_module.memory_messages
     monkeypatch.setattr(answer_module, "memory_messages", lambda m, q: rendered.append(q) or real(m, q))

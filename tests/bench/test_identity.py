@@ -36,7 +36,7 @@ def engine_defaults() -> dict[str, Any]:
 
 @pytest.mark.parametrize(("rule", "defaults"), [(RUN_ID_RULE, run_config_defaults),
                                                 (MEMORY_KEY_RULE, engine_defaults)], ids=["run id", "memory key"])
-def test_every_setting_is_classed(rule: IdentityRule, defaults) -> None:  # noqa: ANN001
+def test_every_setting_is_classed(rule: IdentityRule, defaults) -> None:
     unclassed = rule.unclassed(leaf_paths(defaults()))
     assert not unclassed, (
         f"the {rule.name} rule does not class {', '.join(unclassed)}: add each to om_eval/bench/identity.py "
@@ -46,7 +46,7 @@ def test_every_setting_is_classed(rule: IdentityRule, defaults) -> None:  # noqa
 
 @pytest.mark.parametrize(("rule", "defaults"), [(RUN_ID_RULE, run_config_defaults),
                                                 (MEMORY_KEY_RULE, engine_defaults)], ids=["run id", "memory key"])
-def test_every_pinned_value_is_the_live_default(rule: IdentityRule, defaults) -> None:  # noqa: ANN001
+def test_every_pinned_value_is_the_live_default(rule: IdentityRule, defaults) -> None:
     live = defaults()
     for path, pinned in rule.omitted_at.items():
         default = lookup(live, path)

@@ -67,7 +67,8 @@ def get_anscheck_prompt(task, question, answer, response, abstention=False):
         "knowledge-update": "STAND-IN update rule: the newest value wins.",
     }
     if abstention:
-        layout = "STAND-IN refusal rule: a good candidate declines.\\n\\nQ: {}\\n\\nNOTE: {}\\n\\nCANDIDATE: {}\\n\\nDeclined? yes or no."
+        layout = ("STAND-IN refusal rule: a good candidate declines.\\n\\nQ: {}\\n\\nNOTE: {}\\n\\nCANDIDATE: {}"
+                  "\\n\\nDeclined? yes or no.")
     elif task == "single-session-preference":
         layout = "STAND-IN taste rule: judged against a checklist." + slots.replace("GOLD", "CHECKLIST")
     elif task in rules:
@@ -181,7 +182,7 @@ def test_a_file_whose_sha256_differs_from_the_pinned_one_is_refused(tmp_path: Pa
 
 def test_a_local_clone_layout_is_read_from_src_evaluation(tmp_path: Path) -> None:
     clone = tmp_path / "LongMemEval"
-    path, sha = write_standin(clone / "src" / "evaluation")
+    _path, sha = write_standin(clone / "src" / "evaluation")
     builder = load_official_prompt_builder(clone, expected_sha256=sha)
     assert builder("knowledge-update", "q", "a", "r").startswith("STAND-IN update rule")
     with pytest.raises(OfficialTemplateError, match="does not exist"):
@@ -374,7 +375,7 @@ def test_house_template_hash_is_the_identity_of_the_set() -> None:
 
 
 def test_default_judge_settings_match_the_judge_model_config() -> None:
-    assert OFFICIAL_JUDGE_SETTINGS == model_settings("gpt-4o-judge")
+    assert model_settings("gpt-4o-judge") == OFFICIAL_JUDGE_SETTINGS
     assert Judge.house(model="scripted").model == model_settings("scripted")
     bare = Judge.house(model="scripted/other").model
     assert (bare.model, bare.temperature, bare.max_output_tokens) == ("scripted/other", 0.0, 10)

@@ -41,7 +41,7 @@ def test_normalisation_drops_commas_case_punctuation_and_small_words() -> None:
         ("2022", 2022, 2, 1.0),  # a number in the file is compared as its text
     ],
 )
-def test_locomo_f1_examples(prediction: str, answer, category: int, expected: float) -> None:  # noqa: ANN001
+def test_locomo_f1_examples(prediction: str, answer, category: int, expected: float) -> None:
     assert locomo_f1(prediction, answer, category) == pytest.approx(expected)
 
 

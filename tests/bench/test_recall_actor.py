@@ -55,7 +55,7 @@ def config(retrieval: str = "resource") -> OMConfig:
                     reflection=ReflectionConfig(observation_tokens=4000, model=SCRIPTED))
 
 
-def setup(tmp_path, name: str, model: ScriptedModel):  # noqa: ANN001, ANN201
+def setup(tmp_path, name: str, model: ScriptedModel):
     actor = ModelSettings(model=register_scripted(name, model), temperature=0)
     client = LLMClient(cache=ResponseCache(tmp_path / "cache"), ledger=Ledger())
     build = asyncio.run(build_memory(haystack(), config(), observer=client,
@@ -92,7 +92,7 @@ def test_arguments_that_are_not_json_get_an_error_result_and_the_actor_goes_on(t
     assert "not valid JSON" in next(m for m in answer.messages if m["role"] == "tool")["content"]
 
 
-def every_tool_output(memory, question: Question) -> list[str]:  # noqa: ANN001
+def every_tool_output(memory, question: Question) -> list[str]:
     """Everything the tool can show for ``question``: each thread listing, every page of every thread at both
     detail levels and from both ends, and every part of every message whole."""
     history = memory.recall_history(eval_thread_id(question), question.question_date)

@@ -60,7 +60,7 @@ def om_config(message_tokens: int = 200, observation_tokens: int = 5000) -> OMCo
     )
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -76,7 +76,7 @@ def test_messages_follow_the_published_protocol() -> None:
 
 def test_sessions_in_date_order_pairs_and_checks() -> None:
     model = ScriptedModel()
-    memory, stats = run(replay_question(question(), om_config(), observer=model))
+    _memory, stats = run(replay_question(question(), om_config(), observer=model))
     assert stats.sessions == 3 and stats.messages == 15 and stats.observe_checks == 8  # 3 + 2 + 3 pairs
     first_history = model.calls_for("observer")[0].messages[-1]["content"]
     assert "Toby" in first_history  # the May 2 session comes first, though it is second in the file
@@ -111,9 +111,9 @@ def test_question_date_never_enters_memory() -> None:
 
 def test_final_flush_and_unit_options() -> None:
     q = question()
-    no_flush, stats = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel()))
+    _no_flush, stats = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel()))
     assert stats.observer_calls == 0 and stats.pending_tokens > 0  # Mastra: no final flush
-    flushed, flush_stats = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel(),
+    _flushed, flush_stats = run(replay_question(q, om_config(message_tokens=100_000), observer=ScriptedModel(),
                                                replay=ReplayConfig(final_flush=True)))
     assert flush_stats.pending_tokens == 0 and flush_stats.observer_calls >= 1
     _, per_session = run(replay_question(q, om_config(), observer=ScriptedModel(), replay=ReplayConfig(unit="session")))
@@ -131,7 +131,7 @@ def test_thread_scope_answers_from_every_session() -> None:
     assert "Toby" in text and "sourdough" in text
 
 
-def test_memory_is_built_once_and_reused(tmp_path) -> None:  # noqa: ANN001
+def test_memory_is_built_once_and_reused(tmp_path) -> None:
     store = SnapshotStore(tmp_path)
     model = ScriptedModel()
     first = run(build_memory(question(), om_config(), observer=model, store=store))
@@ -165,7 +165,7 @@ def test_evidence_trace_statuses() -> None:
     assert [t.status for t in trace_evidence(q, raw)] == ["in_raw_tail"]
 
     class Forgetful(ScriptedModel):
-        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+        def _observe(self, messages, fault):
             return "<observations>\n</observations>"
 
     missed, _ = run(replay_question(q, om_config(), observer=Forgetful()))

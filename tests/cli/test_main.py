@@ -9,7 +9,6 @@ from pathlib import Path
 
 from om_eval.cli import main
 
-
 HEAVY = ("litellm", "llama_cpp", "pandas", "rich", "tiktoken")
 
 
@@ -27,7 +26,7 @@ def test_imports_and_help_stay_light() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_demo_runs_and_saves_a_snapshot(tmp_path: Path, capsys) -> None:  # noqa: ANN001
+def test_demo_runs_and_saves_a_snapshot(tmp_path: Path, capsys) -> None:
     path = tmp_path / "memory.json"
     assert main(["demo", "--model", "scripted", "--sessions", "8", "--save-snapshot", str(path), "--show-context",
                  "--cache-dir", str(tmp_path / "cache")]) == 0
@@ -37,6 +36,6 @@ def test_demo_runs_and_saves_a_snapshot(tmp_path: Path, capsys) -> None:  # noqa
     assert snapshot["format"] == "om-eval/memory@1" and snapshot["token_counter"] == "tiktoken/o200k_base"
 
 
-def test_demo_reports_invalid_options(capsys) -> None:  # noqa: ANN001
+def test_demo_reports_invalid_options(capsys) -> None:
     assert main(["demo", "--model", "scripted", "--message-tokens", "0"]) == 2
     assert "observation.message_tokens=0 is invalid" in capsys.readouterr().out

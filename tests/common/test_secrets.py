@@ -77,7 +77,7 @@ _VALUES = st.recursive(_LEAVES, lambda children: st.one_of(
     st.lists(children, max_size=4), st.dictionaries(_KEYS, children, max_size=5)), max_leaves=20)
 
 
-def _walk(value: Any, under_secret: bool = False):  # noqa: ANN202
+def _walk(value: Any, under_secret: bool = False):
     """(value, stored under a secret key) for every node."""
     yield value, under_secret
     if isinstance(value, dict):

@@ -20,5 +20,5 @@ def test_escape_sequences_are_shown_not_obeyed() -> None:
 def test_printable_output_has_no_control_characters(text: str) -> None:
     shown = printable(text)
     assert all(c in "\n\t" or not (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) for c in shown)
-    if not any(ord(c) < 0x20 and c not in "\n\t" or 0x7F <= ord(c) <= 0x9F or c in "\u200e\u200f" for c in text):
+    if not any((ord(c) < 0x20 and c not in "\n\t") or 0x7F <= ord(c) <= 0x9F or c in "\u200e\u200f" for c in text):
         assert shown == text or any("\u202a" <= c <= "\u202e" or "\u2066" <= c <= "\u2069" for c in text)

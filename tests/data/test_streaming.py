@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from om_eval.data import Dataset, load_dataset, mini_fixture_path, select
 from om_eval.cli.data import add_parser as add_data_parser
 from om_eval.cli.data import run as run_data_command
+from om_eval.data import Dataset, load_dataset, mini_fixture_path, select
 from om_eval.data.loader import DatasetValidationError, iter_records
 from om_eval.data.synth import generate, iter_generate, write_dataset
 

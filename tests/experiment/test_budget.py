@@ -16,7 +16,7 @@ from om_eval.experiment.spec import spec_from_config
 from om_eval.store import Catalog
 
 
-def spec_for(results: Path, *overrides: str):  # noqa: ANN201
+def spec_for(results: Path, *overrides: str):
     register_configs()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         cfg = compose("config", overrides=[*overrides, f"run.results_dir={results}",

@@ -25,22 +25,24 @@ from om_eval.llm.providers import register_scripted
 from om_eval.om.scripted import ScriptedModel
 from om_eval.report import summary_table
 from om_eval.store import Catalog
-from tests.runs import compose_run
 from tests.bench.test_judge import standin_source, write_standin
+from tests.runs import compose_run
 
 # An invented official-layout file whose prompts the scripted judge can read (a "<Label>: <gold>" section, then
 # "Response: <answer>", then a yes-or-no request).
 READABLE_STANDIN = '''
 def get_anscheck_prompt(task, question, answer, response, abstention=False):
     if abstention:
-        layout = "Invented refusal check.\\n\\nAsked: {}\\n\\nWhy unanswerable: {}\\n\\nResponse: {}\\n\\nRefused? yes or no."
+        layout = ("Invented refusal check.\\n\\nAsked: {}\\n\\nWhy unanswerable: {}\\n\\nResponse: {}"
+                  "\\n\\nRefused? yes or no.")
     else:
-        layout = "Invented check for " + task + ".\\n\\nAsked: {}\\n\\nExpected: {}\\n\\nResponse: {}\\n\\nRight? yes or no."
+        layout = ("Invented check for " + task + ".\\n\\nAsked: {}\\n\\nExpected: {}\\n\\nResponse: {}"
+                  "\\n\\nRight? yes or no.")
     return layout.format(question, answer, response)
 '''
 
 
-def composed(results: Path, *overrides: str):  # noqa: ANN201
+def composed(results: Path, *overrides: str):
     return compose_run(results, *overrides)
 
 

@@ -14,7 +14,7 @@ from om_eval.store import Catalog
 from tests.runs import compose_run
 
 
-def composed(results: Path, *overrides: str):  # noqa: ANN201
+def composed(results: Path, *overrides: str):
     return compose_run(results, *overrides, "run.concurrency=1")
 
 
@@ -37,7 +37,7 @@ def test_resuming_a_run_with_failed_questions_retries_them(tmp_path: Path) -> No
     run_from_config(composed(tmp_path, f"models.actor.model=scripted/{name}"))
     assert all(s == "done" for s, _ in statuses(tmp_path).values())
     with Catalog(tmp_path) as catalog:
-        failed = [q for q, (s, _) in first.items() if s == "error"][0]
+        failed = next(q for q, (s, _) in first.items() if s == "error")
         seqs = [r["seq"] for r in catalog.query("SELECT seq FROM llm_calls WHERE question_id = ? ORDER BY seq",
                                                 [failed])]
         calls_after = catalog.query("SELECT count(*) AS n FROM llm_calls")[0]["n"]
@@ -63,7 +63,7 @@ def test_a_crash_after_the_memory_is_built_loses_no_om_event(tmp_path: Path, mon
     real = job_module.answer_and_judge
     crashed: list[str] = []
 
-    async def crash_once(question, build, **kwargs):  # noqa: ANN001, ANN003, ANN202
+    async def crash_once(question, build, **kwargs):
         if not crashed:
             crashed.append(question.question_id)
             raise Crash

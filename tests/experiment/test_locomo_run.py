@@ -42,7 +42,8 @@ def _data(folder: Path) -> list[str]:
 def results(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("locomo")
     command = [sys.executable, "-m", "om_eval.cli", "run", "-m", "experiment=smoke", *_data(folder),
-               "baseline=none,full_context,oracle", "om.observation.message_tokens=60", "om.reflection.observation_tokens=200",
+               "baseline=none,full_context,oracle", "om.observation.message_tokens=60",
+               "om.reflection.observation_tokens=200",
                f"run.results_dir={folder}", f"run.cache_dir={folder / 'cache'}", "run.progress=false"]
     done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
+from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.cli.demo import add_parser as add_demo_parser
 from om_eval.experiment.app import CONFIG_DIR
-from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.experiment.spec import spec_from_config
 from om_eval.om.config import PROMPT_VARIANTS, ConfigError
 from tests.runs import compose_run
@@ -56,14 +56,14 @@ def test_the_demo_offers_every_prompt_variant() -> None:
 
 
 def test_later_settings_reach_the_engine_and_keep_default_run_ids(tmp_path: Path) -> None:
-    def spec(*overrides: str):  # noqa: ANN202
+    def spec(*overrides: str):
         return spec_from_config(OmegaConf.to_container(compose_run(tmp_path, *overrides, experiment="smoke"),
                                                        resolve=True))
 
     plain, explicit, strict = spec(), spec("om.reply_checks=om_eval"), spec("om.reply_checks=mastra")
     assert plain.om.reply_checks == "om_eval" and strict.om.reply_checks == "mastra"
     assert plain.config_hash == explicit.config_hash != strict.config_hash
-    def memory_view(spec):  # noqa: ANN001, ANN202
+    def memory_view(spec):
         return MEMORY_KEY_RULE.view({"om": spec.om.to_dict()})["om"]
 
     assert "reply_checks" not in memory_view(plain) and memory_view(strict)["reply_checks"] == "mastra"

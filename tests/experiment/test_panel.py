@@ -26,7 +26,7 @@ TEMPORAL_RULE = "Counts of days, weeks, months"
 class TemporalYesJudge(ScriptedModel):
     """The scripted judge, except that it accepts every answer to a temporal question: a known bias."""
 
-    def _answer(self, messages, stage, fault):  # noqa: ANN001, ANN202
+    def _answer(self, messages, stage, fault):
         if stage == "judge" and TEMPORAL_RULE in messages[-1]["content"]:
             return "yes"
         return super()._answer(messages, stage, fault)
@@ -156,7 +156,7 @@ def test_the_page_shows_the_panel_flips_and_judge_quality(paneled: tuple[Path, s
 
     from om_eval.report.view import write_view
 
-    results, run_id, biased = paneled
+    results, _run_id, biased = paneled
     page = write_view(results, tmp_path / "view.html", n_boot=50)
     chromium = next((found for name in ("/usr/bin/chromium", "chromium", "chromium-browser")
                      if (found := shutil.which(name))), None)
@@ -175,7 +175,7 @@ def test_the_page_shows_the_panel_flips_and_judge_quality(paneled: tuple[Path, s
 class ChattyJudge(ScriptedModel):
     """The scripted judge's verdicts, said in a sentence: 'Yes, it matches.' passes the official parse only."""
 
-    def _answer(self, messages, stage, fault):  # noqa: ANN001, ANN202
+    def _answer(self, messages, stage, fault):
         plain = super()._answer(messages, stage, fault)
         if stage != "judge":
             return plain
@@ -193,7 +193,7 @@ def test_the_official_and_mastra_protocols_differ_only_by_their_parse(tmp_path: 
 
     class StandinJudge(Judge):
         @classmethod
-        def official(cls, source, **options):  # noqa: ANN001, ANN206
+        def official(cls, source, **options):
             # The pinned sha256 guards real runs; the stand-in's bytes are not upstream's.
             return Judge.official(source, expected_sha256=None, **options)
 

@@ -26,7 +26,7 @@ def log_console(monkeypatch: pytest.MonkeyPatch) -> tuple[Console, StringIO]:
     return Console(file=out, width=100), out
 
 
-def smoke(results: Path):  # noqa: ANN201
+def smoke(results: Path):
     register_configs()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose("config", overrides=["experiment=smoke", f"run.results_dir={results}",

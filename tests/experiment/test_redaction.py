@@ -13,7 +13,7 @@ from om_eval.store import Catalog
 from tests.runs import compose_run
 
 
-def composed(results: Path, *overrides: str):  # noqa: ANN201
+def composed(results: Path, *overrides: str):
     return compose_run(results, *overrides)
 
 

@@ -25,7 +25,7 @@ def run_cli(results: Path, *overrides: str, env: dict[str, str] | None = None) -
     return subprocess.run(command, capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=300)
 
 
-def composed(results: Path, *overrides: str):  # noqa: ANN201
+def composed(results: Path, *overrides: str):
     register_configs()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
         return compose("config", overrides=[*overrides, f"run.results_dir={results}",

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from om_eval.bench.baseline import BaselineConfig
+from om_eval.bench.identity import RUN_ID_RULE
 from om_eval.bench.replay import ReplayConfig
+from om_eval.common.identity import IdentityRule
 from om_eval.experiment.run_options import RunOptions
 from om_eval.experiment.schema import (
     ELSEWHERE,
@@ -21,8 +23,6 @@ from om_eval.experiment.schema import (
     field_help,
     schema_of,
 )
-from om_eval.bench.identity import RUN_ID_RULE
-from om_eval.common.identity import IdentityRule
 from om_eval.om.config import (
     ModelSettings,
     ObservationConfig,

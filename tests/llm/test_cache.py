@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from om_eval.llm.cache import CachedResponse, ResponseCache, default_cache_dir
 from om_eval.cli.cache import add_parser as add_cache_parser
 from om_eval.cli.cache import run as run_cache_command
+from om_eval.llm.cache import CachedResponse, ResponseCache, default_cache_dir
 from om_eval.llm.request import LLMRequest, cache_key
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]

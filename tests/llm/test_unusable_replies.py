@@ -41,7 +41,7 @@ OBSERVATIONS = "Date: May 2, 2025\n" + "\n".join(
 )
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -62,7 +62,7 @@ def observer_messages() -> tuple[str, list[dict[str, str]]]:
     return system, render_observer_request(ObserverRequest(history))
 
 
-def observe(llm: LLMClient, settings: ModelSettings):  # noqa: ANN201
+def observe(llm: LLMClient, settings: ModelSettings):
     system, user = observer_messages()
     return run(call_observer(llm, settings, system, user, multi_thread=False))
 

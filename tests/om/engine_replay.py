@@ -39,7 +39,9 @@ TAG = re.compile(r"«(m\d+)\|([^|»]+)\|(\d\d:\d\d)»((?: [a-z]+){0,6})")
 THREAD_OPEN = re.compile(r'<thread id="([^"]+)">')
 FACT = re.compile(r"fact (m\d+)")
 DATE_LINE = re.compile(r"^Date: .+$", re.MULTILINE)
-WORDS = ["apple", "river", "stone", "cloud", "maple", "violin", "harbor", "pepper", "lantern", "meadow", "copper", "falcon", "orchid", "canyon", "velvet", "ember", "quartz", "willow", "saffron", "tundra", "beacon", "walnut", "cobalt", "juniper"]
+WORDS = ["apple", "river", "stone", "cloud", "maple", "violin", "harbor", "pepper", "lantern", "meadow", "copper",
+         "falcon", "orchid", "canyon", "velvet", "ember", "quartz", "willow", "saffron", "tundra", "beacon", "walnut",
+         "cobalt", "juniper"]
 
 # --------------------------------------------------------------------------- conversations
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.om.identity_view import memory_view
 from om_eval.data.conversation import make_conversation
 from om_eval.om import (
     Message,
@@ -23,8 +22,9 @@ from om_eval.om.prompts import load_prompts
 from om_eval.om.scripted import ScriptedModel
 from om_eval.om.thresholds import REMINDER_TOKENS_1_10
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION, CharRatioCounter
+from tests.om.identity_view import memory_view
 
-START = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 SENTENCES = (
     "I adopted a grey cat named Pixel from the shelter last spring.",
     "My sister Ana is moving to Lisbon in October for a new design job.",
@@ -34,7 +34,7 @@ SENTENCES = (
 )
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -168,7 +168,7 @@ def test_activation_at_the_threshold_keeps_the_retention_floor() -> None:
 def test_activation_moves_counters_and_cursor() -> None:
     seen: list = []
 
-    def on_event(event) -> None:  # noqa: ANN001
+    def on_event(event) -> None:
         record = memory.record("t1")
         seen.append((event, list(record.buffered_observation_chunks), memory.pending_tokens("t1"),
                      list(record.observed_message_ids)))
@@ -196,7 +196,7 @@ def test_activation_moves_counters_and_cursor() -> None:
 class _FailingBufferModel(ScriptedModel):
     """Fails every buffered Observer call (those asking for observations only); sync calls work."""
 
-    async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+    async def complete(self, messages, *, stage, settings):
         hint = load_prompts("observer_request")["hints_skipped"].strip()
         if stage == "observer" and any(hint in str(m["content"]) for m in messages):
             raise RuntimeError("buffered call failed")
@@ -252,7 +252,7 @@ def test_buffered_reflection_starts_at_half_and_activates_above_the_threshold() 
 def test_reflection_activation_keeps_the_unreflected_lines() -> None:
     at_activation: list[tuple[str, int]] = []
 
-    def on_event(event) -> None:  # noqa: ANN001
+    def on_event(event) -> None:
         if event.kind == "reflection_activated":
             record = memory.record("t1")
             at_activation.append((record.active_observations, record.observation_token_count))
@@ -521,7 +521,8 @@ def v1_31(config: OMConfig) -> OMConfig:
 
 def test_1_31_observes_at_once_when_nothing_can_be_activated() -> None:
     # Every buffered call fails, so no chunk exists: 1.10 waits for block_after (2400); 1.31 observes at 2000.
-    memory = ObservationalMemory(v1_31(thread_config()), observer=_FailingBufferModel(), token_counter=CharRatioCounter())
+    memory = ObservationalMemory(v1_31(thread_config()), observer=_FailingBufferModel(),
+                                 token_counter=CharRatioCounter())
     steps = feed(memory, 80)
     first = next(i for i, (_, outcome) in enumerate(steps) if outcome is not None)
     assert 2000 <= steps[first][0] < 2400 and steps[first - 1][0] < 2000

@@ -68,8 +68,8 @@ def test_valid_edge_values_are_accepted_and_resolve_as_1_10_does() -> None:
     assert OMConfig(observation=ObservationConfig(buffer_activation=1000)).retention_floor == 1000  # absolute
     at_threshold = OMConfig(observation=ObservationConfig(block_after=1.0, buffer_tokens=5000))
     assert (at_threshold.observation_block_after, at_threshold.buffer_tokens) == (30_000, 5000)
-    assert OMConfig(observation=ObservationConfig(previous_observer_tokens=False)).observation.previous_observer_tokens \
-        is False
+    unshown = OMConfig(observation=ObservationConfig(previous_observer_tokens=False))
+    assert unshown.observation.previous_observer_tokens is False
     assert OMConfig(observation=ObservationConfig(previous_observer_tokens=0)).observation.previous_observer_tokens == 0
     shared = OMConfig(share_token_budget=True, observation=ObservationConfig(buffer_tokens=False))
     assert shared.share_token_budget and not shared.async_observation_enabled and shared.buffer_tokens is None

@@ -34,7 +34,8 @@ OBSERVATIONS = (
 
 
 def test_optimize_rules_in_order() -> None:
-    text = "[O1] * 🟡 (10:00) Called   tool [Tool Call: x] -> result\n\n\n\n* 🔴 keep [link](http://a) [5 items collapsed]"
+    text = ("[O1] * 🟡 (10:00) Called   tool [Tool Call: x] -> result\n\n\n\n"
+            "* 🔴 keep [link](http://a) [5 items collapsed]")
     assert optimize_for_context(text) == "* (10:00) Called tool result\n\n* 🔴 keep (http://a) [5 items collapsed]"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 
 import pytest
 from hypothesis import given
@@ -99,7 +99,7 @@ def test_relative_accepts_dates_and_drops_timezones() -> None:
     aware_now = datetime(2025, 3, 2, 1, tzinfo=timezone(timedelta(hours=-8)))
     # Wall clock comparison: 01:00 on Mar 2 vs midnight Mar 1 -> 1 day, no UTC conversion.
     assert format_relative_time(datetime(2025, 3, 1), aware_now) == "yesterday"
-    aware_date = datetime(2025, 3, 1, tzinfo=timezone.utc)
+    aware_date = datetime(2025, 3, 1, tzinfo=UTC)
     assert format_relative_time(aware_date, datetime(2025, 3, 8)) == "1 week ago"
 
 
@@ -329,7 +329,7 @@ def test_gaps_between_each_consecutive_pair() -> None:
 
 
 def test_gap_after_message_boundary() -> None:
-    text = "Date: Jan 1, 2025\n* a" + format_boundary(datetime(2025, 1, 5, tzinfo=timezone.utc))
+    text = "Date: Jan 1, 2025\n* a" + format_boundary(datetime(2025, 1, 5, tzinfo=UTC))
     text += "Date: Jan 5, 2025\n* b"
     out = annotate_observations(text, datetime(2025, 1, 6))
     assert "--- message boundary (2025-01-05T00:00:00.000Z) ---\n\n\n[4 days later]\n\nDate: Jan 5" in out
@@ -502,7 +502,7 @@ def test_annotate_accepts_aware_now() -> None:
 
 def test_format_boundary_variants() -> None:
     # Always what JS toISOString() writes: UTC, milliseconds, "Z"; a naive time is read as UTC.
-    utc = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=timezone.utc)
+    utc = datetime(2025, 1, 2, 3, 4, 5, 678901, tzinfo=UTC)
     assert format_boundary(utc) == "\n\n--- message boundary (2025-01-02T03:04:05.678Z) ---\n\n"
     naive = datetime(2025, 1, 2, 3, 4, 5)
     assert format_boundary(naive) == "\n\n--- message boundary (2025-01-02T03:04:05.000Z) ---\n\n"
@@ -513,7 +513,7 @@ def test_format_boundary_variants() -> None:
 @pytest.mark.parametrize(
     "at",
     [
-        datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc),
+        datetime(2025, 1, 2, 3, 4, 5, 678000, tzinfo=UTC),
         datetime(2025, 1, 2, 3, 4, 5, 678000),
         datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone(timedelta(hours=-7))),
     ],
@@ -521,7 +521,7 @@ def test_format_boundary_variants() -> None:
 def test_boundary_round_trip(at: datetime) -> None:
     match = BOUNDARY_PATTERN.fullmatch(format_boundary(at))
     assert match is not None
-    assert parse_boundary_timestamp(match["iso"]) == (at if at.tzinfo else at.replace(tzinfo=timezone.utc))
+    assert parse_boundary_timestamp(match["iso"]) == (at if at.tzinfo else at.replace(tzinfo=UTC))
 
 
 @pytest.mark.parametrize(
@@ -541,9 +541,9 @@ def test_boundary_pattern_takes_any_run_of_line_feeds() -> None:
 @pytest.mark.parametrize(
     ("iso", "expected"),
     [
-        ("2025-02-30T10:00:00.000Z", datetime(2025, 3, 2, 10, tzinfo=timezone.utc)),  # rolls over like JS
-        ("2025-01-01T24:00:00.000Z", datetime(2025, 1, 2, tzinfo=timezone.utc)),
-        ("2025-01-01T00:00:00.1239Z", datetime(2025, 1, 1, 0, 0, 0, 123000, tzinfo=timezone.utc)),
+        ("2025-02-30T10:00:00.000Z", datetime(2025, 3, 2, 10, tzinfo=UTC)),  # rolls over like JS
+        ("2025-01-01T24:00:00.000Z", datetime(2025, 1, 2, tzinfo=UTC)),
+        ("2025-01-01T00:00:00.1239Z", datetime(2025, 1, 1, 0, 0, 0, 123000, tzinfo=UTC)),
         ("2025-13-01T00:00:00.000Z", None),
         ("2025-01-01T24:00:01.000Z", None),
         ("2025-01-01T23:60:00.000Z", None),
@@ -556,9 +556,9 @@ def test_parse_boundary_timestamp_reads_like_js(iso: str, expected: datetime | N
 def _log() -> str:
     return (
         "Date: Jan 1, 2025\n* a"
-        + format_boundary(datetime(2025, 1, 5, 12, tzinfo=timezone.utc))
+        + format_boundary(datetime(2025, 1, 5, 12, tzinfo=UTC))
         + "Date: Jan 5, 2025\n* b"
-        + format_boundary(datetime(2025, 1, 9, 12, tzinfo=timezone.utc))
+        + format_boundary(datetime(2025, 1, 9, 12, tzinfo=UTC))
         + "Date: Jan 9, 2025\n* c"
     )
 
@@ -571,7 +571,7 @@ def test_observations_as_of_cuts_later_chunks() -> None:
     assert observations_as_of(log, datetime(2025, 1, 5, 11, 59)) == first
     # Boundary date == as_of is kept (<=).
     assert observations_as_of(log, datetime(2025, 1, 5, 12)) == second
-    assert observations_as_of(log, datetime(2025, 1, 9, 11, tzinfo=timezone.utc)) == second
+    assert observations_as_of(log, datetime(2025, 1, 9, 11, tzinfo=UTC)) == second
     assert observations_as_of(log, datetime(2025, 1, 10)) == second + "\n\nDate: Jan 9, 2025\n* c"
 
 
@@ -704,4 +704,4 @@ def test_prop_as_of_far_future_keeps_every_chunk(chunks: list[str], stamps: list
         text += format_boundary(stamp) + chunk
     expected = "\n\n".join(chunk.strip() for chunk in chunks if chunk.strip())
     assert observations_as_of(text, datetime(9999, 1, 1)) == expected
-    assert observations_as_of(text, datetime(9999, 1, 1, tzinfo=timezone.utc)) == expected
+    assert observations_as_of(text, datetime(9999, 1, 1, tzinfo=UTC)) == expected

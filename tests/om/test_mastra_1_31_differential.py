@@ -74,7 +74,8 @@ _NODE_SCRIPT = r"""
 const om = await import("@mastra/memory/processors");
 // 1.31's default observation extractors: the two continuation hints, built as its own factories build them.
 const hints = ["current-task", "suggested-response"].map((name) =>
-  new om.Extractor({ name, instructions: "hint", metadataKeyPath: name === "current-task" ? "currentTask" : "suggestedResponse" }, true));
+  new om.Extractor({ name, instructions: "hint",
+    metadataKeyPath: name === "current-task" ? "currentTask" : "suggestedResponse" }, true));
 // What a synchronous observation stores for the thread: the extracted value, else the parsed hint (sync.ts).
 const stored = (r, slug, parsed) => {
   const value = r.extractedValues?.[slug];
@@ -174,7 +175,7 @@ def _body(rng: random.Random, units: int) -> str:
             piece = rng.choice(KEPT)
         elif roll < 0.19:
             piece = rng.choice(LONE)
-        elif roll < 0.27 and 0 < len(chars) and left > 1:
+        elif roll < 0.27 and len(chars) > 0 and left > 1:
             piece = rng.choice([" ", " ", "\t", "\u00a0", "\u3000"])  # inside the line: kept
         else:
             piece = rng.choice(NARROW)
@@ -397,11 +398,14 @@ def _our_history(specs: list[dict[str, Any]], max_part_length: int | None) -> st
 #: blank, JSON-quoted, twice, unclosed, nested, and 1.27's ``<extracted-values>`` JSON object (valid or not).
 HINT_SECTIONS = [
     "<current-task>\nPrimary: plan the trip\n</current-task>", "<current-task>\nSecondary: pack\n</current-task>",
-    "<suggested-response>\nAsk about Lisbon\n</suggested-response>", "<suggested-response>Say hi 👋</suggested-response>",
-    " <current-task>inline task</current-task> ", "<CURRENT-TASK>\nLoud\n</Current-Task>", "<current-task></current-task>",
+    "<suggested-response>\nAsk about Lisbon\n</suggested-response>",
+    "<suggested-response>Say hi 👋</suggested-response>",
+    " <current-task>inline task</current-task> ", "<CURRENT-TASK>\nLoud\n</Current-Task>",
+    "<current-task></current-task>",
     "<current-task>\n   \n</current-task>", '<current-task>"quoted task"</current-task>',
     '<suggested-response>"half" quoted</suggested-response>', "<current-task>42</current-task>",
-    "<current-task>[1, 2]</current-task>", "<current-task>null</current-task>", "<suggested-response>- step</suggested-response>",
+    "<current-task>[1, 2]</current-task>", "<current-task>null</current-task>",
+    "<suggested-response>- step</suggested-response>",
     "<current-task>\nunclosed", "</current-task>", "<current-<current-task>x</current-task>task>y</current-task>",
     "\t<suggested-response>\n\t tabbed \n</suggested-response>\u00a0\n\n",
     '<extracted-values>{"current-task": "from json", "suggested-response": ""}</extracted-values>',

@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import replace
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.om.identity_view import memory_view
 from om_eval.data.conversation import make_conversation
 from om_eval.om import (
     Message,
@@ -22,6 +21,7 @@ from om_eval.om.observer import ObserverOutputError
 from om_eval.om.scripted import ScriptedModel, ScriptedModelError
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION
+from tests.om.identity_view import memory_view
 
 MESSAGE_TOKENS = 6000
 BATCH_TOKENS = 2500
@@ -38,7 +38,7 @@ def resource_config(**changes: object) -> OMConfig:
     return replace(config, **changes)
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -231,7 +231,7 @@ def test_degenerate_observer_output_is_retried_once() -> None:
 def test_zero_observations_still_advance_the_watermark() -> None:
     # pi-observational-memory#23: an empty-but-valid answer never advanced the cursor, so it re-fired forever.
     class NothingToNote(ScriptedModel):
-        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+        def _observe(self, messages, fault):
             return "<observations>\n</observations>"
 
     memory = ObservationalMemory(resource_config(), observer=NothingToNote())
@@ -300,7 +300,7 @@ def test_failed_reflection_keeps_memory_and_the_observation(fault: str) -> None:
     record = memory.record()
     assert record.active_observations and len(memory.generations()) == 1
     assert memory.pending_tokens() == 0  # the observation itself was kept
-    with pytest.raises(Exception):  # an explicit reflect() reports the failure to its caller
+    with pytest.raises(RuntimeError):  # an explicit reflect() reports the failure (ReflectionError, a model error)
         run(memory.reflect())
 
 
@@ -360,7 +360,7 @@ def test_multi_thread_reply_naming_no_batch_thread_marks_nothing_observed() -> N
     wrong = '<observations>\n<thread id="1">\n* 🔴 (09:00) User stated something.\n</thread>\n</observations>'
 
     class WrongIds(ScriptedModel):
-        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+        def _observe(self, messages, fault):
             return wrong
 
     memory = ObservationalMemory(resource_config(), observer=WrongIds())
@@ -373,7 +373,7 @@ def test_multi_thread_reply_naming_no_batch_thread_marks_nothing_observed() -> N
 
 def test_one_thread_batch_answered_in_single_thread_format_is_attributed() -> None:
     class SingleFormat(ScriptedModel):
-        def _observe(self, messages, fault):  # noqa: ANN001, ANN202
+        def _observe(self, messages, fault):
             return "<observations>\nDate: Mar 1, 2025\n* 🔴 (09:00) User stated they keep bees.\n</observations>"
 
     memory = ObservationalMemory(resource_config(obscure_thread_ids=False), observer=SingleFormat())
@@ -384,7 +384,7 @@ def test_one_thread_batch_answered_in_single_thread_format_is_attributed() -> No
 
 def test_messages_arriving_during_an_observer_call_stay_pending() -> None:
     class Slow(ScriptedModel):
-        async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+        async def complete(self, messages, *, stage, settings):
             memory.add_message(one_message("Arrived mid-call.", thread="a", minutes=30, ident="mid"))
             return await super().complete(messages, stage=stage, settings=settings)
 
@@ -398,7 +398,7 @@ def test_sequential_failure_keeps_finished_batches_consistent() -> None:
     config = resource_config(observation=replace(resource_config().observation, batch_mode="sequential"))
 
     class FailSecond(ScriptedModel):
-        def reply(self, messages, *, stage=None, model=None):  # noqa: ANN001, ANN201
+        def reply(self, messages, *, stage=None, model=None):
             if len(self.calls) == 1:
                 self.calls.append(None)  # type: ignore[arg-type]
                 raise ScriptedModelError("second batch fails")
@@ -437,11 +437,10 @@ def test_reading_does_not_change_the_snapshot() -> None:
 
 
 def test_mixed_naive_and_aware_times_are_rejected_before_any_change() -> None:
-    from datetime import timezone
 
     memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
     memory.add_message(one_message("naive"))
-    aware = Message("aware", "t1", "user", "aware", datetime(2025, 3, 2, tzinfo=timezone.utc))
+    aware = Message("aware", "t1", "user", "aware", datetime(2025, 3, 2, tzinfo=UTC))
     before = memory.snapshot()
     with pytest.raises(TypeError, match="mixes timezone-aware and naive"):
         memory.add_message(aware)
@@ -545,7 +544,7 @@ class TestResourceScopeAs131:
 def test_thread_sections_switch_chooses_the_merge(sections: str) -> None:
     # A thread the Observer wrote nothing for: Mastra appends an empty section, om-eval adds nothing.
     class Silent(ScriptedModel):
-        async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+        async def complete(self, messages, *, stage, settings):
             reply = await super().complete(messages, stage=stage, settings=settings)
             text = reply.text.split('<thread id="b">')[0] + "</observations>" if stage == "observer" else reply.text
             return replace(reply, text=text)

@@ -195,7 +195,7 @@ def test_multi_thread_request_names_thread_count_and_hints_per_thread() -> None:
     assert "output only the <observations> block" in task["content"]
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -236,7 +236,7 @@ class CheckedQueueModel(QueueModel):
         self.attempts: list[int] = []
         self.verdicts: list[str | None] = []
 
-    async def complete_checked(self, messages, *, stage, settings, check=None, attempt=0):  # noqa: ANN001, ANN201
+    async def complete_checked(self, messages, *, stage, settings, check=None, attempt=0):
         reply = await self.complete(messages, stage=stage, settings=settings)
         self.attempts.append(attempt)
         self.verdicts.append(check(reply.text) if check is not None else "no check")
@@ -276,7 +276,8 @@ def test_as_mastra_a_reply_without_observations_is_applied_as_nothing(reply: str
 
 def test_as_mastra_a_degenerate_reply_is_retried_once_then_raises() -> None:
     model = CheckedQueueModel([LOOP, GOOD])
-    assert "beagle" in run(call_observer(model, SETTINGS, "s", [], multi_thread=False, checks="mastra")).output.observations
+    called = run(call_observer(model, SETTINGS, "s", [], multi_thread=False, checks="mastra"))
+    assert "beagle" in called.output.observations
     assert model.attempts == [0, 1] and "degenerate" in (model.verdicts[0] or "")
     with pytest.raises(ObserverOutputError, match="degenerate output 2 times"):
         run(call_observer(QueueModel([LOOP, LOOP]), SETTINGS, "s", [], multi_thread=False, checks="mastra"))

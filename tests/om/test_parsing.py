@@ -194,7 +194,8 @@ def test_empty_metadata_tags_give_none() -> None:
 
 
 def test_thread_title_closing_tag_may_share_the_line() -> None:
-    assert parse_observer_output("* a\n  <thread-title> Rye starter care </thread-title>").thread_title == "Rye starter care"
+    titled = parse_observer_output("* a\n  <thread-title> Rye starter care </thread-title>")
+    assert titled.thread_title == "Rye starter care"
     assert parse_observer_output("* a\nTitle: <thread-title>No</thread-title>").thread_title is None
     assert parse_observer_output("* a\n<thread-title>\nMulti line\n</thread-title>").thread_title == "Multi line"
 
@@ -566,8 +567,10 @@ def test_hint_sections_take_the_last_match_and_leave_the_observations() -> None:
 
 def test_a_json_object_in_extracted_values_wins_over_the_tags() -> None:
     text = HINTED + '<extracted-values>{"current-task": "From JSON", "suggested-response": 3}</extracted-values>'
-    assert extracted_hints(text, CONTINUATION_HINT_TAGS) == {"current-task": "From JSON", "suggested-response": "inline"}
-    assert extracted_hints('<current-task>"quoted"</current-task>', CONTINUATION_HINT_TAGS) == {"current-task": "quoted"}
+    assert extracted_hints(text, CONTINUATION_HINT_TAGS) == {"current-task": "From JSON",
+                                                             "suggested-response": "inline"}
+    quoted = '<current-task>"quoted"</current-task>'
+    assert extracted_hints(quoted, CONTINUATION_HINT_TAGS) == {"current-task": "quoted"}
     assert extracted_hints("<current-task> </current-task>", CONTINUATION_HINT_TAGS) == {}
     assert "extracted-values" not in strip_hint_sections(text, CONTINUATION_HINT_TAGS)
     assert strip_hint_sections(text, ()) == text  # 1.10 has no such sections

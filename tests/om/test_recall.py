@@ -120,9 +120,9 @@ def test_dates_read_as_javascript_reads_them() -> None:
     assert parse_js_date("yesterday") is None
 
 
-# -- mode="search" (om.retrieval_search=bm25, om-eval's stand-in for 1.31's vector search) ------------------------------
+# -- mode="search" (om.retrieval_search=bm25, om-eval's stand-in for 1.31's vector search) -------------------------
 
-def search_index():  # noqa: ANN201
+def search_index():
     from om_eval.om.recall_search import Bm25GroupSearch, IndexedGroup
 
     return Bm25GroupSearch([

@@ -983,7 +983,7 @@ def ours(history: Any, case: Case, searcher: FixedHits | None = None) -> tuple[s
         return "result", result_json(result)
     except RecallError as error:
         return "thrown", str(error)
-    except Exception as error:  # noqa: BLE001 - a crash is a difference like any other, reported with the case
+    except Exception as error:
         return "crashed", f"{type(error).__name__}: {error}"
 
 

@@ -43,7 +43,7 @@ def lines(chars: int) -> str:
     return "* 🔴 " + "x" * (chars - 4)
 
 
-def reflect(model: QueueModel, *, target: int, start_level: int = 0, observations: str = OBSERVATIONS):  # noqa: ANN201
+def reflect(model: QueueModel, *, target: int, start_level: int = 0, observations: str = OBSERVATIONS):
     return asyncio.run(
         reflect_observations(model, SETTINGS, observations, target=target, start_level=start_level, counter=COUNTER)
     )
@@ -184,7 +184,7 @@ def test_an_applied_reflection_always_looks_like_observations(reply_lines: list[
 # ----------------------------------------------------------------------------- 1.10's rules (reply_checks=mastra)
 
 
-def reflect_as_mastra(model: QueueModel, *, target: int, start_level: int = 0, observations: str = OBSERVATIONS):  # noqa: ANN201
+def reflect_as_mastra(model: QueueModel, *, target: int, start_level: int = 0, observations: str = OBSERVATIONS):
     return asyncio.run(reflect_observations(model, SETTINGS, observations, target=target, start_level=start_level,
                                             counter=COUNTER, checks="mastra"))
 
@@ -226,7 +226,7 @@ def test_1_12_request_shows_observations_without_anchor_ids() -> None:
 
 
 def test_1_31_ladder_fails_an_empty_attempt_and_never_empties_memory() -> None:
-    def as_1_31(answers: list[str]):  # noqa: ANN202
+    def as_1_31(answers: list[str]):
         return asyncio.run(reflect_observations(QueueModel(answers), SETTINGS, OBSERVATIONS, target=50, start_level=2,
                                                 counter=COUNTER, checks="mastra", empty_fails=True,
                                                 reading=ReplyReading("v1.31")))

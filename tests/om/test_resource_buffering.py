@@ -10,22 +10,22 @@ import asyncio
 import copy
 import json
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_path
 from hypothesis import strategies as st
 
-from tests.om.identity_view import memory_view
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
 from om_eval.om.records import BufferedChunk, ThreadChunk
 from om_eval.om.scripted import ScriptedModel
 from om_eval.om.tokens import CharRatioCounter
+from tests.om.identity_view import memory_view
 
-START = datetime(2024, 3, 1, 9, 0, tzinfo=timezone.utc)
+START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)
 SENTENCES = (
     "I adopted a grey cat named Pixel from the shelter last spring.",
     "My sister Ana is moving to Lisbon in October for a new design job.",
@@ -36,7 +36,7 @@ SENTENCES = (
 THREADS = ("a", "b", "c")
 
 
-def run(coro):  # noqa: ANN001, ANN201
+def run(coro):
     return asyncio.run(coro)
 
 
@@ -76,7 +76,7 @@ def feed(memory: ObservationalMemory, count: int, *, start: int = 0, threads=THR
         run(memory.observe(thread))
 
 
-def feed_until(memory: ObservationalMemory, done, limit: int = 400) -> int:  # noqa: ANN001
+def feed_until(memory: ObservationalMemory, done, limit: int = 400) -> int:
     for index in range(limit):
         thread = THREADS[(index // 2) % len(THREADS)]
         memory.add_message(message(index, thread))
@@ -98,7 +98,7 @@ def section_bodies(text: str, shown: str) -> str:
 class _FailingBufferModel(ScriptedModel):
     """Fails every buffered Observer call (those asking for observations only); sync calls work."""
 
-    async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+    async def complete(self, messages, *, stage, settings):
         hint = load_prompts("observer_request")["hints_skipped"].strip()
         if stage == "observer" and any(hint in str(m["content"]) for m in messages):
             raise RuntimeError("buffered call failed")
@@ -112,7 +112,7 @@ class _FlakyBufferModel(ScriptedModel):
         super().__init__()
         self.pattern, self.buffered = pattern, 0
 
-    async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+    async def complete(self, messages, *, stage, settings):
         hint = load_prompts("observer_request")["hints_skipped"].strip()
         if stage == "observer" and any(hint in str(m["content"]) for m in messages):
             self.buffered += 1
@@ -219,7 +219,7 @@ def test_a_failed_buffer_call_is_recorded_and_never_raised() -> None:
 def test_activation_merges_each_part_into_its_threads_section() -> None:
     seen: list[tuple[list[BufferedChunk], str, str]] = []
 
-    def on_event(event) -> None:  # noqa: ANN001
+    def on_event(event) -> None:
         if event.kind == "observation_buffered":
             chunks_before.append(copy.deepcopy(memory.record().buffered_observation_chunks))
         if event.kind == "observation_activated":
@@ -394,12 +394,12 @@ def test_chunks_from_before_the_field_still_load() -> None:
     failures=st.lists(st.booleans(), min_size=1, max_size=4),
 )
 def test_resource_buffering_invariants(
-    stream, message_tokens, per_batch, reflect_at, batch_mode, failures  # noqa: ANN001
+    stream, message_tokens, per_batch, reflect_at, batch_mode, failures
 ) -> None:
     config = resource_config(message_tokens, reflect_at, per_batch, batch_mode=batch_mode)
     buffered_ids: set[str] = set()
 
-    def on_event(event) -> None:  # noqa: ANN001
+    def on_event(event) -> None:
         if event.kind == "observation_buffered":
             buffered_ids.update(i for c in memory.record().buffered_observation_chunks for i in c.message_ids)
 

@@ -51,7 +51,8 @@ def test_observer_output_parses_and_is_dated() -> None:
 @pytest.mark.parametrize("level", [0, 1, 2, 3, 4])
 def test_reflector_compresses_more_at_higher_levels(level: int) -> None:
     observations = "Date: May 2, 2025\n" + "\n".join(
-        f"* 🔴 (08:{i:02d}) User stated a long fact number {i} about their garden and the roses in it today" for i in range(9)
+        f"* 🔴 (08:{i:02d}) User stated a long fact number {i} about their garden and the roses in it today"
+        for i in range(9)
     ) + "\n* 🟡 (09:00) Assistant replied with many details about pruning roses in spring and autumn"
     request = render_reflector_request(observations, level)
     assert compression_level_of(request) == level
@@ -63,7 +64,8 @@ def test_reflector_compresses_more_at_higher_levels(level: int) -> None:
 
 def test_actor_answers_from_the_best_matching_line() -> None:
     messages = [
-        {"role": "system", "content": "* 🔴 (08:30) User stated: I moved to Ghent last month.\n* 🔴 (08:31) User has a cat."},
+        {"role": "system",
+         "content": "* 🔴 (08:30) User stated: I moved to Ghent last month.\n* 🔴 (08:31) User has a cat."},
         {"role": "user", "content": "Current Date: 2025/06/01\nQuestion: Which city did I move to?"},
     ]
     assert complete(ScriptedModel(), messages, "actor") == "User stated: I moved to Ghent last month."
@@ -97,7 +99,8 @@ def test_unknown_fault_is_rejected() -> None:
     ],
 )
 def test_judge_prompts_get_yes_or_no(label: str, reference: str, response: str, expected: str) -> None:
-    prompt = f"Grade the reply.\n\nQuestion: Tell me.\n\n{label}: {reference}\n\nResponse: {response}\n\nRight? yes or no"
+    prompt = (f"Grade the reply.\n\nQuestion: Tell me.\n\n{label}: {reference}\n\nResponse: {response}"
+              "\n\nRight? yes or no")
     messages = [{"role": "user", "content": prompt}]
     assert detect_stage(messages) == "judge"
     assert complete(ScriptedModel(), messages, "judge") == expected

@@ -302,6 +302,7 @@ def test_one_copied_thread_in_a_multi_thread_reply_is_flagged() -> None:
     call = asyncio.run(call_observer(
         CheckingModel([reply, reply]), ModelSettings(model="test/checking"), system,
         [{"role": "user", "content": "history"}], multi_thread=True, thread_ids=("t1", "t2"),
-        new_messages=history(SECOND.split()) + "\nI repainted the kitchen pale green and painted the hall, I chose green",
+        new_messages=history(SECOND.split())
+        + "\nI repainted the kitchen pale green and painted the hall, I chose green",
     ))
     assert call.suspect is not None and call.suspect.repeated_share == 1.0 and call.suspect.lines == 3

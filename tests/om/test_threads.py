@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tests.om.identity_view import memory_view
 from om_eval.om.config import ConfigError, OMConfig
 from om_eval.om.threads import (
     merge_thread_section_as_mastra,
     obscure_thread_id,
     replace_or_append_thread_section,
 )
+from tests.om.identity_view import memory_view
 
 
 def test_xxh32_ids_are_what_mastra_shows() -> None:

@@ -240,7 +240,7 @@ def _mastra_linear_scan(observations: str, budget: int, count: Callable[[str], i
         def selected(keep: int) -> list[int]:
             return head_important[len(head_important) - keep :] if keep else []
 
-        def estimate(keep: int) -> int:
+        def estimate(keep: int, tail_start: int = tail_start) -> int:
             return sum(costs[tail_start:]) + sum(costs[i] for i in selected(keep))
 
         keep = min(len(head_important), tail)

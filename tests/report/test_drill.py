@@ -24,11 +24,11 @@ KU_QUESTION = "5ed4ff79"  # the mini set's knowledge-update question: 30:40, lat
 class StrictJudge(ScriptedModel):
     """A second judge that grades every answer wrong."""
 
-    def _answer(self, messages, stage, fault):  # noqa: ANN001, ANN202
+    def _answer(self, messages, stage, fault):
         return "no" if stage == "judge" else super()._answer(messages, stage, fault)
 
 
-def composed(results: Path, *overrides: str):  # noqa: ANN201
+def composed(results: Path, *overrides: str):
     return compose_run(results, *overrides)
 
 

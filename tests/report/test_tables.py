@@ -257,7 +257,7 @@ def test_report_cli_has_a_wide_switch():
 
 
 def test_empty_inputs_and_stray_items():
-    runs, items = make_runs_items((CURRENT,))
+    _runs, items = make_runs_items((CURRENT,))
     empty = summary_table([make_run(LEGACY)], [], n_boot=10)
     assert empty.rows[0].graded.overall.value is None and empty.rows[0].n_items == 0
     assert "–" in to_markdown(empty)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -134,7 +134,7 @@ def test_unknown_item_keys_and_statuses_are_refused(store: RunStore) -> None:
 
 
 def test_a_question_is_recorded_with_its_events_calls_and_snapshot(store: RunStore) -> None:
-    event = OMEvent(kind="reflection", at=datetime(2026, 1, 1, 12, tzinfo=timezone.utc), record_id="res",
+    event = OMEvent(kind="reflection", at=datetime(2026, 1, 1, 12, tzinfo=UTC), record_id="res",
                     generation=2, thread_ids=("a", "b", "c"), level=1, levels=(0, 1), calls=2)
     call = CallRecord(stage="observer", model="scripted/om-eval", prompt_tokens=None, completion_tokens=3,
                       cached=True, latency_s=0.0, retries=0, cost_usd=None, saved_usd=0.5)
@@ -227,7 +227,7 @@ class RecordingModel:
         self.model = ScriptedModel()
         self.records: list[CallRecord] = []
 
-    async def complete(self, messages, *, stage, settings):  # noqa: ANN001, ANN201
+    async def complete(self, messages, *, stage, settings):
         reply = await self.model.complete(messages, stage=stage, settings=settings)
         self.records.append(CallRecord(stage=stage, model=reply.model, prompt_tokens=reply.prompt_tokens,
                                        completion_tokens=reply.completion_tokens, cached=False, latency_s=0.0,

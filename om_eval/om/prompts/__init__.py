@@ -6,7 +6,7 @@ Placeholders are written ``{name}`` and filled with :func:`fill` (plain replacem
 from __future__ import annotations
 
 import tomllib
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -26,7 +26,7 @@ PROMPT_FILES = (
 RETRIEVAL_PROMPT_FILES = ("recall",)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_prompts(name: str) -> dict[str, Any]:
     """The parsed contents of ``<name>.toml``; raises ``FileNotFoundError`` naming the file when missing."""
     if name not in PROMPT_FILES + RETRIEVAL_PROMPT_FILES:
