@@ -86,7 +86,7 @@ def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs
     )
     other = {memory.shown_thread_id(t): memory.unobserved_messages(t) for t in memory.thread_ids}
     return ContextInputs(text, question.question_date, {k: v for k, v in other.items() if v},
-                         release=memory.config.mastra_release, retrieval=memory.config.retrieval,
+                         rules=memory.rules, retrieval=memory.config.retrieval,
                          retrieval_instructions=memory.config.retrieval_instructions,
                          retrieval_search=memory.config.retrieval_search != "off")
 

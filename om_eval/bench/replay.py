@@ -258,7 +258,7 @@ async def check_question_turn(
     if buffering:
         outcome = await memory.start_turn(thread_id)
         return [outcome] if outcome is not None else []
-    if not memory.config.follows_v1_31:
+    if not memory.rules.observes_at_first_step:
         return []
     return await check_unit(memory, thread_id, buffering=False, accounting=accounting)
 

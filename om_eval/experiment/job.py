@@ -42,6 +42,7 @@ from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import prompt_set_hash
+from om_eval.om.rules import rules_for
 from om_eval.om.tokens import make_counter
 
 if TYPE_CHECKING:
@@ -294,7 +295,8 @@ class RunJob:
                             observed_message_tokens=stats.observed_message_tokens or None,
                             observation_cycles=stats.observation_cycles if stats.observed_message_tokens else None,
                             raw_tail_tokens=raw_tail_tokens(build.memory, question))
-                if build.stats.reflection_errors and not self.spec.om.keeps_going_after_failed_reflection:
+                kept_going = rules_for(self.spec.om).failed_reflection == "skip_while_unchanged"
+                if build.stats.reflection_errors and not kept_going:
                     # The memory is not the one the configuration asks for: an error, retried on resume from a
                     # fresh build (the degraded snapshot is not kept; good replies come back from the cache).
                     held.held = None

@@ -61,7 +61,7 @@ class ActorView:
             other_conversations=self.other_conversations(thread_id),
             current_task=state.current_task if state else None,
             suggested_response=state.suggested_response if state else None,
-            release=self.config.mastra_release,
+            rules=self.rules,
             retrieval=self.config.retrieval,
             retrieval_instructions=self.config.retrieval_instructions,
             retrieval_search=self.config.retrieval_search != "off",
@@ -118,7 +118,7 @@ class ActorView:
         newer than the record's cursor, in time order (its ``Memory.getContext`` loads the resource's history), so
         other threads' messages are both history and other conversations, and count twice toward the threshold.
         """
-        if not (self.resource_scope and self.config.follows_v1_31):
+        if not (self.resource_scope and self.rules.resource_turn_history):
             return self.unobserved_messages(thread_id) if thread_id is not None else []
         cursor = self.record().last_observed_at
         pending = [m for m in self._messages.values()
@@ -134,7 +134,7 @@ class ActorView:
         other: dict[str, list[Message]] = {}
         if not self.resource_scope:
             return other
-        record_cursor = self.record().last_observed_at if self.config.follows_v1_31 else None
+        record_cursor = self.record().last_observed_at if self.rules.resource_turn_history else None
         for other_id in self.listed_threads(thread_id):
             queue = self._queues.get(other_id)
             if other_id == thread_id or queue is None or not queue.messages:
@@ -149,7 +149,7 @@ class ActorView:
     def other_conversations_text(self, thread_id: str | None = None) -> str:
         """The other-conversations block as the actor's context writes it ('' when there is none)."""
         return format_other_conversations(self.other_conversations(thread_id),
-                                          line_history=self.config.follows_v1_31)
+                                          line_history=self.rules.history_lines)
 
     def listed_threads(self, thread_id: str | None = None, *, every: bool = False) -> list[str]:
         """The threads whose unobserved messages the actor's context may show, in the order it shows them.

@@ -72,7 +72,7 @@ class Buffering:
             key = self._key(thread_id)
             if key not in self._generations:  # nothing was ever added: reading must not create a record
                 return None
-            if self._steps_as_v1_31:
+            if self.buffered_steps == "v1_31":
                 return await self._first_step_v1_31(key)
             record = self._ensure_record(key)
             threshold = self.observation_threshold(key)
@@ -99,7 +99,7 @@ class Buffering:
         """A step after the first with buffering on; see :meth:`observe` and the module docstring."""
         if key not in self._generations:  # nothing was ever added: reading must not create a record
             return None
-        if self._steps_as_v1_31:
+        if self.buffered_steps == "v1_31":
             return await self._later_step_v1_31(key)
         threshold = self.observation_threshold(key)
         block_after = self.config.observation_block_after or threshold
@@ -258,7 +258,7 @@ class Buffering:
             history=self._history(candidates),
             previous_observations=previous,
             previous_truncated=truncated,
-            hints={} if self.config.follows_v1_31 else {"": self._hints_for(key)},  # 1.31 shows a buffered call none
+            hints={"": self._hints_for(key)} if self.rules.buffered_call_shows_hints else {},
             skip_continuation_hints=True,
         )
         system = render_observer_system_prompt(

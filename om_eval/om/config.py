@@ -282,23 +282,6 @@ class OMConfig:
     # -- derived values -------------------------------------------------------------------------------------
 
     @property
-    def follows_v1_31(self) -> bool:
-        """The small rules of 1.31 are on (:attr:`mastra_release`)."""
-        return self.mastra_release == "v1_31"
-
-    @property
-    def keeps_going_after_failed_reflection(self) -> bool:
-        """1.31 as Mastra runs it (``reply_checks="mastra"``): a failed synchronous reflection is logged, the memory
-        stays unreflected, and the same observations are not reflected again until they change. Otherwise a
-        failed reflection makes the build an error (1.10 aborts the run; om-eval retries the question)."""
-        return self.follows_v1_31 and self.reply_checks == "mastra"
-
-    @property
-    def degenerate_strategy(self) -> Literal["v1.10", "v1.31"]:
-        """The repetition-loop detector of :attr:`mastra_release` (:func:`om_eval.om.reply_lines.detect_degenerate`)."""
-        return "v1.31" if self.follows_v1_31 else "v1.10"
-
-    @property
     def async_observation_enabled(self) -> bool:
         """Async buffering is on unless disabled; in resource scope only with ``resource_buffering`` (1.10 has
         none there)."""

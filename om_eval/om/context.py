@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from om_eval.om.anchors import strip_anchor_ids
-from om_eval.om.config import MastraRelease, RetrievalMode
+from om_eval.om.config import RetrievalMode
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
 from om_eval.om.groups import render_groups
 from om_eval.om.history_lines import format_history_lines
@@ -32,6 +32,7 @@ from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
 from om_eval.om.recall_schema import recall_instructions
 from om_eval.om.records import Message
+from om_eval.om.rules import RELEASE_RULES, EngineRules
 
 #: Per-part character cap for other threads' raw messages shown to the actor.
 OTHER_CONVERSATION_PART_CHARS = 500
@@ -94,8 +95,8 @@ class ContextInputs:
     other_conversations: Mapping[str, Sequence[Message]] = field(default_factory=dict)
     current_task: str | None = None
     suggested_response: str | None = None
-    release: MastraRelease = "v1_10"
-    """Whose rules the context follows (``om.mastra_release``); ``v1_31`` turns on the three below."""
+    rules: EngineRules = RELEASE_RULES["v1_10"]
+    """Whose rules the context follows (the memory's :class:`~om_eval.om.rules.EngineRules`)."""
     retrieval: RetrievalMode = "off"
     """Retrieval mode (``om.retrieval``): observation groups shown with their ranges, and the recall instructions."""
     retrieval_instructions: str | None = None
@@ -105,17 +106,17 @@ class ContextInputs:
     @property
     def keep_link_labels(self) -> bool:
         """1.27+: markdown link labels stay in the observations shown."""
-        return self.release == "v1_31"
+        return self.rules.keep_link_labels
 
     @property
     def line_history(self) -> bool:
         """1.15+: other conversations in the line format."""
-        return self.release == "v1_31"
+        return self.rules.history_lines
 
     @property
     def system_reminders(self) -> bool:
         """1.11+: the instructions explain ``<system-reminder>`` messages, and the reminder is the shorter one."""
-        return self.release == "v1_31"
+        return self.rules.system_reminders
 
 
 def _instructions(texts: Mapping[str, str], layout: str, inputs: ContextInputs) -> str:

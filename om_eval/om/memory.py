@@ -45,7 +45,7 @@ import xxhash
 
 from om_eval.om.actor_view import ActorView
 from om_eval.om.buffering import Buffering
-from om_eval.om.config import OMConfig
+from om_eval.om.config import MastraRelease, OMConfig
 from om_eval.om.dates import format_boundary
 from om_eval.om.groups import group_id_for, message_range, wrap_in_group
 from om_eval.om.history_lines import format_history_lines, format_thread_lines
@@ -71,6 +71,7 @@ from om_eval.om.records import (
     ThreadState,
 )
 from om_eval.om.reflecting import Reflecting
+from om_eval.om.rules import rules_for
 from om_eval.om.snapshots import MessageQueue, Snapshots, stored_config
 from om_eval.om.threads import (
     ThreadLoad,
@@ -91,9 +92,6 @@ from om_eval.om.tokens import (
     default_counter,
 )
 from om_eval.om.truncation import prepare_previous_observations
-
-#: 1.31's line between the active observations and the buffered chunks in a buffering call's previous observations.
-BUFFERED_MARK = "\n\n--- BUFFERED (pending activation) ---\n\n"
 
 
 def _canonical(message: Message) -> str:
@@ -136,6 +134,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         on_event: Callable[[OMEvent], None] | None = None,
     ) -> None:
         self.config = config
+        self.rules = rules_for(config)
         self.observer = observer
         self.reflector = reflector or observer
         self.resource_id = resource_id
@@ -149,7 +148,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         self._threads: dict[str, ThreadState] = {}
         self._generations: dict[str, list[OMRecord]] = {}
         self._reflection_hold: dict[str, int] = {}
-        # 1.31 (keeps_going_after_failed_reflection): observation tokens at which threshold reflection is skipped.
+        # Rules whose failed reflection is skip_while_unchanged: observation tokens at which it is skipped.
         self._reflection_suppressed: dict[str, int] = {}
         self._reflection_failures: dict[str, int] = {}
         self._observed_ids: set[str] = set()
@@ -170,9 +169,10 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         return self.config.scope == "resource"
 
     @property
-    def _steps_as_v1_31(self) -> bool:
-        """Buffered steps follow 1.31 (thread scope; resource-scope buffering is om-eval's 1.10-based extension)."""
-        return self.config.follows_v1_31 and not self.resource_scope
+    def buffered_steps(self) -> MastraRelease:
+        """Whose per-step schedule buffering follows: the rules' in thread scope, 1.10's in resource scope (whose
+        buffering is om-eval's extension of 1.10)."""
+        return "v1_10" if self.resource_scope else self.rules.buffered_steps
 
     def _key(self, thread_id: str | None) -> str:
         if self.resource_scope:
@@ -382,8 +382,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         with a token budget a buffered reflection stands in for the lines it condenses."""
         budget = self.config.observation.previous_observer_tokens
         chunks = "\n\n".join(t for t in extra if t)
-        # 1.31 marks where the chunks not yet activated begin.
-        joint = BUFFERED_MARK if self.config.follows_v1_31 else "\n\n"
+        joint = self.rules.buffered_mark  # 1.31 marks where the chunks not yet activated begin
         text = joint.join(t for t in (record.active_observations, chunks) if t)
         if budget is not False and record.buffered_reflection and record.reflected_observation_line_count:
             rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
@@ -391,11 +390,11 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         return prepare_previous_observations(text, budget, self.counter.count_text)
 
     def _history(self, messages: Sequence[Message]) -> str:
-        """The Observer's view of ``messages``: 1.10's blocks, or 1.15+'s lines under ``mastra_release=v1_31``."""
-        return format_history_lines(messages) if self.config.follows_v1_31 else format_messages(messages)
+        """The Observer's view of ``messages``: 1.10's blocks, or 1.15+'s lines (:attr:`EngineRules.history_lines`)."""
+        return format_history_lines(messages) if self.rules.history_lines else format_messages(messages)
 
     def _thread_history(self, threads: Mapping[str, Sequence[Message]]) -> str:
-        return format_thread_lines(threads) if self.config.follows_v1_31 else format_thread_blocks(threads)
+        return format_thread_lines(threads) if self.rules.history_lines else format_thread_blocks(threads)
 
     def _take_from_queue(self, thread_id: str, ids: set[str]) -> int:
         """Remove ``ids`` from the thread's unobserved messages; returns the tokens of those it held."""
@@ -453,7 +452,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
             previous_observations=previous,
             previous_truncated=truncated,
             hints={"": self._hints_for(thread_id)},
-            hint_blocks=self.config.follows_v1_31,
+            hint_blocks=self.rules.hint_sections,
         )
         system = render_observer_system_prompt(
             self.config.prompt_variant,
@@ -484,8 +483,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         self._write_hints(thread_id, output)
         self._finish_record(record, observed_at, message_tokens)
         # Every buffered message was just observed: its chunks are void, and buffering starts over (§1.8 step 10).
-        # 1.31 leaves the chunks in place (they are activated later all the same).
-        if not self.config.follows_v1_31:
+        if not self.rules.sync_observation_keeps_chunks:
             record.buffered_observation_chunks = []
         record.last_buffered_at_tokens = 0
         self._emit(
@@ -505,7 +503,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         i.e. the other threads' messages newer than the record's cursor, so those are counted and sent twice.
         """
         queues = {t: list(q.messages) for t, q in self._queues.items() if q.messages}
-        if not self.config.follows_v1_31:
+        if not self.rules.resource_turn_history:
             return queues
         ordered = {}
         for thread_id in self.listed_threads(current, every=True):
@@ -569,7 +567,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         shows none."""
         obs = self.config.observation
         shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
-        hidden = buffered and self.config.follows_v1_31
+        hidden = buffered and not self.rules.buffered_call_shows_hints
         request = ObserverRequest(
             history=self._thread_history({shown[t]: sent[t] for t in shown}),
             previous_observations=previous[0],
@@ -598,7 +596,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
                        detail=call.suspect.describe())
         before = record.observation_token_count
         message_tokens = 0
-        merge = (merge_thread_section_as_mastra if self.config.thread_sections == "mastra"
+        merge = (merge_thread_section_as_mastra if self.rules.thread_sections == "mastra"
                  else replace_or_append_thread_section)
         for load in batch:
             thread_id = load.thread_id

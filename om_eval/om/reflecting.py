@@ -302,16 +302,16 @@ class Reflecting:
     def _keep_reflection_hints(self, thread_id: str | None, result: ReflectionResult) -> None:
         """1.27+ keeps the hints a synchronous reflection gives for a thread-scope record (an absent one keeps the
         thread's); 1.10 reads the suggested response and drops it."""
-        if not self.config.follows_v1_31 or self.resource_scope or thread_id is None:
+        if not self.rules.hint_sections or self.resource_scope or thread_id is None:
             return
         state = self.thread_state(thread_id)
         state.current_task = result.current_task or state.current_task
         state.suggested_response = result.suggested_response or state.suggested_response
 
     def _hint_tags(self, *, buffered: bool = False, reflector: bool = False) -> tuple[str, ...] | None:
-        """The hints a call asks for as 1.27+'s sections under ``mastra_release=v1_31`` (the thread title too when
-        asked for, never of the Reflector; none for a buffered call); ``None`` is 1.10's way of asking."""
-        if not self.config.follows_v1_31:
+        """The hints a call asks for as 1.27+'s sections (:attr:`EngineRules.hint_sections`; the thread title too
+        when asked for, never of the Reflector; none for a buffered call); ``None`` is 1.10's way of asking."""
+        if not self.rules.hint_sections:
             return None
         if buffered:
             return ()
@@ -320,40 +320,42 @@ class Reflecting:
 
     def _prior_hints(self, thread_id: str | None) -> dict[str, str]:
         """The thread's hints so far by tag, which a 1.27+ reflection is shown."""
-        hints = self._hints_for(thread_id) if thread_id is not None and self.config.follows_v1_31 else ThreadHints()
+        hints = self._hints_for(thread_id) if thread_id is not None and self.rules.hint_sections else ThreadHints()
         pairs = (("current-task", hints.current_task), ("suggested-response", hints.suggested_response))
         return {tag: value for tag, value in pairs if value}
 
     def _observer_rules(self, *, buffered: bool = False) -> dict[str, Any]:
-        """How Observer replies are read, by ``reply_checks`` and ``mastra_release``: 1.27+ reads the hints of a
-        call that asks for them (not a buffered one) as hint sections."""
-        reading = ReplyReading(self.config.degenerate_strategy, self._hint_tags(buffered=buffered) or ())
-        return {"checks": self.config.reply_checks, "reading": reading}
+        """How Observer replies are read, by the rules: 1.27+ reads the hints of a call that asks for them (not a
+        buffered one) as hint sections."""
+        reading = ReplyReading(self.rules.degenerate_detector, self._hint_tags(buffered=buffered) or ())
+        return {"checks": self.rules.reply_checks, "reading": reading}
 
     def _reflector_rules(self, *, buffered: bool = False) -> dict[str, Any]:
         """How the Reflector is asked and read: hints as the Observer's (no thread title), and 1.31's input without
         anchors and empty rule."""
-        newer = self.config.follows_v1_31
+        rules = self.rules
         tags = self._hint_tags(buffered=buffered, reflector=True)
-        reading = ReplyReading(self.config.degenerate_strategy, tags or ())
-        return {"checks": self.config.reply_checks, "reading": reading, "anchor_ids": not newer, "empty_fails": newer,
-                "hint_tags": tags}
+        reading = ReplyReading(rules.degenerate_detector, tags or ())
+        return {"checks": rules.reply_checks, "reading": reading, "anchor_ids": rules.reflector_anchor_ids,
+                "empty_fails": rules.empty_reflection_fails, "hint_tags": tags}
 
     def _reflection_due(self, tokens: int) -> bool:
         """Above the threshold; 1.31 also reflects at it."""
-        return reflection_due(tokens, self.config.reflection.observation_tokens, at_threshold=self.config.follows_v1_31)
+        return reflection_due(tokens, self.config.reflection.observation_tokens,
+                              at_threshold=self.rules.reflects_at_threshold)
 
     def _applicable(self, result: ReflectionResult) -> bool:
         """om-eval never applies an unproductive reflection; 1.10 (``reply_checks="mastra"``) applies any."""
-        return result.productive or self.config.reply_checks == "mastra"
+        return result.productive or self.rules.applies_unproductive_reflection
 
     def _hold_reflection(self, key: str, tokens: int) -> None:
         """Wait for growth before the next automatic reflection; the wait doubles with each failure in a row.
         1.10 (``reply_checks="mastra"``) never waits: it reflects again at the next check; 1.31 only skips a
         threshold reflection while the observations stay at ``tokens``."""
-        if self.config.keeps_going_after_failed_reflection:
+        failed = self.rules.failed_reflection
+        if failed == "skip_while_unchanged":
             self._reflection_suppressed[key] = tokens
-        if self.config.reply_checks == "mastra":
+        if failed != "wait_for_growth":
             return
         ref = self.config.reflection
         failures = self._reflection_failures[key] = self._reflection_failures.get(key, 0) + 1

@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from om_eval.om.rules import release_rules
+
 #: What om-eval never reproduces, so every Mastra-like run carries it.
 ALWAYS = (
     "no re-asks of questions Mastra flagged for retry",
@@ -38,9 +40,8 @@ def mastra_departures(config: Mapping[str, Any]) -> list[str]:
     if judge.get("no_verdict", "error") != "wrong":
         found.append("a reply without a verdict is unjudged (Mastra: wrong)")
     replay = (config.get("om") or {}).get("replay") or {}
-    # The published runs came from the dev code (mastra_dev); a 1.31 engine is compared with the package (mastra_step).
-    newer = (config.get("om") or {}).get("mastra_release") == "v1_31"
-    expected, source = ("mastra_step", "the 1.31 package") if newer else ("mastra_dev", "Mastra's data")
+    # The published runs came from the dev code; a 1.31 engine is compared with the package.
+    expected, source = release_rules((config.get("om") or {}).get("mastra_release") or "v1_10").reference_accounting
     if replay.get("pending_accounting", "exact") != expected:
         found.append(f"pending tokens counted as {replay.get('pending_accounting', 'exact')} ({source}: {expected})")
     if (config.get("om") or {}).get("reply_checks", "om_eval") != "mastra":

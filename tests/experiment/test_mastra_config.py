@@ -14,6 +14,7 @@ from om_eval.cli.demo import add_parser as add_demo_parser
 from om_eval.experiment.app import CONFIG_DIR
 from om_eval.experiment.spec import spec_from_config
 from om_eval.om.config import PROMPT_VARIANTS, ConfigError
+from om_eval.om.rules import rules_for
 from tests.runs import compose_run
 
 
@@ -86,7 +87,7 @@ def test_om_v1_31_is_default_with_the_1_31_rules(tmp_path: Path) -> None:
     newer = spec_from_config(OmegaConf.to_container(compose_run(tmp_path, "om=v1_31"), resolve=True)).om
     assert newer.mastra_release == "v1_31" and plain.mastra_release == "v1_10"
     assert newer.reflection.start_level == "auto" and newer.observation.previous_observer_tokens is False
-    assert newer.degenerate_strategy == "v1.31" and plain.degenerate_strategy == "v1.10"
+    assert rules_for(newer).degenerate_detector == "v1.31" and rules_for(plain).degenerate_detector == "v1.10"
     assert newer.thread_sections == "mastra" and plain.thread_sections == "om_eval"
     # Everything else is om=default's.
     assert replace(newer, mastra_release="v1_10", thread_sections="om_eval", reflection=plain.reflection,
@@ -101,8 +102,9 @@ def test_the_1_31_strict_harness_is_the_strict_one_on_the_1_31_engine(tmp_path: 
 
     older, newer = resolved("mastra_gpt4o_strict"), resolved("mastra_v1_31_strict")
     spec = spec_from_config(newer)
-    assert spec.om.follows_v1_31 and spec.om.reply_checks == "mastra" and spec.om.thread_sections == "mastra"
-    assert spec.om.keeps_going_after_failed_reflection
+    rules = rules_for(spec.om)
+    assert rules.release == "v1_31" and rules.reply_checks == "mastra" and rules.thread_sections == "mastra"
+    assert rules.failed_reflection == "skip_while_unchanged"
     assert spec.om.reflection.start_level == "auto" and spec.om.prompt_variant == "current"
     for harness in ("judge", "dataset"):
         assert newer[harness] == older[harness], harness

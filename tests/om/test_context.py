@@ -17,6 +17,7 @@ from om_eval.om.context import (
 )
 from om_eval.om.dates import format_boundary
 from om_eval.om.records import Message
+from om_eval.om.rules import release_rules
 from tests.golden import assert_golden
 
 NOW = datetime(2025, 12, 9, 10, 0)
@@ -129,9 +130,9 @@ def test_chunked_layout_golden() -> None:
 def test_v1_31_context_golden() -> None:
     """1.11+: a fifth instruction paragraph on system reminders and the shorter reminder; 1.27+ link labels."""
     inputs = ContextInputs(OBSERVATIONS + "\n* 🔴 (11:00) Read [the guide](https://example.com)", NOW,
-                           current_task="Plan the weekend", release="v1_31")
+                           current_task="Plan the weekend", rules=release_rules("v1_31"))
     messages = build_actor_context(inputs, "chunked")
-    older = build_actor_context(dataclasses.replace(inputs, release="v1_10"), "chunked")
+    older = build_actor_context(dataclasses.replace(inputs, rules=release_rules("v1_10")), "chunked")
     assert [m["role"] for m in messages] == [m["role"] for m in older]
     assert messages[0]["content"].startswith(older[0]["content"] + "\n\nSYSTEM REMINDERS:")
     assert len(messages[-1]["content"]) < len(older[-1]["content"]) and "<system-reminder>" in messages[-1]["content"]

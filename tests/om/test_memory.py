@@ -18,6 +18,7 @@ from om_eval.om import (
     ReflectionConfig,
 )
 from om_eval.om.observer import ObserverOutputError
+from om_eval.om.rules import rules_for
 from om_eval.om.scripted import ScriptedModel, ScriptedModelError
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION
@@ -603,6 +604,6 @@ def test_as_mastra_1_31_skips_reflecting_the_same_observations_again() -> None:
     assert run(memory._maybe_reflect(None)) is None and len(model.calls_for("reflector")) == calls
     tokens = memory.record().observation_token_count
     assert memory.snapshot()["reflection_suppressed"] == {memory._key(None): tokens}
-    assert config.keeps_going_after_failed_reflection
-    assert not replace(config, mastra_release="v1_10").keeps_going_after_failed_reflection
-    assert not replace(config, reply_checks="om_eval").keeps_going_after_failed_reflection
+    assert rules_for(config).failed_reflection == "skip_while_unchanged"
+    assert rules_for(replace(config, mastra_release="v1_10")).failed_reflection == "retry"
+    assert rules_for(replace(config, reply_checks="om_eval")).failed_reflection == "wait_for_growth"
