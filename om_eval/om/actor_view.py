@@ -15,6 +15,7 @@ from om_eval.om.context import (
     actor_memory_messages,
     format_other_conversations,
 )
+from om_eval.om.engine_state import EngineState
 from om_eval.om.groups import parse_groups
 from om_eval.om.recall import RecallHistory, ThreadInfo
 from om_eval.om.recall_search import Bm25GroupSearch, IndexedGroup
@@ -33,7 +34,7 @@ class ActorContext:
         return [*self.memory_messages, *self.tail_messages]
 
 
-class ActorView:
+class ActorView(EngineState):
     """The actor's context, its raw tail and the other conversations it is shown."""
 
     # -- what the actor sees --------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 
+from om_eval.om.engine_state import EngineState
 from om_eval.om.observer import (
     ObserverCall,
     ObserverRequest,
@@ -52,7 +53,7 @@ from om_eval.om.tokens import (
 )
 
 
-class Buffering:
+class Buffering(EngineState):
     """Buffering passes, activation of buffered chunks, and the per-step schedule of 1.10 and 1.31."""
 
     # -- async buffering (§1.7, §1.8 steps 4-10, §1.10) -----------------------------------------------------
@@ -72,35 +73,41 @@ class Buffering:
             key = self._key(thread_id)
             if key not in self._generations:  # nothing was ever added: reading must not create a record
                 return None
-            if self.buffered_steps == "v1_31":
-                return await self._first_step_v1_31(key)
-            record = self._ensure_record(key)
-            threshold = self.observation_threshold(key)
-            pending = self.pending_tokens(key)
-            # The context may have shrunk since the last pass (§1.8 step 4).
-            record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
-            outcome = None
-            if record.buffered_observation_chunks and observation_due(pending, threshold):
-                outcome = self._activate(key, pending, threshold)
-                if outcome is not None:
-                    outcome = await self._with_reflection(outcome, key)
-            # A failure is recorded as an event; with no activation there is no outcome to carry it.
-            with contextlib.suppress(Exception):
-                await self._maybe_reflect_async(key, after_observation=False)
-            await self._maybe_buffer(key, self.pending_tokens(key), threshold)
-            # The first step ends by showing the observations, and with them 1.x's continuation reminder.
-            if self.record(key).active_observations:
-                self._reminded.add(key)
-            else:
-                self._reminded.discard(key)
-            return outcome
+            first_step, _ = STEP_MODELS[self.buffered_steps]
+            return await first_step(self, key)
 
     async def _step_async(self, key: str) -> ObservationOutcome | None:
         """A step after the first with buffering on; see :meth:`observe` and the module docstring."""
         if key not in self._generations:  # nothing was ever added: reading must not create a record
             return None
-        if self.buffered_steps == "v1_31":
-            return await self._later_step_v1_31(key)
+        _, later_step = STEP_MODELS[self.buffered_steps]
+        return await later_step(self, key)
+
+    # -- 1.10's per-step buffering (thread scope; resource scope with resource_buffering) -------------------------
+
+    async def _first_step_v1_10(self, key: str) -> ObservationOutcome | None:
+        record = self._ensure_record(key)
+        threshold = self.observation_threshold(key)
+        pending = self.pending_tokens(key)
+        # The context may have shrunk since the last pass (§1.8 step 4).
+        record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
+        outcome = None
+        if record.buffered_observation_chunks and observation_due(pending, threshold):
+            outcome = self._activate(key, pending, threshold)
+            if outcome is not None:
+                outcome = await self._with_reflection(outcome, key)
+        # A failure is recorded as an event; with no activation there is no outcome to carry it.
+        with contextlib.suppress(Exception):
+            await self._maybe_reflect_async(key, after_observation=False)
+        await self._maybe_buffer(key, self.pending_tokens(key), threshold)
+        # The first step ends by showing the observations, and with them 1.x's continuation reminder.
+        if self.record(key).active_observations:
+            self._reminded.add(key)
+        else:
+            self._reminded.discard(key)
+        return outcome
+
+    async def _later_step_v1_10(self, key: str) -> ObservationOutcome | None:
         threshold = self.observation_threshold(key)
         block_after = self.config.observation_block_after or threshold
         pending = self.pending_tokens(key)
@@ -606,3 +613,10 @@ class Buffering:
             )
             kept.append(chunk)
         record.buffered_observation_chunks = kept
+
+
+#: Each release's per-step schedule of a buffered memory: its first step of a turn, and its steps after the first.
+STEP_MODELS = {
+    "v1_10": (Buffering._first_step_v1_10, Buffering._later_step_v1_10),
+    "v1_31": (Buffering._first_step_v1_31, Buffering._later_step_v1_31),
+}

@@ -458,7 +458,8 @@ class OMConfig:
 
     def to_dict(self) -> dict[str, Any]:
         """A plain, JSON-ready dict of every setting, which :meth:`from_dict` turns back into an equal config."""
-        return _plain(dataclasses.asdict(self))
+        plain: dict[str, Any] = _plain(dataclasses.asdict(self))
+        return plain
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> OMConfig:

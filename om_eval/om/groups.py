@@ -205,11 +205,11 @@ def combine_ranges(groups: Sequence[ObservationGroup]) -> str:
     else:
         first = numeric[0]
         last = numeric[0]
-        for pair in numeric[1:]:
-            if pair[0][0] < first[0][0]:
-                first = pair
-            if pair[1][0] > last[1][0]:
-                last = pair
+        for bounds in numeric[1:]:
+            if bounds[0][0] < first[0][0]:
+                first = bounds
+            if bounds[1][0] > last[1][0]:
+                last = bounds
         return f"{first[0][1]}:{last[1][1]}"
     if any(pair is None for pair in pairs):
         return ",".join(segments)

@@ -47,6 +47,7 @@ from om_eval.om.actor_view import ActorView
 from om_eval.om.buffering import Buffering
 from om_eval.om.config import MastraRelease, OMConfig
 from om_eval.om.dates import format_boundary
+from om_eval.om.engine_state import MessageQueue
 from om_eval.om.groups import group_id_for, message_range, wrap_in_group
 from om_eval.om.history_lines import format_history_lines, format_thread_lines
 from om_eval.om.model import ChatModel, ModelReply
@@ -72,7 +73,7 @@ from om_eval.om.records import (
 )
 from om_eval.om.reflecting import Reflecting
 from om_eval.om.rules import rules_for
-from om_eval.om.snapshots import MessageQueue, Snapshots, stored_config
+from om_eval.om.snapshots import Snapshots, stored_config
 from om_eval.om.threads import (
     ThreadLoad,
     merge_thread_section_as_mastra,

@@ -73,7 +73,7 @@ def question_emoji_of(system_prompt: str) -> str | None:
 
 def observer_guidelines(variant: str) -> str:
     """Condensed and current_v1_3 carry their own guidelines; current and legacy share the standard set."""
-    return load_prompts(f"observer_{variant}").get("guidelines") or load_prompts("observer_shared")["guidelines"]
+    return str(load_prompts(f"observer_{variant}").get("guidelines") or load_prompts("observer_shared")["guidelines"])
 
 
 def _custom(instruction: str | None) -> list[str]:
@@ -101,7 +101,7 @@ def hint_sections_text(hint_tags: Sequence[str]) -> str:
         f"<{tag}>\n{shared[HINT_TEXT_KEYS[tag]]}\n{fill(shared['hint_section_note'], tag=tag)}\n</{tag}>"
         for tag in hint_tags
     ]
-    return shared["hint_sections_intro"] + "\n" + "\n\n".join(sections)
+    return str(shared["hint_sections_intro"]) + "\n" + "\n\n".join(sections)
 
 
 def observer_output_format(variant: str | None = None, hint_tags: Sequence[str] | None = None) -> str:
@@ -113,7 +113,7 @@ def observer_output_format(variant: str | None = None, hint_tags: Sequence[str] 
     """
     shared = load_prompts("observer_shared")
     own = load_prompts(f"observer_{variant}").get("output_format") if variant else None
-    text = own or shared["output_format"] + "\n\n" + _legacy_hint_blocks(shared)
+    text = str(own or shared["output_format"] + "\n\n" + _legacy_hint_blocks(shared))
     if hint_tags is None:
         return text
     head = text.split("\n\n<current-task>", 1)[0]

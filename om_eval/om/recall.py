@@ -476,8 +476,9 @@ def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: s
     used_default = not explicit and not cursor and bool(current)
     note = f"threadId wasn't passed so used default {current}.\n\n" if used_default and resource_scope else ""
     chosen = resolved_explicit or (current if used_default else None)
-    has_chosen = isinstance(chosen, str) and len(chosen) > 0
-    has_cursor = isinstance(cursor, str) and len(cursor) > 0
+    chosen_id = chosen if isinstance(chosen, str) and chosen else None
+    cursor_id = cursor if isinstance(cursor, str) and cursor else None
+    has_chosen, has_cursor = chosen_id is not None, cursor_id is not None
     if not has_chosen and not has_cursor:
         raise RecallError(
             'No active thread context and no cursor or threadId was provided for mode="messages". Pass a threadId '
@@ -486,22 +487,22 @@ def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: s
             'thread could be resolved.')
     if not resource_scope:
         target = thread_scope = current
-    elif has_chosen:
+    elif chosen_id is not None:
         if not resource_id:
             raise RecallError("Resource ID is required for recall")
-        thread = history.thread(chosen)  # type: ignore[arg-type]
+        thread = history.thread(chosen_id)
         if thread is None or thread.resource_id != resource_id:
             raise RecallError("Thread does not belong to the active resource")
         target = thread_scope = thread.id
     else:
         target = thread_scope = current
-    if has_cursor and not has_chosen and not current:
+    if cursor_id is not None and not has_chosen and not current:
         if not resource_scope:
             raise RecallError("Current thread is required when browsing by cursor")
-        found = _resolve_cursor(history, cursor, _Access(resource_id, None, False))
+        found = _resolve_cursor(history, cursor_id, _Access(resource_id, None, False))
         if isinstance(found, str):
-            return _page_result(found, 0, cursor, 1 if page is None else page, min(20 if limit is None else limit, 20),
-                                detail, False, False)
+            return _page_result(found, 0, cursor_id, 1 if page is None else page,
+                                min(20 if limit is None else limit, 20), detail, False, False)
         target = found.thread_id
     if not target:
         raise RecallError("Thread ID is required for recall")

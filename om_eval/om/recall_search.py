@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 SEARCH_NOT_CONFIGURED = (
     "Search is not configured. Enable it with `retrieval: { vector: true }` and configure a vector store and "
@@ -24,6 +24,10 @@ SEARCH_NOT_CONFIGURED = (
 """1.31's reply when the mode is asked for without a search index (its own words: a model may see them)."""
 
 
+@overload
+def as_utc(moment: datetime) -> datetime: ...
+@overload
+def as_utc(moment: None) -> None: ...
 def as_utc(moment: datetime | None) -> datetime | None:
     """Naive times are UTC (as every time om-eval stores)."""
     return moment.replace(tzinfo=UTC) if moment is not None and moment.tzinfo is None else moment

@@ -13,6 +13,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from om_eval.om.engine_state import EngineState
 from om_eval.om.groups import group_id_for, reconcile_after_reflection, strip_groups
 from om_eval.om.observer import (
     ThreadHints,
@@ -55,7 +56,7 @@ def _align_to_sections(lines: Sequence[str], count: int) -> int:
     return within[-1] if within else ends[0]
 
 
-class Reflecting:
+class Reflecting(EngineState):
     """When to reflect, how the Reflector is asked and read, and what a reflection changes."""
 
     # -- async reflection (§1.11) ---------------------------------------------------------------------------
@@ -162,7 +163,7 @@ class Reflecting:
         if self._prefix_check is not None and self._prefix_check[0] == key:
             return self._prefix_check[1]
         lines = record.active_observations.split("\n")
-        changed = _digest("\n".join(lines[: record.reflected_observation_line_count or 0])) != digest
+        changed = bool(_digest("\n".join(lines[: record.reflected_observation_line_count or 0])) != digest)
         self._prefix_check = (key, changed)
         return changed
 

@@ -84,7 +84,7 @@ def compression_guidance(level: int) -> str:
         raise ValueError(f"compression level {level!r} is invalid: allowed 0-{MAX_COMPRESSION_LEVEL}")
     if level == 0:
         return ""
-    return load_prompts("reflector")["compression"][f"level_{level}"]
+    return str(load_prompts("reflector")["compression"][f"level_{level}"])
 
 
 def render_reflector_system_prompt(
@@ -150,7 +150,8 @@ def render_reflector_request(
         sections += [texts["specific_guidance_heading"], guidance.strip()]
     if level:
         sections.append(compression_guidance(level))
-    prior = [f"<{tag}>\n{prior_hints[tag]}\n</{tag}>" for tag in hint_tags if (prior_hints or {}).get(tag)]
+    hints = prior_hints or {}
+    prior = [f"<{tag}>\n{hints[tag]}\n</{tag}>" for tag in hint_tags if hints.get(tag)]
     if prior:
         sections += [texts["prior_values_heading"], "\n\n".join(prior), texts["prior_values_note"]]
     if hint_tags:

@@ -95,8 +95,8 @@ def plan_calls(messages: Sequence[Mapping[str, Any]], question: str, score: Call
                 _call(0, 1, {"cursor": end, "partIndex": 0})]
     if step == 1:
         listed = [str(m.get("content") or "") for m in turn if m.get("role") == "tool"]
-        threads = [match["id"] for text in listed for match in _THREAD_ID.finditer(_threads_text(text))]
-        return [_call(1, i, {"threadId": t, "limit": 20}) for i, t in enumerate(threads[:MAX_THREAD_READS])]
+        ids = [found["id"] for text in listed for found in _THREAD_ID.finditer(_threads_text(text))]
+        return [_call(1, i, {"threadId": t, "limit": 20}) for i, t in enumerate(ids[:MAX_THREAD_READS])]
     return []
 
 

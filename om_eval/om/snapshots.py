@@ -8,12 +8,12 @@ exactly, so a benchmark can build a memory once and answer every question of it 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Self
 
 from om_eval.common.secrets import redact_secrets
 from om_eval.om.config import OMConfig
+from om_eval.om.engine_state import EngineState, MessageQueue
 from om_eval.om.model import ChatModel
 from om_eval.om.outcomes import OMEvent
 from om_eval.om.records import (
@@ -31,18 +31,11 @@ SNAPSHOT_FORMAT = "om-eval/memory@1"
 
 def stored_config(config: OMConfig) -> dict[str, Any]:
     """The config as records and snapshots keep it: provider options may carry credentials, never stored."""
-    return redact_secrets(config.to_dict())
+    stored: dict[str, Any] = redact_secrets(config.to_dict())
+    return stored
 
 
-@dataclass
-class MessageQueue:
-    """Unobserved messages of one thread, in arrival order, with their token sum."""
-
-    messages: list[Message] = field(default_factory=list)
-    tokens: int = 0
-
-
-class Snapshots:
+class Snapshots(EngineState):
     """Saving a memory and restoring it."""
 
     # -- snapshots ------------------------------------------------------------------------------------------
