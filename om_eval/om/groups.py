@@ -211,9 +211,10 @@ def combine_ranges(groups: Sequence[ObservationGroup]) -> str:
             if bounds[1][0] > last[1][0]:
                 last = bounds
         return f"{first[0][1]}:{last[1][1]}"
-    if any(pair is None for pair in pairs):
+    complete = [pair for pair in pairs if pair is not None]
+    if len(complete) < len(pairs):
         return ",".join(segments)
-    return f"{pairs[0][0]}:{pairs[-1][1]}"  # type: ignore[index]
+    return f"{complete[0][0]}:{complete[-1][1]}"
 
 
 def _content_lines(text: str) -> list[str]:

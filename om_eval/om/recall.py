@@ -33,6 +33,7 @@ from om_eval.om.jsjson import js_number, js_stringify
 from om_eval.om.jstext import js_trim
 from om_eval.om.recall_parts import (
     MAX_RESULT_TOKENS,
+    Detail,
     FormattedPart,
     chunk_by_tokens,
     format_parts,
@@ -244,7 +245,7 @@ def _page_result(text: str, count: int, cursor: str, page: int, limit: int, deta
             "hasNextPage": has_next, "hasPrevPage": has_prev, "truncated": truncated, "tokenOffset": token_offset}
 
 
-def _from_start(history: RecallHistory, thread_id: str, resource_id: str | None, page: int, limit: int, detail: str,
+def _from_start(history: RecallHistory, thread_id: str, resource_id: str | None, page: int, limit: int, detail: Detail,
                 part_type: str | None, tool_name: str | None, anchor: str) -> dict[str, Any]:
     if resource_id:
         thread = history.thread(thread_id)
@@ -266,7 +267,7 @@ def _from_start(history: RecallHistory, thread_id: str, resource_id: str | None,
         has_prev = extra if anchor == "end" else page_index > 0
     else:
         has_next, has_prev = False, page_index > 0
-    parts = _filtered([p for m in messages for p in format_parts(m, detail)], part_type, tool_name)  # type: ignore[arg-type]
+    parts = _filtered([p for m in messages for p in format_parts(m, detail)], part_type, tool_name)
     rendered = render_within_budget(parts, {m.id: m.created_at for m in messages})
     if not messages:
         empty = (f"(no messages found on page {page} for this thread)" if page_index > 0
@@ -278,7 +279,7 @@ def _from_start(history: RecallHistory, thread_id: str, resource_id: str | None,
 
 
 def _around_cursor(history: RecallHistory, thread_id: str, resource_id: str | None, cursor: str, page: int | None,
-                   limit: int | None, detail: str, part_type: str | None, tool_name: str | None,
+                   limit: int | None, detail: Detail, part_type: str | None, tool_name: str | None,
                    thread_scope: str | None, scope: RecallScope) -> dict[str, Any]:
     page = 1 if page is None or page == 0 else page
     page = max(min(page, MAX_PAGE), -MAX_PAGE)
@@ -308,7 +309,7 @@ def _around_cursor(history: RecallHistory, thread_id: str, resource_id: str | No
     has_next = has_more if forward else page_index > 0
     has_prev = page_index > 0 if forward else has_more
     times = {m.id: m.created_at for m in messages}
-    parts = _filtered([p for m in messages for p in format_parts(m, detail)], part_type, tool_name)  # type: ignore[arg-type]
+    parts = _filtered([p for m in messages for p in format_parts(m, detail)], part_type, tool_name)
     if detail == "high" and parts:
         first = parts[0]
         same = [p for p in parts if p.message_id == first.message_id]
@@ -441,7 +442,8 @@ def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: s
     args = {k: v for k, v in arguments.items() if v is not None}
     resource_scope = scope == "resource"
     mode, cursor, explicit = args.get("mode"), args.get("cursor"), args.get("threadId")
-    page, limit, detail = args.get("page"), args.get("limit"), args.get("detail") or "low"
+    page, limit = args.get("page"), args.get("limit")
+    detail: Detail = "high" if args.get("detail") == "high" else "low"  # validated above: "low", "high" or absent
     page = int(page) if page is not None else None
     limit = int(limit) if limit is not None else None
     current = thread_id or None

@@ -11,6 +11,7 @@ import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 import xxhash
 
@@ -114,7 +115,7 @@ class ThreadLoad:
 
     thread_id: str
     tokens: int
-    oldest: object
+    oldest: datetime
 
 
 def select_threads(loads: Sequence[ThreadLoad], threshold: float, take_all: bool = False) -> list[ThreadLoad]:
@@ -127,7 +128,7 @@ def select_threads(loads: Sequence[ThreadLoad], threshold: float, take_all: bool
             break
         chosen.append(load)
         total += load.tokens
-    return sorted(chosen, key=lambda load: load.oldest)  # type: ignore[arg-type, return-value]
+    return sorted(chosen, key=lambda load: load.oldest)
 
 
 def pack_batches(loads: Iterable[ThreadLoad], max_tokens: int) -> list[list[ThreadLoad]]:
