@@ -50,13 +50,13 @@ def run_once(sessions: list, buffering: bool = False, scope: str = "resource", c
              release: str = "v1_10", accounting: str = "exact") -> dict[str, float]:
     model = TimedModel()
     if scope == "thread":
-        config = OMConfig(scope="thread", obscure_thread_ids=True, mastra_release=release,  # type: ignore[arg-type]
+        config = OMConfig(scope="thread", obscure_thread_ids=True, mastra_release=release,  # type: ignore[arg-type]  # a MastraRelease name; OMConfig checks it
                           observation=ObservationConfig(buffer_tokens=None if buffering else False))
     else:
         config = OMConfig(scope="resource", obscure_thread_ids=True, resource_buffering=buffering,
-                          mastra_release=release)  # type: ignore[arg-type]
+                          mastra_release=release)  # type: ignore[arg-type]  # a MastraRelease name; OMConfig checks it
     memory = ObservationalMemory(config, observer=model, token_counter=counter)
-    counter_of_pending = PendingCounter(accounting)  # type: ignore[arg-type]
+    counter_of_pending = PendingCounter(accounting)  # type: ignore[arg-type]  # a PendingAccounting name; PendingCounter checks it
     start = time.perf_counter()
     cpu_start = time.process_time()
     ingest = 0.0

@@ -26,8 +26,8 @@ def scripted_model_time() -> Iterator[ModelTime]:
         finally:
             spent.seconds += time.perf_counter() - start
 
-    ScriptedModel.reply = timed  # type: ignore[method-assign]
+    ScriptedModel.reply = timed  # type: ignore[method-assign]  # timed for the block's duration
     try:
         yield spent
     finally:
-        ScriptedModel.reply = original  # type: ignore[method-assign]
+        ScriptedModel.reply = original  # type: ignore[method-assign]  # restored on exit

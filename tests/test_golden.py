@@ -25,7 +25,7 @@ def test_update_writes_changed_files_and_fails_the_run(golden_dir: Path, monkeyp
     golden.assert_golden("new.txt", "fresh")
     assert (golden_dir / "new.txt").read_text(encoding="utf-8") == "fresh" and golden.CHANGED == ["new.txt"]
     session = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
-    pytest_sessionfinish(session, 0)  # type: ignore[arg-type]
+    pytest_sessionfinish(session, 0)  # type: ignore[arg-type]  # a stand-in for pytest's Session
     assert session.exitstatus == pytest.ExitCode.TESTS_FAILED
 
 
@@ -34,7 +34,7 @@ def test_an_update_that_changes_nothing_passes(golden_dir: Path, monkeypatch: py
     monkeypatch.setattr(golden, "UPDATE", True)
     golden.assert_golden("same.txt", "kept")
     session = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
-    pytest_sessionfinish(session, 0)  # type: ignore[arg-type]
+    pytest_sessionfinish(session, 0)  # type: ignore[arg-type]  # a stand-in for pytest's Session
     assert session.exitstatus == pytest.ExitCode.OK
 
 

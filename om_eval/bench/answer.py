@@ -102,7 +102,9 @@ def actor_messages(memory: ObservationalMemory, question: Question,
     user = fill(prompts["question"], question_date=question.question_date_text, question=question.question)
     if renders is None:
         shown = memory_messages(memory, question)
-    elif (shown := renders.get(key := (question.question_date, eval_thread_id(question)))) is None:
+    elif (kept := renders.get(key := (question.question_date, eval_thread_id(question)))) is not None:
+        shown = kept
+    else:
         shown = renders[key] = memory_messages(memory, question)
     return [
         {"role": "system", "content": prompts["instructions"]},

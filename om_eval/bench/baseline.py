@@ -30,16 +30,18 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from om_eval.bench.answer import ask_actor
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, ModelSettings
-from om_eval.om.model import ChatModel
 from om_eval.om.prompts import text_hash
 from om_eval.om.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from om_eval.bench.judge import AnswerAndJudgeClient
 
 READERS = ("none", "full_context", "oracle")
 FORMATS = ("json", "nl")
@@ -233,8 +235,8 @@ def reader_settings(actor: ModelSettings, config: BaselineConfig) -> ModelSettin
     return replace(actor, max_output_tokens=config.max_tokens)
 
 
-async def read_and_judge(question: Question, config: BaselineConfig, *, client: ChatModel, reader: ModelSettings,
-                         judge: Any, counter: TokenCounter) -> Any:
+async def read_and_judge(question: Question, config: BaselineConfig, *, client: AnswerAndJudgeClient,
+                         reader: ModelSettings, judge: Any, counter: TokenCounter) -> Any:
     """Answer ``question`` with the baseline reader and grade the answer with ``judge``.
 
     The reader's call goes through ``client`` as the ``actor`` stage (same cache, ledger and reply checks as the
@@ -260,7 +262,7 @@ async def read_and_judge(question: Question, config: BaselineConfig, *, client: 
         is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label,
         judge_status=verdict.status, judge_reply=verdict.reply, memory_key=config.memory_key, reused_memory=False,
         observer_calls=0, reflector_calls=0, observations=0, reflections=0, history_tokens=prompt.history_tokens,
-        observation_tokens=None, pending_tokens=None, compression_ratio=None,  # type: ignore[arg-type]
+        observation_tokens=None, pending_tokens=None, compression_ratio=None,
         actor_prompt_tokens=reply.prompt_tokens, actor_completion_tokens=reply.completion_tokens,
         actor_prompt_hash=text_hash(joined), error=verdict.error, question=question.question,
         gold_answer=question.answer_text, question_date=question.question_date_text,

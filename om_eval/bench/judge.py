@@ -27,7 +27,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from om_eval.bench.benchmark import house_route
 from om_eval.bench.official_templates import (
@@ -40,8 +40,10 @@ from om_eval.bench.official_templates import (
     load_official_templates,
 )
 from om_eval.data.records import QUESTION_TYPES, Question
-from om_eval.llm.client import LLMCallError, LLMClient, build_request
+from om_eval.llm.client import LLMCallError, build_request
+from om_eval.llm.request import LLMRequest
 from om_eval.om.config import ConfigError, ModelSettings
+from om_eval.om.model import ChatModel, ModelReply, ReplyCheck
 
 __all__ = [
     "HOUSE_TEMPLATES",
@@ -53,7 +55,9 @@ __all__ = [
     "OFFICIAL_JUDGE_SETTINGS",
     "PINNED_COMMIT",
     "PINNED_SHA256",
+    "AnswerAndJudgeClient",
     "Judge",
+    "JudgeClient",
     "JudgeResult",
     "OfficialTemplateError",
     "OfficialTemplates",
@@ -367,7 +371,20 @@ class JudgeResult:
                 "hypothesis": hypothesis, "label": self.label, "status": self.status}
 
 
-async def judge_answer(judge: Judge, client: LLMClient, question: Question, hypothesis: str) -> JudgeResult:
+class JudgeClient(Protocol):
+    """What judging needs of a client: a built request sent and its reply checked
+    (:class:`~om_eval.llm.client.LLMClient` does)."""
+
+    async def call(self, request: LLMRequest, *, stage: str, scope: Any = None,
+                   check: ReplyCheck | None = None) -> ModelReply: ...
+
+
+class AnswerAndJudgeClient(ChatModel, JudgeClient, Protocol):
+    """A chat model that also sends built requests: one client to answer a question and judge the answer
+    (:class:`~om_eval.llm.client.LLMClient` is one)."""
+
+
+async def judge_answer(judge: Judge, client: JudgeClient, question: Question, hypothesis: str) -> JudgeResult:
     """Grade ``hypothesis`` for ``question``.
 
     A call that fails for good, or a reply with no verdict (:func:`parse_verdict`), gives ``status="error"`` and
@@ -398,7 +415,7 @@ async def judge_answer(judge: Judge, client: LLMClient, question: Question, hypo
 
 
 async def judge_many(
-    judge: Judge, client: LLMClient, items: Iterable[tuple[Question, str]], *, concurrency: int = 8
+    judge: Judge, client: JudgeClient, items: Iterable[tuple[Question, str]], *, concurrency: int = 8
 ) -> list[JudgeResult]:
     """Grade many ``(question, hypothesis)`` pairs, at most ``concurrency`` at a time; results in input order."""
     if concurrency < 1:

@@ -33,7 +33,7 @@ import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -122,8 +122,10 @@ def _scored(prepared: Sequence[Prepared], errors: Errors) -> list[Scored]:
     if errors not in ("exclude", "wrong"):
         raise ValueError(f"errors={errors!r}: use 'exclude' (graded) or 'wrong' (strict)")
     if errors == "exclude":
-        return [(qid, t, y, a) for qid, t, status, y, a in prepared if status == "ok"]  # type: ignore[misc]
-    return [(qid, t, y if status == "ok" else 0, a) for qid, t, status, y, a in prepared]  # type: ignore[misc]
+        return [(qid, t, y, a)  # type: ignore[misc]  # an "ok" row's label is an int (_prepare)
+                for qid, t, status, y, a in prepared if status == "ok"]
+    return [(qid, t, y if status == "ok" else 0, a)  # type: ignore[misc]  # an "ok" row's label is an int (_prepare)
+            for qid, t, status, y, a in prepared]
 
 
 def _mean(values: Sequence[int] | Sequence[float], empty: Empty) -> float | None:
@@ -144,7 +146,7 @@ def _metrics(scored: Sequence[Scored], empty: Empty, categories: Sequence[str] =
     per_type = {name: {"accuracy": _mean(ys, empty), "n": len(ys)} for name, ys in zip(categories, by_type)}
     accuracies = [v["accuracy"] for v in per_type.values()]
     if empty == "nan":
-        task_averaged: float | None = float(np.mean(accuracies))
+        task_averaged: float | None = float(np.mean(cast(list[float], accuracies)))  # _mean gives nan, not None
     else:
         present = [a for a in accuracies if a is not None]
         task_averaged = float(np.mean(present)) if present else None
@@ -310,8 +312,9 @@ def metric_report(
     report: dict[str, Any] = {
         "counts": {"total": len(prepared), **{s: sum(1 for p in prepared if p[2] == s) for s in STATUSES}},
     }
-    for name, errors in (("graded", "exclude"), ("strict", "wrong")):
-        scored = _scored(prepared, errors)  # type: ignore[arg-type]
+    readings: tuple[tuple[str, Errors], ...] = (("graded", "exclude"), ("strict", "wrong"))
+    for name, errors in readings:
+        scored = _scored(prepared, errors)
         ci = _bootstrap(scored, n_boot, seed, confidence, categories)
         if intervals == "wilson":
             ci.update(_wilson(scored, categories, confidence))

@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from om_eval.bench.judge import Judge, judge_model_settings
+from om_eval.bench.judge import Judge, Mode, NoVerdict, ParseRule, judge_model_settings
 from om_eval.om.config import ConfigError, ModelSettings
 
 __all__ = ["PROTOCOLS", "PanelEntry", "Protocol", "panel_judge", "parse_panel", "protocol_name"]
@@ -38,11 +38,11 @@ class Protocol:
     """Templates plus verdict rule: what a judge protocol fixes besides the model."""
 
     name: str
-    mode: str
+    mode: Mode
     """The template set (``judge.mode``): ``official``, ``house`` or ``lenient``."""
-    parse: str
+    parse: ParseRule
     """``official`` ('yes' anywhere) or ``mastra`` (exactly yes / yes.)."""
-    no_verdict: str
+    no_verdict: NoVerdict
     """A reply without a verdict: ``error`` (unjudged) or ``wrong``."""
     summary: str
 
@@ -117,6 +117,5 @@ def panel_judge(entry: PanelEntry, model: ModelSettings, source: str | None = No
     settings = judge_model_settings(entry.model) if entry.model is not None else model
     protocol = entry.protocol
     if protocol.mode == "official":
-        return Judge.official(source, model=settings, parse=protocol.parse,  # type: ignore[arg-type]
-                              no_verdict=protocol.no_verdict)  # type: ignore[arg-type]
-    return Judge(protocol.mode, settings, protocol.parse, None, protocol.no_verdict)  # type: ignore[arg-type]
+        return Judge.official(source, model=settings, parse=protocol.parse, no_verdict=protocol.no_verdict)
+    return Judge(protocol.mode, settings, protocol.parse, None, protocol.no_verdict)

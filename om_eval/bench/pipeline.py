@@ -12,10 +12,10 @@ import asyncio
 import json
 import zlib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from om_eval.bench.answer import answer_question
 from om_eval.bench.identity import MEMORY_KEY_RULE
@@ -31,6 +31,9 @@ from om_eval.om.model import ChatModel
 from om_eval.om.prompts import PROMPT_FILES, prompt_set_hash
 from om_eval.om.revision import ENGINE_REVISION
 from om_eval.om.tokens import TokenCounter, default_counter
+
+if TYPE_CHECKING:
+    from om_eval.bench.judge import AnswerAndJudgeClient
 
 #: The prompt files whose wording shapes a memory: every OM prompt file but the context text, which only shapes
 #: what the actor sees (a new variant's file joins by itself).
@@ -57,6 +60,15 @@ def haystack_hash(question: Question) -> str:
         [s.session_id, s.date_text, [[t.role, t.content] for t in s.turns]] for s in question.sessions
     ]
     return short_hash(canonical_json(sessions), 12)
+
+
+class Snapshots(Protocol):
+    """Where built memories are kept: :class:`SnapshotStore`, a run store
+    (:class:`~om_eval.store.writer.RunStore`) or a job's snapshot held back until its question is committed."""
+
+    def get(self, key: str, question_id: str) -> Mapping[str, Any] | None: ...
+
+    def put(self, key: str, question_id: str, data: dict[str, Any]) -> object: ...
 
 
 class SnapshotStore:
@@ -102,7 +114,7 @@ async def build_memory(
     observer: ChatModel,
     reflector: ChatModel | None = None,
     replay: ReplayConfig | None = None,
-    store: SnapshotStore | None = None,
+    store: Snapshots | None = None,
     token_counter: TokenCounter | None = None,
 ) -> MemoryBuild:
     """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise (stored under
@@ -204,8 +216,10 @@ class QuestionRun:
     observations: int
     reflections: int
     history_tokens: int
-    observation_tokens: int
-    pending_tokens: int
+    observation_tokens: int | None
+    """``None`` for a baseline reader, which builds no memory."""
+    pending_tokens: int | None
+    """``None`` for a baseline reader, which builds no memory."""
     compression_ratio: float | None
     actor_prompt_tokens: int | None
     actor_completion_tokens: int | None
@@ -259,7 +273,7 @@ def unpack_messages(blob: bytes | None) -> list[dict[str, str]] | None:
 
 
 async def answer_and_judge(
-    question: Question, build: MemoryBuild, *, client: ChatModel, actor: ModelSettings, judge: Any,
+    question: Question, build: MemoryBuild, *, client: AnswerAndJudgeClient, actor: ModelSettings, judge: Any,
     replay: ReplayConfig | None = None,
 ) -> QuestionRun:
     """Answer ``question`` from a built memory and judge the answer.
@@ -312,7 +326,7 @@ async def run_question(
     question: Question,
     *,
     om_config: OMConfig,
-    client: ChatModel,
+    client: AnswerAndJudgeClient,
     actor: ModelSettings,
     judge: Any,
     replay: ReplayConfig | None = None,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, cast
 
 from om_eval.bench.replay import eval_thread_id
 from om_eval.data.records import Question
@@ -23,7 +23,7 @@ from om_eval.om.config import ModelSettings
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel, ModelReply, ToolCall, complete_checked
 from om_eval.om.recall import RecallError, recall, result_json
-from om_eval.om.recall_schema import TOOL_NAME, tool_definition
+from om_eval.om.recall_schema import TOOL_NAME, RecallScope, tool_definition
 from om_eval.om.recall_search import EmbeddingGroupSearch
 from om_eval.om.tokens import TokenCounter
 
@@ -72,10 +72,10 @@ def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, h
             "bad_arguments"
     if not isinstance(arguments, dict):
         return json.dumps({"error": "the arguments must be a JSON object"}), "bad_arguments"
-    scope = memory.config.retrieval
+    scope = cast(RecallScope, memory.config.retrieval)  # the recall loop runs in retrieval mode only: not "off"
     try:
         result = recall(history, arguments, thread_id=memory.shown_thread_id(eval_thread_id(question)),
-                        resource_id=memory.resource_id, scope=scope, search=search)  # type: ignore[arg-type]
+                        resource_id=memory.resource_id, scope=scope, search=search)
     except RecallError as error:
         return json.dumps({"error": str(error)}, ensure_ascii=False), f"tool_error: {error}"
     return result_json(result), None
@@ -89,7 +89,8 @@ async def run_recall_loop(
     history = memory.recall_history(eval_thread_id(question), question.question_date)
     searching = memory.config.retrieval_search != "off"
     search = await _search_index(memory, actor) if searching else None
-    tools = [tool_definition(memory.config.retrieval, searching)]  # type: ignore[arg-type]
+    scope = cast(RecallScope, memory.config.retrieval)  # called in retrieval mode only: not "off"
+    tools = [tool_definition(scope, searching)]
     conversation = [dict(m) for m in messages]
     steps: list[ToolStep] = []
     prompt_tokens: int | None = 0

@@ -223,9 +223,9 @@ async def replay_question(
     if replay.final_flush:
         threads = [None] if replay.scope == "resource" else [thread_id_for(s, shown_raw=shown_raw) for s in sessions]
         for thread in threads:
-            outcome = await memory.observe(thread, force=True)
-            if outcome is not None:
-                stats.count(outcome)
+            flushed = await memory.observe(thread, force=True)
+            if flushed is not None:
+                stats.count(flushed)
     _finish_stats(memory, stats, replay.scope)
     return memory, stats
 

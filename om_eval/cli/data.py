@@ -11,6 +11,7 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -66,7 +67,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     return data
 
 
-def _spread(values: list[float]) -> dict[str, float]:
+def _spread(values: Sequence[float]) -> dict[str, float]:
     if not values:
         return {"min": 0, "mean": 0, "max": 0}
     return {"min": min(values), "mean": round(sum(values) / len(values), 1), "max": max(values)}

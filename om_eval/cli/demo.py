@@ -17,6 +17,7 @@ from om_eval.om.config import (
     ModelSettings,
     ObservationConfig,
     OMConfig,
+    PromptVariant,
     ReflectionConfig,
 )
 from om_eval.om.memory import ObservationalMemory
@@ -24,6 +25,8 @@ from om_eval.om.memory import ObservationalMemory
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.table import Table
+
+    from om_eval.llm import LLMClient
 
 DEMO_EXAMPLES = """examples:
   om-eval demo                                  # the local model (needs om-eval[local]), a short conversation
@@ -64,7 +67,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 class DemoSize:
     """How much conversation to feed, at which thresholds, with which observer prompt."""
 
-    variant: str
+    variant: PromptVariant
     sessions: int
     pairs: int
     message_tokens: int
@@ -98,8 +101,8 @@ def _config(args: argparse.Namespace, model: ModelSettings, size: DemoSize) -> O
     )
 
 
-def _status(memory: ObservationalMemory, client: object, thread: str | None) -> str:
-    totals = client.ledger.totals()  # type: ignore[attr-defined]
+def _status(memory: ObservationalMemory, client: LLMClient, thread: str | None) -> str:
+    totals = client.ledger.totals()
     record = memory.record(thread)
     return (
         f"pending {memory.pending_tokens(thread):>6} tok · observations {record.observation_token_count:>5} tok · "
@@ -107,7 +110,7 @@ def _status(memory: ObservationalMemory, client: object, thread: str | None) -> 
     )
 
 
-async def _ingest(memory: ObservationalMemory, client: object, size: DemoSize, seed: int, console: Console) -> None:
+async def _ingest(memory: ObservationalMemory, client: LLMClient, size: DemoSize, seed: int, console: Console) -> None:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -130,7 +133,7 @@ async def _ingest(memory: ObservationalMemory, client: object, size: DemoSize, s
                 progress.update(task, advance=1, description=_status(memory, client, thread))
 
 
-def _summary(memory: ObservationalMemory, client: object) -> Table:
+def _summary(memory: ObservationalMemory, client: LLMClient) -> Table:
     from rich.table import Table
 
     table = Table(title="What the memory did")
@@ -142,7 +145,7 @@ def _summary(memory: ObservationalMemory, client: object) -> Table:
     for kind, events in kinds.items():
         detail = "levels " + ", ".join("→".join(map(str, e.levels)) for e in events) if kind == "reflection" else ""
         table.add_row(kind, str(len(events)), str(sum(e.calls for e in events)), detail)
-    totals = client.ledger.totals()  # type: ignore[attr-defined]
+    totals = client.ledger.totals()
     table.caption = (
         f"{totals.calls} model calls, {totals.cached} from cache, {totals.retries} retries, "
         f"{totals.prompt_tokens:,} prompt + {totals.completion_tokens:,} completion tokens, "

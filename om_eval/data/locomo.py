@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from om_eval.data.reading import DatasetValidationError, read_pinned_json
 from om_eval.om.config import ConfigError, option_error
@@ -144,7 +144,7 @@ def evidence_turns(evidence: Sequence[str]) -> frozenset[tuple[int, int]]:
     return frozenset((int(s), int(t)) for text in evidence for s, t in _DIALOG_ID.findall(str(text)))
 
 
-def parse_session_time(text: str, *, where: str = "session") -> datetime:
+def parse_session_time(text: object, *, where: str = "session") -> datetime:
     """``"1:56 pm on 8 May, 2023"`` as a datetime (naive: LoCoMo gives no time zone)."""
     match = _SESSION_TIME.match(text) if isinstance(text, str) else None
     month = _MONTHS.get(match.group(5).lower()) if match else None
@@ -168,6 +168,7 @@ def _turn(raw: Mapping[str, Any], roles: Mapping[str, str], at: datetime, where:
     speaker = raw.get("speaker")
     if speaker not in roles:
         raise ValueError(f"{where}: speaker {speaker!r} is neither of the conversation's two speakers")
+    speaker = cast(str, speaker)  # one of roles' keys (checked just above)
     dia_id, text = raw.get("dia_id"), raw.get("text")
     if not isinstance(dia_id, str) or not isinstance(text, str):
         raise ValueError(f"{where}: a turn needs a text 'dia_id' and 'text'")
@@ -189,7 +190,8 @@ def _sessions(conversation: Mapping[str, Any], roles: Mapping[str, str], where: 
         started = parse_session_time(date_text, where=f"{place}_date_time")
         turns = tuple(_turn(t, roles, started + timedelta(seconds=TURN_SPACING_SECONDS * i), f"{place} turn {i}")
                       for i, t in enumerate(raw))
-        sessions.append(LocomoSession(number, date_text, started, turns))
+        # parse_session_time read date_text, so it is a str.
+        sessions.append(LocomoSession(number, cast(str, date_text), started, turns))
     if not sessions:
         raise ValueError(f"{where}: no sessions")
     return tuple(sessions)

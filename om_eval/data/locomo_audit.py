@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from typing import cast
 
 from om_eval.data.locomo import LocomoQuestion
 from om_eval.data.reading import DatasetValidationError, read_pinned_json
@@ -51,7 +52,8 @@ def _entry(raw: Mapping[str, object], index: int, source: str) -> AuditEntry:
         return AuditEntry(
             question_id=str(raw["question_id"]), error_type=str(raw["error_type"]),
             golden_answer=str(raw["golden_answer"]), correct_answer=str(raw["correct_answer"]),
-            correct_evidence=tuple(str(e) for e in raw.get("correct_evidence") or ()),  # type: ignore[union-attr]
+            # Not iterable: the TypeError is reported below as a malformed entry.
+            correct_evidence=tuple(str(e) for e in cast(Iterable[object], raw.get("correct_evidence") or ())),
             reasoning=str(raw.get("reasoning") or ""),
         )
     except (KeyError, TypeError) as error:

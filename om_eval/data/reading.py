@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ def read_records(path: str | os.PathLike[str], *, source: str | None = None) -> 
     return list(iter_records(path, source=source))
 
 
-def iter_records(path: str | os.PathLike[str], *, source: str | None = None) -> Iterator[Any]:
+def iter_records(path: str | os.PathLike[str], *, source: str | None = None) -> Generator[Any, None, None]:
     """Yield the records of a JSON array (the official format) one at a time or, as a fallback, of JSON lines.
 
     Only one record is in memory at a time. A damaged or truncated array raises a

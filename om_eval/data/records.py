@@ -205,12 +205,12 @@ class Dataset:
         """The same file narrowed to ``entries`` (a subset of this dataset's, in its order)."""
         keep = {e.position for e in entries}
         chosen = [e for e in self.entries if e.position in keep]
-        same = {"benchmark": self.benchmark, "extras": self.extras}
         if self._held is None:
             return Dataset(self.name, self.path, self.sha256, subset=subset, entries=chosen, stream=self._stream,
-                           **same)
+                           benchmark=self.benchmark, extras=self.extras)
         held = [q for q, e in zip(self._held, self.entries, strict=True) if e.position in keep]
-        return Dataset(self.name, self.path, self.sha256, held, subset, entries=chosen, **same)
+        return Dataset(self.name, self.path, self.sha256, held, subset, entries=chosen, benchmark=self.benchmark,
+                       extras=self.extras)
 
     def __len__(self) -> int:
         return len(self.entries)

@@ -200,7 +200,7 @@ _MS_CATEGORIES: tuple[tuple[str, str, str, str, tuple[str, ...]], ...] = tuple(
     (plural, verb, one, two, tuple(items)) for plural, verb, one, two, items in _WORDS["ms_categories"]
 )
 #: (key phrase, statement made on the day, clause for the question)
-_EVENTS: tuple[tuple[str, str, str], ...] = tuple(tuple(event) for event in _WORDS["events"])  # type: ignore[misc]
+_EVENTS: tuple[tuple[str, str, str], ...] = tuple(tuple(event) for event in _WORDS["events"])
 
 
 

@@ -18,7 +18,7 @@ import uuid
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from om_eval.common.text import printable
 
@@ -89,7 +89,8 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     from om_eval.experiment.spec import spec_from_config
 
     console = console or Console()
-    data = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else cfg
+    # A composed run config is a DictConfig with string keys: its container is a dict[str, Any].
+    data = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)) if not isinstance(cfg, dict) else cfg
     spec = spec_from_config(data)
     spec = replace(spec, run=replace(spec.run, label=_label(spec)))
     job = RunJob(spec, console=console)
@@ -292,7 +293,8 @@ def _anchor_paths(argv: Sequence[str], cwd: str | None = None) -> list[str]:
     if "run.results_dir" not in seen:
         from om_eval.experiment.schema import RunSchema
 
-        argv.append(f"run.results_dir={os.path.join(cwd, RunSchema.results_dir)}")
+        default = RunSchema.results_dir  # type: ignore[attr-defined]  # made by schema_of: mypy sees a bare type
+        argv.append(f"run.results_dir={os.path.join(cwd, default)}")
     return argv
 
 

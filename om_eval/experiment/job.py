@@ -17,17 +17,18 @@ from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.benchmark import Benchmark, benchmark_named
-from om_eval.bench.judge import Judge
+from om_eval.bench.judge import Judge, NoVerdict, ParseRule
 from om_eval.bench.metrics import (
     write_eval_results_jsonl,
     write_hypotheses_jsonl,
 )
 from om_eval.bench.pipeline import (
+    MemoryBuild,
     SharedBuilds,
     answer_and_judge,
     build_memory,
@@ -64,13 +65,14 @@ def make_judge(spec: RunSpec) -> Judge:
     if spec.judge_mode not in benchmark.judge_modes:
         raise ConfigError(f"judge.mode={spec.judge_mode} cannot grade {benchmark.title}: its templates are "
                           f"LongMemEval's; use {' or '.join(benchmark.judge_modes)} (judge=house)")
+    # Read from the run config as text: Judge checks both against its allowed values (Judge.__post_init__).
+    parse, no_verdict = cast(ParseRule, spec.judge_parse), cast(NoVerdict, spec.judge_no_verdict)
     if spec.judge_mode == "official":
-        return Judge.official(spec.judge_source, model=spec.judge_model, parse=spec.judge_parse,
-                              no_verdict=spec.judge_no_verdict)
+        return Judge.official(spec.judge_source, model=spec.judge_model, parse=parse, no_verdict=no_verdict)
     if spec.judge_mode == "house":
-        return Judge.house(model=spec.judge_model, parse=spec.judge_parse, no_verdict=spec.judge_no_verdict)
+        return Judge.house(model=spec.judge_model, parse=parse, no_verdict=no_verdict)
     if spec.judge_mode == "lenient":
-        return Judge.lenient(model=spec.judge_model, parse=spec.judge_parse, no_verdict=spec.judge_no_verdict)
+        return Judge.lenient(model=spec.judge_model, parse=parse, no_verdict=no_verdict)
     if spec.judge_mode == "panel":
         raise ConfigError("judge=panel grades stored answers under several protocols: run with one judge, then "
                           "om-eval rejudge RUN judge=panel")
@@ -278,12 +280,13 @@ class RunJob:
                 result = await read_and_judge(question, baseline, client=scoped, reader=self.spec.actor,
                                               judge=judge, counter=self._reader_counter())
             else:
-                async def build() -> Any:
+                async def make_build() -> MemoryBuild:
                     async with build_lock(self.results, self.memory_key, question.memory_owner):
                         return await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
                                                   store=held, token_counter=self.counter)
 
-                build = await (self.shared.get(question.memory_owner, build) if question.haystack_id else build())
+                build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
+                               else make_build())
                 item.update(memory_key=build.key, reused_memory=build.reused)
                 if not build.reused:
                     events = _event_rows(build.memory)

@@ -81,7 +81,7 @@ def judge_config(stored: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
         if not _:
             raise RejudgeError(f"override {override!r} has no value; write key=value")
         OmegaConf.update(config, key, yaml.safe_load(value) if value else value, force_add=True)
-    return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]
+    return OmegaConf.to_container(config, resolve=True)  # type: ignore[return-value]  # config is a DictConfig: a dict
 
 
 def _question(item: Mapping[str, Any]) -> Question | None:

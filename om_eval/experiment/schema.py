@@ -18,7 +18,7 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, cast
 
 from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
@@ -78,7 +78,7 @@ def field_help(cls: type) -> dict[str, str]:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
     except (OSError, TypeError):  # no source shipped (a zipped install): the schema still works, without help
         return {}
-    body = tree.body[0].body  # type: ignore[attr-defined]
+    body = cast(ast.ClassDef, tree.body[0]).body  # the source of a class is its class statement
     helps = {}
     for node, after in itertools.pairwise(body):
         if (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and isinstance(after, ast.Expr)
@@ -106,7 +106,7 @@ def schema_of(engine: type, name: str, extra: tuple[tuple[str, Any, Any], ...] =
             continue
         metadata = {"help": helps.get(f.name, "")}
         if f.name not in defaults and f.default is dataclasses.MISSING:
-            made = field(default_factory=f.default_factory, metadata=metadata)  # type: ignore[arg-type]
+            made = field(default_factory=f.default_factory, metadata=metadata)
         else:
             made = field(default=defaults.get(f.name, f.default), metadata=metadata)
         specs.append((f.name, _omegaconf_type(hints[f.name]), made))
@@ -115,15 +115,17 @@ def schema_of(engine: type, name: str, extra: tuple[tuple[str, Any, Any], ...] =
     return schema
 
 
+# The schemas made by schema_of are classes made at import time: mypy cannot use them as types (valid-type), so
+# the fields that hold one say so where they name it.
 ModelSchema = schema_of(ModelSettings, "ModelSchema")
 
 
 @dataclass
 class ModelsSchema:
-    observer: ModelSchema = field(default_factory=ModelSchema)
-    reflector: ModelSchema = field(default_factory=ModelSchema)
-    actor: ModelSchema = field(default_factory=ModelSchema)
-    judge: ModelSchema = field(default_factory=ModelSchema)
+    observer: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
+    reflector: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
+    actor: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
+    judge: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
 
 
 ObservationSchema = schema_of(ObservationConfig, "ObservationSchema")
@@ -207,13 +209,13 @@ RunSchema = schema_of(RunOptions, "RunSchema")
 @dataclass
 class Config:
     experiment: str = "custom"
-    om: OMSchema = field(default_factory=OMSchema)
+    om: OMSchema = field(default_factory=OMSchema)  # type: ignore[valid-type]  # made by schema_of
     prompt: PromptSchema = field(default_factory=PromptSchema)
     models: ModelsSchema = field(default_factory=ModelsSchema)
     dataset: DatasetSchema = field(default_factory=DatasetSchema)
     judge: JudgeSchema = field(default_factory=JudgeSchema)
-    baseline: BaselineSchema = field(default_factory=BaselineSchema)
-    run: RunSchema = field(default_factory=RunSchema)
+    baseline: BaselineSchema = field(default_factory=BaselineSchema)  # type: ignore[valid-type]  # made by schema_of
+    run: RunSchema = field(default_factory=RunSchema)  # type: ignore[valid-type]  # made by schema_of
 
 
 def register_configs() -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK
@@ -30,6 +30,7 @@ from om_eval.om.config import (
     ModelSettings,
     ObservationConfig,
     OMConfig,
+    PromptVariant,
     ReflectionConfig,
 )
 from om_eval.om.prompts import RETRIEVAL_PROMPT_FILES, prompt_set_hash
@@ -174,7 +175,7 @@ def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], replay: ReplayC
         **settings,
         observation=ObservationConfig(**om["observation"], model=_model(models["observer"], "observer")),
         reflection=ReflectionConfig(**om["reflection"], model=_model(models["reflector"], "reflector")),
-        prompt_variant=prompt,
+        prompt_variant=cast(PromptVariant, prompt),  # OMConfig checks it against PROMPT_VARIANTS
         # The replay decides the scope and resource-scope buffering; set here too so that explicit buffer options
         # are validated against them.
         **replay.engine_settings(),

@@ -370,7 +370,9 @@ class ResponseCache:
             epoch = self._read_epoch()
             if self._epoch is not None and epoch != self._epoch:
                 # Someone cleared the cache since our last write: keep only the lookups counted since then.
-                hits, misses, unknown, saved = (a - b for a, b in zip(current, self._flushed))
+                before = self._flushed
+                hits, misses = current[0] - before[0], current[1] - before[1]
+                unknown, saved = current[2] - before[2], current[3] - before[3]
                 self._reset_counters()
                 self._hits, self._misses, self._hits_unknown_cost, self._dollars_saved = hits, misses, unknown, saved
                 current = (hits, misses, unknown, saved)

@@ -255,7 +255,7 @@ class LLMClient:
             key_scope["attempt"] = attempt  # the first attempt keeps the key it had before retries were numbered
         key = cache_key(request, key_scope) if use_cache else None
         if key is not None:
-            hit = self.cache.get(key)  # type: ignore[union-attr]
+            hit = self.cache.get(key)  # type: ignore[union-attr]  # a key is made only when use_cache: a cache is set
             # A reply that calls tools is judged by the caller's loop, not by its text (often empty then).
             problem = check(hit.text) if hit is not None and check is not None and not hit.tool_calls else None
             if problem is not None:
@@ -317,7 +317,7 @@ class LLMClient:
         request = LLMRequest.build(litellm_model_id(model), (), input=list(texts))
         started = time.time()
         key = cache_key(request, {"client": self.scope, "call": scope, "kind": "embedding"}) if self.cache else None
-        hit = self.cache.get(key) if key is not None else None  # type: ignore[union-attr]
+        hit = self.cache.get(key) if key is not None else None  # type: ignore[union-attr]  # key only with a cache
         if hit is not None:
             self.ledger.add(CallRecord(stage, request.model, hit.prompt_tokens, 0, True, time.time() - started, 0,
                                        0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started))
@@ -378,7 +378,7 @@ class LLMClient:
 
     def _discard(self, key: str) -> None:
         try:
-            self.cache.discard(key)  # type: ignore[union-attr]
+            self.cache.discard(key)  # type: ignore[union-attr]  # called only for a key read from the cache
         except OSError as error:  # unremovable: it is refused again on every lookup, never served
             log.warning("could not remove cache entry %s: %s", key, error)
 

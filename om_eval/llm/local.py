@@ -31,7 +31,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from litellm import ModelResponse
@@ -65,7 +65,7 @@ __all__ = [
     "INSTALL_COMMAND",
     "LOCAL_MODELS",
     "LocalCallStats",
-    "LocalLlamaProvider",  # noqa: F822 - built on first access by __getattr__ (keeps litellm unimported)
+    "LocalLlamaProvider",  # noqa: F822  # built on first access by __getattr__ (keeps litellm unimported)
     "LocalModelError",
     "LocalModelNotInstalledError",
     "LocalModelSpec",
@@ -475,8 +475,10 @@ class _LocalLlamaImpl:
             load_seconds=load_seconds,
             finish_reason=choice.get("finish_reason") or "stop",
         )
+        # OpenAI's tool schema requires function.name (a nameless tool would add None, which matches no call).
+        tool_names = cast(list[str], [(t.get("function") or {}).get("name") for t in tools or ()])
         return _model_response(spec, out, choice, prompt_tokens, completion_tokens, self._last_stats,
-                               tool_names=[(t.get("function") or {}).get("name") for t in tools or ()])
+                               tool_names=tool_names)
 
     @staticmethod
     def _raise_context_window(spec: LocalModelSpec, n_prompt: int, n_ctx: int) -> None:
@@ -527,7 +529,7 @@ def _lean_state_llama_class(llama_cpp: Any) -> type:
     base = llama_cpp.Llama
     state_class = llama_cpp.llama.LlamaState
 
-    class LeanStateLlama(base):  # type: ignore[misc, valid-type]
+    class LeanStateLlama(base):  # type: ignore[misc, valid-type]  # base: llama_cpp.Llama, a variable (lazy import)
         def save_state(self) -> Any:
             if self._logits_all:
                 return super().save_state()

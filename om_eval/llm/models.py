@@ -7,6 +7,7 @@ group or a litellm model id (``openai/gpt-4o-mini``), which gets temperature 0 a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, cast
 
 from om_eval.om.config import ConfigError, ModelSettings
 
@@ -32,7 +33,7 @@ def load_model_file(path: Path) -> ModelSettings:
                           "provider_options")
     if "model" not in data:
         raise ConfigError(f"{path}: missing field 'model' (a litellm model id such as openai/gpt-4o-mini)")
-    settings = ModelSettings(**data)
+    settings = ModelSettings(**cast(dict[str, Any], data))  # every key is one of the allowed names (checked above)
     try:
         settings.validate(path.stem)
     except ConfigError as error:

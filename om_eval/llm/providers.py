@@ -15,7 +15,7 @@ import threading
 import time
 from functools import lru_cache
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 from om_eval.llm._litellm import litellm_module
 from om_eval.om.scripted import ScriptedModel, ScriptedModelError
@@ -161,7 +161,7 @@ def register_providers(litellm: ModuleType) -> None:
         entries.append({"provider": "scripted", "custom_handler": _scripted_provider_class(litellm)()})
     if "local" not in present:
         entries.append({"provider": "local", "custom_handler": _lazy_local_class()()})
-    litellm.custom_provider_map = entries
+    cast(Any, litellm).custom_provider_map = entries  # ModuleType declares no attributes to assign
     # litellm reads the map into its provider list when set through its setter helper.
     from litellm.utils import custom_llm_setup
 

@@ -23,12 +23,12 @@ def missing(value: float | None) -> bool:
 
 def pct(value: float | None) -> str:
     """A fraction as a percentage with one decimal (``0.6521`` -> ``65.2``); ``–`` when missing."""
-    return MISSING if missing(value) else f"{100.0 * value:.1f}"  # type: ignore[operator]
+    return MISSING if missing(value) else f"{100.0 * value:.1f}"  # type: ignore[operator]  # not None: not missing()
 
 
 def signed_pct(value: float | None) -> str:
     """A difference of fractions in percentage points with its sign (``+17.1``)."""
-    return MISSING if missing(value) else f"{100.0 * value:+.1f}"  # type: ignore[operator]
+    return MISSING if missing(value) else f"{100.0 * value:+.1f}"  # type: ignore[operator]  # not None: not missing()
 
 
 def interval(ci: tuple[float, float] | None, *, signed: bool = False) -> str:
@@ -83,7 +83,7 @@ def ratio(value: float | None) -> str:
 def p_value(value: float | None) -> str:
     if missing(value):
         return MISSING
-    return "<0.0001" if value < 1e-4 else f"{value:.4f}"  # type: ignore[operator]
+    return "<0.0001" if value < 1e-4 else f"{value:.4f}"  # type: ignore[operator]  # not None: not missing(value)
 
 
 def md_escape(text: str) -> str:

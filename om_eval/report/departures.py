@@ -9,7 +9,7 @@ Only runs of a ``mastra*`` experiment get the line; the conditions are read from
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from om_eval.om.rules import release_rules
@@ -52,7 +52,7 @@ def mastra_departures(config: Mapping[str, Any]) -> list[str]:
     return [*found, *ALWAYS]
 
 
-def departure_notes(runs: list[Mapping[str, Any]]) -> list[str]:
+def departure_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
     """One note per run of a ``mastra*`` experiment, naming its departures."""
     notes = []
     for run in runs:

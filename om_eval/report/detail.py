@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
@@ -50,7 +50,11 @@ _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model"
 _OWNER = "coalesce(haystack_id, question_id)"
 
 
-def find_run(runs: Sequence[Mapping[str, Any]], wanted: str) -> Mapping[str, Any]:
+#: A stored run's record, whichever mapping type the caller holds it as.
+_RunT = TypeVar("_RunT", bound=Mapping[str, Any])
+
+
+def find_run(runs: Sequence[_RunT], wanted: str) -> _RunT:
     """The run named by an id, an id prefix or an exact label.
 
     Raises:

@@ -45,7 +45,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from om_eval.bench.benchmark import Benchmark
 from om_eval.common.files import atomic_write
@@ -58,6 +58,9 @@ from om_eval.report.tables import (
     RunSummary,
     summary_table,
 )
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 __all__ = ["PALETTE", "VariantStyle", "accuracy_vs_context_figure", "accuracy_vs_tokens_figure", "categories_figure",
            "cost_vs_accuracy_figure", "figure_png", "plot_accuracy_vs_context", "plot_accuracy_vs_tokens",
@@ -80,7 +83,7 @@ _NBSP = "\u00a0"
 _KEEP_TOGETHER = re.compile(re.escape(CAVEAT_MARK) + r" \S+ \S+|\(\+[^)]*\)")
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 DPI = 100
-_RC = {
+_RC: dict[RcKeyType, Any] = {
     "font.size": 10,
     "axes.titlesize": 12,
     "axes.labelsize": 10,
@@ -237,7 +240,7 @@ def _save(figure: Any, path: str | os.PathLike[str]) -> Path:
 def _percent_err(acc: Accuracy) -> tuple[float, float]:
     if acc.ci is None or fmt.missing(acc.value):
         return (0.0, 0.0)
-    value = float(acc.value)  # type: ignore[arg-type]
+    value = float(acc.value)  # type: ignore[arg-type]  # not None: fmt.missing(acc.value) was false
     return (max(0.0, value - acc.ci[0]) * 100.0, max(0.0, acc.ci[1] - value) * 100.0)
 
 
@@ -269,7 +272,7 @@ def _empty(axes: Any, text: str = "no runs to plot") -> None:
 def _groups(benchmark: Benchmark) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The bar groups of a benchmark's plot and their tick labels: its categories, then abstention (where it is a
     row of its own), overall and task-averaged."""
-    extra = (("abstention", "Abstention"),) if benchmark.abstention_row else ()
+    extra: tuple[tuple[str, str], ...] = (("abstention", "Abstention"),) if benchmark.abstention_row else ()
     extra += (("overall", "Overall\n(micro)"), ("task_averaged", "Task-averaged\n(macro)"))
     return (*benchmark.category_keys, *(g for g, _ in extra)), (*(c.tick for c in benchmark.categories),
                                                                   *(t for _, t in extra))
@@ -332,7 +335,7 @@ def _draw_categories(axes: Any, figure: Any, table: ReportTable, rows: Sequence[
                           color="#777777", rotation=90 if len(rows) > 4 else 0)
                 continue
             xs.append(g + offset)
-            heights.append(float(acc.value) * 100.0)  # type: ignore[arg-type]
+            heights.append(float(acc.value) * 100.0)  # type: ignore[arg-type]  # not None: not fmt.missing(acc.value)
             err = _percent_err(acc)
             low.append(err[0])
             high.append(err[1])
@@ -437,7 +440,7 @@ def _scatter_figure(table: ReportTable, *, x_of: Callable[[RunSummary], float | 
             if fmt.missing(x) or fmt.missing(acc.value):
                 omitted.append(row.label)
                 continue
-            y = float(acc.value) * 100.0  # type: ignore[arg-type]
+            y = float(acc.value) * 100.0  # type: ignore[arg-type]  # not None: not fmt.missing(acc.value)
             err = _percent_err(acc)
             name = _wrap_label(f"{number}. {_name(table, row)}{note_of(row)}")
             hollow = row.caveat is not None
@@ -446,7 +449,7 @@ def _scatter_figure(table: ReportTable, *, x_of: Callable[[RunSummary], float | 
                           markerfacecolor="white" if hollow else style.color,
                           markeredgecolor=style.color if hollow else "#222222",
                           markeredgewidth=1.8 if hollow else 0.5, label=name)
-            points.append((float(x), y, number, not hollow))  # type: ignore[arg-type]
+            points.append((float(x), y, number, not hollow))  # type: ignore[arg-type]  # not None: not fmt.missing(x)
             names.append(name)
         notes = [_bars_note(table), _regime_note(table), _caveat_note(table), extra_note]
         all_zero = bool(points) and all(p[0] == 0.0 for p in points)

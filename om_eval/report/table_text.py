@@ -363,9 +363,9 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
     if path_or_buffer is None:
         return text
     if hasattr(path_or_buffer, "write"):
-        path_or_buffer.write(text)  # type: ignore[union-attr]
+        path_or_buffer.write(text)
     else:
-        path = os.fspath(path_or_buffer)  # type: ignore[arg-type]
+        path = os.fspath(path_or_buffer)
         os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
         with open(path, "w", encoding="utf-8", newline="") as handle:
             handle.write(text)

@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from om_eval.bench.benchmark import (
@@ -380,15 +381,15 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
     keys = benchmark.category_keys
     by_id = benchmark.name == DEFAULT_BENCHMARK
     rows = metric_rows(items, by_id=by_id)
-    options = {"n_boot": n_boot, "seed": seed, "confidence": confidence, "categories": keys,
-               "intervals": benchmark.intervals}
-    report = metric_report(rows, **options)
+    report_of = partial(metric_report, n_boot=n_boot, seed=seed, confidence=confidence, categories=keys,
+                        intervals=benchmark.intervals)
+    report = report_of(rows)
     counts = report["counts"]
     n_corrected = sum(1 for i in items if i.get("corrected_answer") is not None)
     corrected = corrected_own = None
     if n_corrected:
         fixed = metric_rows(items, by_id=by_id, corrected=True)
-        corrected = _scores(metric_report(fixed, **options)["graded"], keys)
+        corrected = _scores(report_of(fixed)["graded"], keys)
         corrected_own = _own(benchmark, fixed)
     _, official, mode = _section_of(run)
     return RunSummary(
@@ -510,12 +511,12 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         official, mode, benchmark = regimes[key]
         rows = tuple(sorted(grouped[key], key=_rank_key))
         judges = sorted({str(r.judge_model) for r in rows})
-        notes = (f"Judge models differ within this section ({', '.join(judges)}).",) if len(judges) > 1 else ()
+        section_notes = (f"Judge models differ within this section ({', '.join(judges)}).",) if len(judges) > 1 else ()
         title = _section_title(official, mode)
         if several or benchmark.name != DEFAULT_BENCHMARK:
             title = f"{benchmark.title}: {title}"
-        sections.append(Section(key, title, official, rows, notes, benchmark))
-    notes = (f"{stray} item(s) of runs not in this table were ignored.",) if stray else ()
+        sections.append(Section(key, title, official, rows, section_notes, benchmark))
+    notes: tuple[str, ...] = (f"{stray} item(s) of runs not in this table were ignored.",) if stray else ()
     datasets = sorted({row.dataset for section in sections for row in section.rows})
     if len(datasets) > 1:
         notes += (f"These runs used different data ({'; '.join(datasets)}): their scores are not comparable "

@@ -43,7 +43,7 @@ import math
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 
@@ -231,7 +231,8 @@ def _with_calls_written(messages: Sequence[Mapping[str, Any]] | None) -> list[di
     for message in messages:
         calls = "".join(f"\n\u2192 {c['function']['name']}({c['function']['arguments']})"
                         for c in message.get("tool_calls") or ())
-        role = message.get("role") + (" (tool result)" if message.get("tool_call_id") else "")
+        # Every chat message has a role (str): the cast only tells mypy so.
+        role = cast(str, message.get("role")) + (" (tool result)" if message.get("tool_call_id") else "")
         written.append({"role": role, "content": str(message.get("content") or "") + calls})
     return written
 
@@ -409,11 +410,12 @@ def _bar(acc: Accuracy, row: RunSummary, color: str) -> dict[str, Any]:
     value = acc.value
     if fmt.missing(value):
         return bar
+    assert value is not None  # fmt.missing(None) is true
     whisker = None
     if acc.ci and not row.caveat and not any(fmt.missing(x) for x in acc.ci):
         low, high = (max(0.0, min(100.0, 100.0 * x)) for x in acc.ci)
         whisker = (low, max(high - low, 0.0))
-    return {**bar, "width": max(0.0, min(100.0, 100.0 * value)), "zero": value == 0,  # type: ignore[operator]
+    return {**bar, "width": max(0.0, min(100.0, 100.0 * value)), "zero": value == 0,
             "hatched": bool(row.caveat), "whisker": whisker, "text": _pct(value)}
 
 

@@ -119,7 +119,7 @@ class Catalog:
 
     def frame(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> pandas.DataFrame:
         """A query as a pandas DataFrame."""
-        import pandas  # noqa: F401  (DuckDB needs it; imported here to keep the catalog light)
+        import pandas  # noqa: F401  # DuckDB needs it; imported here to keep the catalog light
 
         return self._con.execute(sql, params if params is not None else []).df()
 

@@ -61,6 +61,8 @@ STORE_DIR = "store"
 #: DuckDB's error for a file already open in this process (DuckDB 1.2 and later).
 _IN_USE: tuple[type[Exception], ...] = tuple(
     getattr(duckdb, name) for name in ("ResourceInUseException",) if hasattr(duckdb, name))
+#: What opening a run store raises when the file is held elsewhere (a lock) or in this process.
+_CONNECT_ERRORS: tuple[type[Exception], ...] = (duckdb.IOException, *_IN_USE)
 _RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _JSON_RUN_FIELDS = ("prompt_hashes", "packages", "judge_identity")
 #: Run columns that must agree when a run is registered again (compared when both sides are known).
@@ -412,8 +414,8 @@ class RunStore:
             if seen:
                 con.execute("DELETE FROM items WHERE run_id = ? AND question_id = ?", list(prepared.key))
                 # Calls of earlier attempts stay (they were paid for); this attempt's are numbered after them.
-                first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
-                                    "question_id = ?", list(prepared.key)).fetchone()[0]
+                first = _aggregate(con, "SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
+                                   "question_id = ?", list(prepared.key))
             call_rows += [call_row(call, run_id, question_id, first + seq) for seq, call in enumerate(prepared.calls)]
             if prepared.event_rows and prepared.item["memory_key"] is not None:
                 # Events are replaced only by new ones: a failed attempt brings none and must not erase a build's.
@@ -471,12 +473,12 @@ class RunStore:
             for entry in entries:
                 key = [entry["run_id"], entry["question_id"]]
                 # A kill between a question's commit and the journal rewrite leaves lines already saved.
-                if con.execute("SELECT count(*) FROM llm_calls WHERE run_id = ? AND question_id = ? AND stage = ? AND "
-                               "started_at IS NOT DISTINCT FROM ? AND cache_key IS NOT DISTINCT FROM ?",
-                               [*key, entry["stage"], entry["started_at"], entry["cache_key"]]).fetchone()[0]:
+                if _aggregate(con, "SELECT count(*) FROM llm_calls WHERE run_id = ? AND question_id = ? AND stage = ? "
+                              "AND started_at IS NOT DISTINCT FROM ? AND cache_key IS NOT DISTINCT FROM ?",
+                              [*key, entry["stage"], entry["started_at"], entry["cache_key"]]):
                     continue
-                first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
-                                    "question_id = ?", key).fetchone()[0]
+                first = _aggregate(con, "SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
+                                   "question_id = ?", key)
                 entry["error"] = entry["error"] or INTERRUPTED_ATTEMPT
                 insert(con, "llm_calls", [call_row(entry, entry["run_id"], entry["question_id"], first)])
                 moved += 1
@@ -510,8 +512,8 @@ class RunStore:
         with self._transaction() as con:
             insert(con, table, verdict_rows, replace=True)
             for question_id, question_calls in (calls or {}).items():
-                first = con.execute("SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
-                                    "question_id = ?", [run_id, question_id]).fetchone()[0]
+                first = _aggregate(con, "SELECT coalesce(max(seq) + 1, 0) FROM llm_calls WHERE run_id = ? AND "
+                                   "question_id = ?", [run_id, question_id])
                 insert(con, "llm_calls", [call_row(call, run_id, question_id, first + seq)
                                           for seq, call in enumerate(question_calls)])
         self._has_rows.update((run_id, row["question_id"]) for row in verdict_rows)
@@ -726,13 +728,20 @@ def _acquire_lock(path: Path) -> int:
 CHECKPOINT_THRESHOLD = "512MB"
 
 
+def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> Any:
+    """The value of a query without GROUP BY over aggregates only: such a query returns exactly one row."""
+    row = con.execute(sql, params).fetchone()
+    assert row is not None  # an aggregate-only query always returns one row
+    return row[0]
+
+
 def _connect(path: Path, timeout: float) -> duckdb.DuckDBPyConnection:
     deadline = time.monotonic() + timeout
     delay = 0.05
     while True:
         try:
             return duckdb.connect(str(path))
-        except (duckdb.IOException, *_IN_USE) as error:
+        except _CONNECT_ERRORS as error:
             in_use = isinstance(error, _IN_USE)  # open elsewhere in this very process
             if not in_use and "lock" not in str(error).lower():
                 raise

@@ -30,7 +30,7 @@ def text(tag: str) -> str:
 
 def memory(threshold: int, release: str = "v1_10") -> ObservationalMemory:
     config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=threshold),
-                      mastra_release=release)  # type: ignore[arg-type]
+                      mastra_release=release)  # type: ignore[arg-type]  # a MastraRelease name
     return ObservationalMemory(config, observer=ScriptedModel(), token_counter=CharRatioCounter(4))
 
 
@@ -42,7 +42,7 @@ def add_pair(mem: ObservationalMemory, thread: str, index: int) -> None:
 
 def first_due(reading: str, threshold: int, pairs: int = 6) -> int | None:
     """The pair after which ``reading`` first asks for an observation (1-based), or None."""
-    mem, counter = memory(threshold), PendingCounter(reading)  # type: ignore[arg-type]
+    mem, counter = memory(threshold), PendingCounter(reading)  # type: ignore[arg-type]  # a PendingAccounting name
     for index in range(1, pairs + 1):
         add_pair(mem, "t", index)
         if counter.after_unit(mem, "t").due:
@@ -113,7 +113,7 @@ def test_a_dev_observation_takes_every_thread_and_restarts_the_total() -> None:
 
 @pytest.mark.parametrize("reading", ["exact", "mastra_dev", "mastra_step"])
 def test_each_reading_replays_and_records_observer_input(reading: str) -> None:
-    replay = ReplayConfig(pending_accounting=reading)  # type: ignore[arg-type]
+    replay = ReplayConfig(pending_accounting=reading)  # type: ignore[arg-type]  # a PendingAccounting name
     _mem, stats = asyncio.run(replay_question(question(), om_config(message_tokens=150), observer=ScriptedModel(),
                                              replay=replay))
     assert stats.observations >= 1 and stats.observer_calls >= 1
@@ -123,7 +123,7 @@ def test_each_reading_replays_and_records_observer_input(reading: str) -> None:
 def test_the_readings_differ_on_the_same_haystack() -> None:
     counts = {}
     for reading in ("exact", "mastra_dev", "mastra_step"):
-        replay = ReplayConfig(pending_accounting=reading)  # type: ignore[arg-type]
+        replay = ReplayConfig(pending_accounting=reading)  # type: ignore[arg-type]  # a PendingAccounting name
         _, stats = asyncio.run(replay_question(question(), om_config(message_tokens=150), observer=ScriptedModel(),
                                                replay=replay))
         counts[reading] = stats.observations
@@ -134,7 +134,7 @@ def test_buffering_needs_the_exact_reading() -> None:
     with pytest.raises(ConfigError, match="pending_accounting=mastra_dev needs replay.buffering=false"):
         ReplayConfig(buffering=True, pending_accounting="mastra_dev")
     with pytest.raises(ConfigError, match="replay.pending_accounting='sometimes' is invalid"):
-        ReplayConfig(pending_accounting="sometimes")  # type: ignore[arg-type]
+        ReplayConfig(pending_accounting="sometimes")  # type: ignore[arg-type]  # an invalid reading on purpose
 
 
 @pytest.mark.parametrize("release", ["v1_10", "v1_31"])

@@ -83,7 +83,7 @@ def test_an_empty_answer_is_not_cached_and_a_rerun_asks_the_actor_again(tmp_path
 
 @pytest.mark.parametrize("release", ["v1_10", "v1_31"])
 def test_1_31_shows_the_unobserved_haystack_as_chat_history(release: str) -> None:
-    memory = ObservationalMemory(OMConfig(scope="resource", mastra_release=release),  # type: ignore[arg-type]
+    memory = ObservationalMemory(OMConfig(scope="resource", mastra_release=release),  # type: ignore[arg-type]  # a MastraRelease name
                                  observer=ScriptedModel())
     q = question()
     memory.add_message(Message("m1", "s1", "user", "I keep bees on my roof.", q.question_date.replace(year=2020)))

@@ -91,7 +91,7 @@ def test_shared_builds_build_once_and_hand_on_reused_copies() -> None:
     async def build(owner: str) -> MemoryBuild:
         made.append(owner)
         await asyncio.sleep(0.01)
-        return MemoryBuild(memory=None, stats=None, key=f"k-{owner}", reused=False)  # type: ignore[arg-type]
+        return MemoryBuild(memory=None, stats=None, key=f"k-{owner}", reused=False)  # type: ignore[arg-type]  # SharedBuilds only hands the build on
 
     async def main() -> list[MemoryBuild]:
         shared = SharedBuilds(keep=2)
@@ -111,7 +111,7 @@ def test_a_failed_shared_build_is_retried_by_the_next_question() -> None:
         await asyncio.sleep(0.01)
         if calls["n"] == 1:
             raise RuntimeError("observer down")
-        return MemoryBuild(memory=None, stats=None, key="k", reused=False)  # type: ignore[arg-type]
+        return MemoryBuild(memory=None, stats=None, key="k", reused=False)  # type: ignore[arg-type]  # SharedBuilds only hands the build on
 
     async def main() -> list[object]:
         shared = SharedBuilds()

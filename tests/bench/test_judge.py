@@ -335,7 +335,7 @@ def test_parse_rules(reply: str, official: bool, mastra: bool) -> None:
 
 def test_unknown_parse_rule_is_an_error() -> None:
     with pytest.raises(ValueError, match="parse rule"):
-        parse_label("yes", "lenient")  # type: ignore[arg-type]
+        parse_label("yes", "lenient")  # type: ignore[arg-type]  # an unknown rule on purpose
 
 
 # ---------------------------------------------------------------------------------------------- house mode
@@ -385,7 +385,7 @@ def test_judge_config_is_validated(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="official mode needs loaded templates"):
         Judge("official")
     with pytest.raises(ValueError, match="mode"):
-        Judge("sloppy")  # type: ignore[arg-type]
+        Judge("sloppy")  # type: ignore[arg-type]  # an unknown mode on purpose
     lenient = Judge.lenient(model="scripted")
     assert lenient.identity["template_sha256"] != Judge.house(model="scripted").identity["template_sha256"]
     assert "benefit of the doubt" in lenient.prompt("temporal-reasoning", "q", "a", "r")
@@ -413,9 +413,9 @@ def test_the_judge_request_is_one_user_message_at_temperature_0_with_10_tokens(t
     judge = Judge.official(path, expected_sha256=sha)
     client = RecordingClient("yes")
     q = question("q7", "temporal-reasoning", 18, "How many days?")
-    result = asyncio.run(judge_answer(judge, client, q, "19 days"))  # type: ignore[arg-type]
+    result = asyncio.run(judge_answer(judge, client, q, "19 days"))  # type: ignore[arg-type]  # RecordingClient: a stand-in client
     request, stage, scope = client.calls[0]
-    prompt = judge.templates.builder("temporal-reasoning", "How many days?", 18, "19 days")  # type: ignore[union-attr]
+    prompt = judge.templates.builder("temporal-reasoning", "How many days?", 18, "19 days")  # type: ignore[union-attr]  # official mode: templates are loaded
     assert request.litellm_kwargs() == {"model": "openai/gpt-4o-2024-08-06",
                                         "messages": [{"role": "user", "content": prompt}],
                                         "temperature": 0, "max_tokens": 10}
@@ -551,16 +551,16 @@ def test_parse_verdict_tells_no_verdict_from_a_no(reply: str, official: bool | N
     assert parse_verdict(reply, "mastra") is mastra
     for rule, verdict in (("official", official), ("mastra", mastra)):
         if verdict is not None:
-            assert verdict is parse_label(reply, rule)  # type: ignore[arg-type]
+            assert verdict is parse_label(reply, rule)  # type: ignore[arg-type]  # rule is 'official' or 'mastra'
     with pytest.raises(ValueError, match="parse rule"):
-        parse_verdict("yes", "lenient")  # type: ignore[arg-type]
+        parse_verdict("yes", "lenient")  # type: ignore[arg-type]  # an unknown rule on purpose
 
 
 @pytest.mark.parametrize("reply", ["", "Correct.", "Yesterday"])
 def test_a_reply_without_a_verdict_is_an_error_state_not_a_wrong_answer(reply: str) -> None:
     client = RecordingClient(reply)
     q = question("q3", "multi-session", "Lisbon")
-    result = asyncio.run(judge_answer(Judge.house(), client, q, "Lisbon"))  # type: ignore[arg-type]
+    result = asyncio.run(judge_answer(Judge.house(), client, q, "Lisbon"))  # type: ignore[arg-type]  # RecordingClient: a stand-in client
     assert result.status == "error" and result.label is None and result.reply == reply
     assert "no verdict" in (result.error or "") and "q3" in (result.error or "")
     assert client.check(reply) is not None and client.check("no") is None  # the client is told not to cache it
@@ -628,7 +628,7 @@ def test_with_no_verdict_wrong_a_reply_without_one_is_a_wrong_answer(reply: str)
     client = RecordingClient(reply)
     q = question("q3", "multi-session", "Lisbon")
     judge = Judge.house(parse="mastra", no_verdict="wrong")
-    result = asyncio.run(judge_answer(judge, client, q, "Lisbon"))  # type: ignore[arg-type]
+    result = asyncio.run(judge_answer(judge, client, q, "Lisbon"))  # type: ignore[arg-type]  # RecordingClient: a stand-in client
     assert (result.status, result.label, result.error) == ("ok", False, None)
     assert client.check is None
     assert judge.identity["no_verdict"] == "wrong" and "no_verdict" not in Judge.house().identity
@@ -636,4 +636,4 @@ def test_with_no_verdict_wrong_a_reply_without_one_is_a_wrong_answer(reply: str)
 
 def test_no_verdict_accepts_only_its_two_values() -> None:
     with pytest.raises(ConfigError, match="judge.no_verdict='maybe' is invalid"):
-        Judge.house(no_verdict="maybe")  # type: ignore[arg-type]
+        Judge.house(no_verdict="maybe")  # type: ignore[arg-type]  # an invalid value on purpose

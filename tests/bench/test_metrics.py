@@ -143,7 +143,7 @@ def test_graded_excludes_errors_and_strict_counts_them_wrong() -> None:
     [
         (row("x1", "single-session-everything", True), "question_type"),
         (row("x1", SSU, None), "no label and no status"),
-        (row("x1", SSU, "yes"), "label must be a boolean"),  # type: ignore[arg-type]
+        (row("x1", SSU, "yes"), "label must be a boolean"),  # type: ignore[arg-type]  # a text label on purpose
         (row("x1", SSU, True, "skipped"), "status"),
         (row("u1", SSU, True), "appears twice"),
     ],

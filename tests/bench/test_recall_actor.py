@@ -49,7 +49,7 @@ SCRIPTED = ModelSettings(model="scripted/om-eval", temperature=0)
 
 
 def config(retrieval: str = "resource") -> OMConfig:
-    return OMConfig(scope="resource", obscure_thread_ids=True, retrieval=retrieval,  # type: ignore[arg-type]
+    return OMConfig(scope="resource", obscure_thread_ids=True, retrieval=retrieval,  # type: ignore[arg-type]  # a RetrievalMode name
                     observation=ObservationConfig(message_tokens=60, max_tokens_per_batch=2000, model=SCRIPTED,
                                                   buffer_tokens=False),
                     reflection=ReflectionConfig(observation_tokens=4000, model=SCRIPTED))

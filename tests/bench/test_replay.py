@@ -119,7 +119,7 @@ def test_final_flush_and_unit_options() -> None:
     _, per_session = run(replay_question(q, om_config(), observer=ScriptedModel(), replay=ReplayConfig(unit="session")))
     assert per_session.observe_checks == 3
     with pytest.raises(ValueError, match="replay.unit='turns' is invalid"):
-        ReplayConfig(unit="turns")  # type: ignore[arg-type]
+        ReplayConfig(unit="turns")  # type: ignore[arg-type]  # an unknown unit on purpose
 
 
 def test_thread_scope_answers_from_every_session() -> None:
@@ -207,7 +207,7 @@ def test_buffering_in_resource_scope_turns_on_the_om_eval_extension() -> None:
 
 def test_replay_buffering_errors_say_which_options_clash() -> None:
     with pytest.raises(ValueError, match="buffering"):
-        ReplayConfig(scope="thread", buffering="yes")  # type: ignore[arg-type]
+        ReplayConfig(scope="thread", buffering="yes")  # type: ignore[arg-type]  # a non-bool on purpose
     shared = replace(om_config(), share_token_budget=True)
     with pytest.raises(ConfigError, match="replay.scope=resource replay.buffering=true .*share_token_budget"):
         run(replay_question(question(), shared, observer=ScriptedModel(), replay=ReplayConfig(buffering=True)))

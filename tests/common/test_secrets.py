@@ -67,7 +67,7 @@ def test_requests_and_cache_entries_never_show_an_api_key(tmp_path: Path) -> Non
     cache.put(key, CachedResponse("hello", "gpt-4o", 1, 1, 0.0, "2025-01-01T00:00:00", "openai/gpt-4o"),
               request=request, stage="actor", scope={"token": SECRET})
     stored = b"".join(path.read_bytes() for path in (tmp_path / "cache").rglob("*.json"))
-    assert SECRET.encode() not in stored and cache.get(key).text == "hello"  # type: ignore[union-attr]
+    assert SECRET.encode() not in stored and cache.get(key).text == "hello"  # type: ignore[union-attr]  # the entry was just put
 
 
 _KEYS = st.one_of(st.sampled_from(["api_key", "token", "Authorization", "secret", "password", "apiKey", "model",

@@ -193,7 +193,7 @@ def test_sizes_and_arguments() -> None:
     assert len(records) == 12 and all(len(r["haystack_sessions"]) == 6 for r in records)
     assert len(generate(questions_per_type=10)) == 60 + 4  # default abstention: 6 % of the answerable ones
     with pytest.raises(ValueError, match="size 'xl' is unknown"):
-        generate(size="xl")  # type: ignore[arg-type]
+        generate(size="xl")  # type: ignore[arg-type]  # an unknown size on purpose
     with pytest.raises(ValueError, match="questions_per_type=-1 is invalid"):
         generate(questions_per_type=-1)
 

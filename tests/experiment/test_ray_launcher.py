@@ -90,7 +90,7 @@ def ray_head() -> Iterator[str]:
     if importlib.util.find_spec("ray") is None:
         pytest.skip("ray is not installed (pip install -e '.[ray]')")
     try:
-        import hydra_plugins.hydra_ray_launcher.ray_launcher  # noqa: F401
+        import hydra_plugins.hydra_ray_launcher.ray_launcher  # noqa: F401  # imported to see that the plugin loads
     except ImportError as error:
         pytest.skip(f"hydra-ray-launcher is not importable (pip install -e '.[ray]'): {error}")
     if not Path("/proc/self/environ").exists():

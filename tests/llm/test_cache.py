@@ -581,6 +581,6 @@ def test_discard_removes_one_entry(tmp_path: Path) -> None:
     cache.put(_key(1), _response("keep"))
     cache.put(_key(2), _response("drop"))
     assert cache.discard(_key(2)) and not cache.discard(_key(2))  # a second discard finds nothing
-    assert cache.get(_key(2)) is None and cache.get(_key(1)).text == "keep"  # type: ignore[union-attr]
+    assert cache.get(_key(2)) is None and cache.get(_key(1)).text == "keep"  # type: ignore[union-attr]  # entry 1 was just put
     with pytest.raises(ValueError, match="cache key"):
         cache.discard("not-a-key")

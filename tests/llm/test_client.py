@@ -177,7 +177,7 @@ def test_concurrency_limit_per_model() -> None:
         finally:
             active -= 1
 
-    llm._send = counting  # type: ignore[method-assign]
+    llm._send = counting  # type: ignore[method-assign]  # a counting stand-in for the network call
 
     async def many() -> None:
         await asyncio.gather(*(llm.complete([{"role": "user", "content": f"q{i}"}], stage="actor", settings=settings)

@@ -11,7 +11,7 @@ from om_eval.llm.pricing import call_cost
 def record(stage: str, model: str, **values: object) -> CallRecord:
     base = {"prompt_tokens": 100, "completion_tokens": 10, "cached": False, "latency_s": 0.5, "retries": 0,
             "cost_usd": 0.01}
-    return CallRecord(stage, model, **{**base, **values})  # type: ignore[arg-type]
+    return CallRecord(stage, model, **{**base, **values})  # type: ignore[arg-type]  # values are CallRecord fields of the right types
 
 
 def test_totals_by_hand() -> None:

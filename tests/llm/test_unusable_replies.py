@@ -117,7 +117,7 @@ def test_a_bad_reply_cached_by_an_older_version_is_dropped_and_asked_again(tmp_p
     llm = client(tmp_path)
     call = observe(llm, settings)
     assert "Ghent" in call.output.observations and [r.cached for r in llm.ledger.records] == [False]
-    assert cache.get(key).text != LOOP  # type: ignore[union-attr]
+    assert cache.get(key).text != LOOP  # type: ignore[union-attr]  # the key was cached above
 
 
 def test_reflector_junk_is_never_applied_nor_cached(tmp_path: Path) -> None:

@@ -217,7 +217,7 @@ class Setting:
             scope=self.scope, observation=observation,
             reflection=ReflectionConfig(observation_tokens=self.observation_tokens, start_level="auto" if newer else 0),
             obscure_thread_ids=self.obscure_thread_ids, resource_buffering=self.buffering and self.scope == "resource",
-            mastra_release=self.mastra_release,  # type: ignore[arg-type]
+            mastra_release=self.mastra_release,  # type: ignore[arg-type]  # a release name; OMConfig checks it
             thread_sections="mastra" if newer else "om_eval",
         )
 
@@ -240,7 +240,7 @@ async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, An
     memory = ObservationalMemory(setting.om_config(), observer=StandIn("observer", calls),
                                  reflector=StandIn("reflector", calls), resource_id=conversation["resource"],
                                  token_counter=make_counter("tokenx"))
-    accounting = PendingCounter(setting.pending_accounting)  # type: ignore[arg-type]
+    accounting = PendingCounter(setting.pending_accounting)  # type: ignore[arg-type]  # a reading name; PendingCounter checks it
     pairs = []
     for session in conversation["sessions"]:
         thread = session["thread"]

@@ -11,7 +11,7 @@ WHEN = datetime(2024, 3, 5, 14, 21, 10)
 
 
 def message(ident: str, role: str, content: object, at: datetime = WHEN) -> Message:
-    return Message(ident, "t", role, content, at)  # type: ignore[arg-type]
+    return Message(ident, "t", role, content, at)  # type: ignore[arg-type]  # content of any shape on purpose
 
 
 def test_a_date_line_then_the_time_only_when_it_changes() -> None:

@@ -102,7 +102,7 @@ const handlers = {
 class Oracle(NodeFolder):
     """The installed 1.31 packages and our Node script."""
 
-    def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]
+    def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]  # this oracle runs one script
         """Evaluate ``(reference function, args)`` cases in one Node process; one result dict per case."""
         return super().run(NODE_LOCAL + _NODE_SCRIPT + NODE_DISPATCH, cases, name="om_eval_oracle_1_31.mjs", tz=tz)
 

@@ -142,7 +142,7 @@ process.stdout.write(JSON.stringify(results));
 class Oracle(NodeFolder):
     """The installed package and our Node script."""
 
-    def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]
+    def run(self, cases: list[tuple[str, list[Any]]], tz: str = "UTC") -> list[dict[str, Any]]:  # type: ignore[override]  # this oracle runs one script
         """Evaluate ``(reference function, args)`` cases in one Node process; one result dict per case."""
         return super().run(NODE_LOCAL + _NODE_SCRIPT + NODE_DISPATCH, cases, tz=tz)
 

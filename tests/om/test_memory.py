@@ -401,7 +401,7 @@ def test_sequential_failure_keeps_finished_batches_consistent() -> None:
     class FailSecond(ScriptedModel):
         def reply(self, messages, *, stage=None, model=None):
             if len(self.calls) == 1:
-                self.calls.append(None)  # type: ignore[arg-type]
+                self.calls.append(None)  # type: ignore[arg-type]  # a placeholder call: only the count matters
                 raise ScriptedModelError("second batch fails")
             return super().reply(messages, stage=stage, model=model)
 
@@ -452,10 +452,10 @@ def test_list_and_tuple_parts_are_the_same_message() -> None:
     memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
     when = datetime(2025, 3, 1)
     memory.add_message(Message("m1", "t", "user", ({"type": "text", "text": "hi"},), when))
-    memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "hi"}], when))  # type: ignore[arg-type]
+    memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "hi"}], when))  # type: ignore[arg-type]  # a list on purpose (same content)
     assert [m.id for m in memory.unobserved_messages("t")] == ["m1"], "the second add must be a no-op"
     with pytest.raises(ValueError, match="different content"):
-        memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "bye"}], when))  # type: ignore[arg-type]
+        memory.add_message(Message("m1", "t", "user", [{"type": "text", "text": "bye"}], when))  # type: ignore[arg-type]  # a list on purpose
 
 
 def test_restore_with_another_estimator_recounts_everything() -> None:

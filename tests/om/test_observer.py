@@ -260,7 +260,7 @@ def test_multi_thread_check_refuses_answers_for_no_thread_of_the_batch() -> None
     good = '<observations>\n<thread id="a1">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
     model = CheckedQueueModel([other, good])
     call = run(call_observer(model, SETTINGS, "s", [], multi_thread=True, thread_ids=("a1",)))
-    assert set(call.output.threads) == {"a1"} and model.attempts == [0, 1]  # type: ignore[union-attr]
+    assert set(call.output.threads) == {"a1"} and model.attempts == [0, 1]  # type: ignore[union-attr]  # the call succeeded: it has an output
     assert "no <observations> for any thread" in (model.verdicts[0] or "") and model.verdicts[1] is None
 
 
@@ -294,7 +294,7 @@ def test_as_mastra_no_repeat_check_and_other_threads_are_accepted() -> None:
     other = '<observations>\n<thread id="zz">\n* 🔴 (09:00) User stated hi.\n</thread>\n</observations>'
     call = run(call_observer(QueueModel([other]), SETTINGS, "s", [], multi_thread=True, thread_ids=("a1",),
                              checks="mastra"))
-    assert set(call.output.threads) == {"zz"}  # type: ignore[union-attr]
+    assert set(call.output.threads) == {"zz"}  # type: ignore[union-attr]  # the call succeeded: it has an output
 
 
 @pytest.mark.parametrize(("hint_tags", "name"), [(CONTINUATION_HINT_TAGS, "sync"), ((), "buffered"),

@@ -387,7 +387,7 @@ def test_detect_degenerate_dispatch() -> None:
     assert detect_degenerate(text, "head") is is_degenerate_strict(text)
     assert detect_degenerate(text, "v1.31") is is_degenerate_v1_31(text)
     with pytest.raises(ValueError):
-        detect_degenerate(text, "v9")  # type: ignore[arg-type]
+        detect_degenerate(text, "v9")  # type: ignore[arg-type]  # an unknown rule on purpose
 
 
 # --------------------------------------------------------------------------- degenerate detection, HEAD

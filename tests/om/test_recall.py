@@ -25,7 +25,7 @@ def history(messages: int = 7, text: str = "msg {i}") -> RecallHistory:
 
 
 def ask(arguments: dict, current: str | None = "t1", scope: str = "resource", store: RecallHistory | None = None):
-    return recall(store or history(), arguments, thread_id=current, resource_id="u", scope=scope)  # type: ignore[arg-type]
+    return recall(store or history(), arguments, thread_id=current, resource_id="u", scope=scope)  # type: ignore[arg-type]  # a RecallScope name, or a wrong one on purpose
 
 
 def ids(text: str) -> list[str]:

@@ -979,7 +979,7 @@ def ours(history: Any, case: Case, searcher: FixedHits | None = None) -> tuple[s
 
     try:
         result = recall(history, copy.deepcopy(case.arguments), thread_id=case.thread_id,
-                        resource_id=case.resource_id, scope=case.scope, search=searcher)  # type: ignore[arg-type]
+                        resource_id=case.resource_id, scope=case.scope, search=searcher)  # type: ignore[arg-type]  # a RecallScope name; FixedHits stands in for a searcher
         return "result", result_json(result)
     except RecallError as error:
         return "thrown", str(error)

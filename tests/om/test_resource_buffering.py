@@ -152,7 +152,7 @@ def test_the_switch_is_refused_where_it_means_nothing() -> None:
     with pytest.raises(ConfigError, match="resource_buffering=True is invalid: only applies to scope=resource"):
         OMConfig(resource_buffering=True)
     with pytest.raises(ConfigError, match="must be true or false"):
-        OMConfig(scope="resource", resource_buffering="yes")  # type: ignore[arg-type]
+        OMConfig(scope="resource", resource_buffering="yes")  # type: ignore[arg-type]  # a non-bool on purpose
 
 
 def test_the_switch_leaves_old_config_dicts_and_hashes_alone() -> None:

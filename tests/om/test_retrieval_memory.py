@@ -71,7 +71,7 @@ def test_retrieval_off_keeps_memory_as_it_was() -> None:
 
 def test_without_observations_the_resource_scope_actor_still_learns_about_recall() -> None:
     memory = ObservationalMemory(config(), observer=ScriptedModel(), resource_id="u")
-    messages = actor_memory_messages(memory.context_inputs(None, "t"))  # type: ignore[arg-type]
+    messages = actor_memory_messages(memory.context_inputs(None, "t"))  # type: ignore[arg-type]  # no question date on purpose
     assert len(messages) == 1 and "recall" in messages[0]["content"]
 
 

@@ -32,7 +32,7 @@ def test_the_hash_is_stored_only_with_obscured_ids() -> None:
     assert OMConfig.from_dict(OMConfig(obscure_thread_ids=True, thread_id_hash="blake2b").to_dict()) == OMConfig(
         obscure_thread_ids=True, thread_id_hash="blake2b")
     with pytest.raises(ConfigError, match="thread_id_hash"):
-        OMConfig(thread_id_hash="md5")  # type: ignore[arg-type]
+        OMConfig(thread_id_hash="md5")  # type: ignore[arg-type]  # an invalid hash on purpose
 
 
 class TestMergeAsMastra:

@@ -26,7 +26,7 @@ class QuickRetryClient(LLMClient):
 
     def __init__(self, **kwargs: object) -> None:
         kwargs.setdefault("settings", ClientSettings(backoff_base_s=0.001, backoff_max_s=0.01))
-        super().__init__(**kwargs)  # type: ignore[arg-type]
+        super().__init__(**kwargs)  # type: ignore[arg-type]  # LLMClient's own keyword arguments
 
 
 @pytest.fixture(autouse=True)

@@ -95,7 +95,7 @@ def child_env(latency: float = 0.0) -> dict[str, str]:
 def spawn(results: Path, *overrides: str, latency: float = 0.0, log: Path | None = None) -> subprocess.Popen:
     """``om-eval run <overrides>`` as a child process (output to ``log``, never to a pipe that could fill up)."""
     command = [sys.executable, "-m", "om_eval.cli", "run", *overrides, *_paths(results)]
-    sink = open(log, "w") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed by the child's end
+    sink = open(log, "w") if log is not None else subprocess.DEVNULL  # noqa: SIM115  # closed by the child's end
     try:
         return subprocess.Popen(command, cwd=REPO, env=child_env(latency), stdout=sink, stderr=subprocess.STDOUT)
     finally:

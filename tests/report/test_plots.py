@@ -41,7 +41,7 @@ def table():
 
 
 def rgb(hex_colour: str) -> tuple[int, int, int]:
-    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]  # three ints, one per colour channel
 
 
 def colours_in(path: Path) -> set[tuple[int, int, int]]:

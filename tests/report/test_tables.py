@@ -195,7 +195,7 @@ def test_wide_report_keeps_every_column(table):
     assert "| strict task-avg |" in wide and "| strict task-avg |" in compact  # a row of the compact table
     assert "| 0.4800 |" in wide and "| 2,115 |" in wide  # legacy's cost and mean observation tokens
     assert "om-eval report --wide" in compact
-    assert set(csv.DictReader(io.StringIO(to_csv(table))).fieldnames) >= {  # type: ignore[arg-type]
+    assert set(csv.DictReader(io.StringIO(to_csv(table))).fieldnames) >= {  # type: ignore[arg-type]  # fieldnames is None only for an empty CSV
         "strict_overall_acc", "cost_usd", "mean_observation_tokens", "mean_compression_ratio", "judge_caveat"}
 
 
