@@ -3,8 +3,8 @@
 import asyncio
 from datetime import datetime
 
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
-from om_eval.om.scripted import ScriptedModel
 
 config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=30_000))
 memory = ObservationalMemory(config, observer=ScriptedModel(), resource_id="user-1")

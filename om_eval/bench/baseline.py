@@ -41,7 +41,7 @@ from om_eval.om.prompts import text_hash
 from om_eval.om.tokens import TokenCounter
 
 if TYPE_CHECKING:
-    from om_eval.bench.judge import AnswerAndJudgeClient
+    from om_eval.bench.judging.judge import AnswerAndJudgeClient
 
 READERS = ("none", "full_context", "oracle")
 FORMATS = ("json", "nl")
@@ -246,7 +246,7 @@ async def read_and_judge(question: Question, config: BaselineConfig, *, client: 
     Raises:
         AnswerError: the reader's reply is empty, degenerate or cut off; it is not cached.
     """
-    from om_eval.bench.judge import judge_answer
+    from om_eval.bench.judging.judge import judge_answer
     from om_eval.bench.pipeline import QuestionRun, pack_messages
 
     prompt = reader_prompt(question, config, counter)

@@ -45,7 +45,7 @@ class Category:
     """The benchmark's own number for it (LoCoMo's 1-5), shown beside the name: vendors renumber them."""
     gold_is_answer: bool = True
     """False when its gold is a rubric rather than an answer (LongMemEval's preference questions): judge-free
-    matching (:mod:`om_eval.bench.matching`) leaves it out."""
+    matching (:mod:`om_eval.bench.judging.matching`) leaves it out."""
 
     @property
     def title(self) -> str:
@@ -77,7 +77,7 @@ class Benchmark:
     """How per-category accuracy intervals are drawn: ``bootstrap`` (percentile, over questions) or ``wilson``."""
     house_routes: Mapping[str, str] = field(default_factory=dict)
     """Which house judge template grades each category (``answer``, ``temporal``, ``update``, ``preference``,
-    ``abstention``); LongMemEval's own are in :data:`om_eval.bench.judge.HOUSE_ROUTES`."""
+    ``abstention``); LongMemEval's own are in :data:`om_eval.bench.judging.judge.HOUSE_ROUTES`."""
     identity: Mapping[str, Any] = field(default_factory=dict)
     """What, beyond the data, makes its scores differ (its judge routes, its scoring revision): in run ids of
     every benchmark but the default."""

@@ -33,7 +33,7 @@ from om_eval.om.revision import ENGINE_REVISION
 from om_eval.om.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
-    from om_eval.bench.judge import AnswerAndJudgeClient
+    from om_eval.bench.judging.judge import AnswerAndJudgeClient
 
 #: The prompt files whose wording shapes a memory: every OM prompt file but the context text, which only shapes
 #: what the actor sees (a new variant's file joins by itself).
@@ -281,7 +281,7 @@ async def answer_and_judge(
     The result keeps what a reader needs to check the grade: the actor's full prompt (compressed) and where each
     evidence turn of the haystack went (``replay`` must be the protocol the memory was built with).
     """
-    from om_eval.bench.judge import judge_answer
+    from om_eval.bench.judging.judge import judge_answer
     from om_eval.bench.trace import trace_evidence
 
     answer = await answer_question(client, actor, build.memory, question, build.renders)

@@ -22,9 +22,9 @@ from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel, ModelReply, ToolCall, complete_checked
-from om_eval.om.recall import RecallError, recall, result_json
-from om_eval.om.recall_schema import TOOL_NAME, RecallScope, tool_definition
-from om_eval.om.recall_search import EmbeddingGroupSearch
+from om_eval.om.recall.schema import TOOL_NAME, RecallScope, tool_definition
+from om_eval.om.recall.search import EmbeddingGroupSearch
+from om_eval.om.recall.tool import RecallError, recall, result_json
 from om_eval.om.tokens import TokenCounter
 
 DEFAULT_BUDGET = 8

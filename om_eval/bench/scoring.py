@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
-from om_eval.bench.judge import Judge, judge_answer
+from om_eval.bench.judging.judge import Judge, judge_answer
 from om_eval.bench.metrics import category_metrics, score_means
 from om_eval.data.records import Question
 from om_eval.llm.client import LLMClient

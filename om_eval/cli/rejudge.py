@@ -33,7 +33,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from om_eval.bench.judge import OfficialTemplateError
+    from om_eval.bench.judging.judge import OfficialTemplateError
     from om_eval.experiment.rejudge import RejudgeError, rejudge_panel, rejudge_run
     from om_eval.om.config import ConfigError
     from om_eval.report.agreement import agreement_lines

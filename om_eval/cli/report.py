@@ -48,7 +48,7 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
     where ``om-eval rejudge`` (``judge=panel``, ``--probes``) stored more than one judge or probe verdicts."""
     from om_eval.bench.benchmark import benchmark_of_run
     from om_eval.report.comparability import run_comparability, verdict_lines
-    from om_eval.report.panel import (
+    from om_eval.report.judge_panel import (
         floor_line,
         judge_quality,
         panel_markdown,

@@ -238,7 +238,7 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
 
 def _fixable_errors() -> tuple[type[Exception], ...]:
     """Failures whose message says what to do (a missing dataset or template, a bad option, a busy store)."""
-    from om_eval.bench.judge import OfficialTemplateError
+    from om_eval.bench.judging.judge import OfficialTemplateError
     from om_eval.data.loader import (
         DatasetIntegrityError,
         DatasetNotFoundError,

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.benchmark import Benchmark, benchmark_named
-from om_eval.bench.judge import Judge, NoVerdict, ParseRule
+from om_eval.bench.judging.judge import Judge, NoVerdict, ParseRule
 from om_eval.bench.metrics import (
     write_eval_results_jsonl,
     write_hypotheses_jsonl,

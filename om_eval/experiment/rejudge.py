@@ -115,7 +115,7 @@ def _questions(items: Sequence[Mapping[str, Any]], config: Mapping[str, Any]) ->
 async def _grade(work: Sequence[tuple[Question, str]], judge: Any, client: Any,
                  concurrency: int) -> list[tuple[Any, list[Any]]]:
     """Grade each ``(question, answer text)``, at most ``concurrency`` at a time: its verdict and its own calls."""
-    from om_eval.bench.judge import judge_answer
+    from om_eval.bench.judging.judge import judge_answer
     from om_eval.llm.ledger import Ledger
 
     gate = asyncio.Semaphore(concurrency)
@@ -133,7 +133,7 @@ def rejudge_run(results_dir: str | Path, run: str, overrides: Sequence[str], *, 
                 cache_dir: str | None = None, probes: bool = False) -> RejudgeResult:
     """Grade every answered question of ``run`` (an id, id prefix or label) with the judge ``overrides`` give.
 
-    With ``probes`` the judge also grades each question's probe answers (:mod:`om_eval.bench.probes`).
+    With ``probes`` the judge also grades each question's probe answers (:mod:`om_eval.bench.judging.probes`).
 
     Raises:
         RejudgeError: bad overrides, ``judge=panel`` (use :func:`rejudge_panel`), or no run / several runs match.
@@ -165,7 +165,7 @@ class PanelResult:
 
 def rejudge_panel(results_dir: str | Path, run: str, overrides: Sequence[str], *, concurrency: int = 4,
                   cache_dir: str | None = None, probes: bool = False) -> PanelResult:
-    """Grade ``run``'s stored answers under every protocol of ``judge.panel`` (:mod:`om_eval.bench.panel`).
+    """Grade ``run``'s stored answers under every protocol of ``judge.panel`` (:mod:`om_eval.bench.judging.protocols`).
 
     ``overrides`` hold ``judge=panel`` and optionally ``judge.panel=[...]``, ``judge.source=...`` or a judge
     model. A protocol the run's benchmark cannot be graded by, or whose upstream templates cannot be loaded, is
@@ -176,8 +176,8 @@ def rejudge_panel(results_dir: str | Path, run: str, overrides: Sequence[str], *
         ConfigError: a malformed ``judge.panel``.
     """
     from om_eval.bench.benchmark import benchmark_named
-    from om_eval.bench.official_templates import OfficialTemplateError
-    from om_eval.bench.panel import panel_judge, parse_panel
+    from om_eval.bench.judging.official_templates import OfficialTemplateError
+    from om_eval.bench.judging.protocols import panel_judge, parse_panel
 
     target = _Target.open(results_dir, run, overrides, cache_dir)
     judge_group = target.config["judge"]
@@ -265,7 +265,7 @@ class _Target:
         from dataclasses import asdict
 
         from om_eval.bench.benchmark import benchmark_named
-        from om_eval.bench.probes import probes_for
+        from om_eval.bench.judging.probes import probes_for
         from om_eval.store import RunStore, store_path
 
         rubrics = benchmark_named(self.config.get("dataset", {}).get("benchmark")).unmatched_keys

@@ -199,7 +199,7 @@ class JudgeSchema:
     panel: Optional[list[str]] = None
     """``judge=panel``: the protocols to grade with, each ``<protocol>`` or ``<protocol>:<model>`` (a
     ``configs/model`` name or a litellm id; default the run's judge model). Protocols: official, mastra, house,
-    house_strict, lenient (``om_eval.bench.panel.PROTOCOLS``)."""
+    house_strict, lenient (``om_eval.bench.judging.protocols.PROTOCOLS``)."""
 
 
 BaselineSchema = schema_of(BaselineConfig, "BaselineSchema")

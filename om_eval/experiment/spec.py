@@ -68,7 +68,7 @@ class RunSpec:
         hashes and a non-default benchmark's rules are added to them.
         """
         from om_eval.bench.answer import actor_prompt_hash
-        from om_eval.bench.judge import OWN_TEMPLATE_SETS, template_set_sha256
+        from om_eval.bench.judging.judge import OWN_TEMPLATE_SETS, template_set_sha256
 
         payload = RUN_ID_RULE.view(self.resolved)
         payload.setdefault("om", None)  # a baseline's config has no ``om`` group; its ids have always hashed it as null

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any, cast
 
 from om_eval.llm._litellm import litellm_module
-from om_eval.om.scripted import ScriptedModel, ScriptedModelError
+from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
 
 DEFAULT_SCRIPTED = "om-eval"
 _scripted: dict[str, ScriptedModel] = {}

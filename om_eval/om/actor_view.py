@@ -17,8 +17,8 @@ from om_eval.om.context import (
 )
 from om_eval.om.engine_state import EngineState
 from om_eval.om.groups import parse_groups
-from om_eval.om.recall import RecallHistory, ThreadInfo
-from om_eval.om.recall_search import Bm25GroupSearch, IndexedGroup
+from om_eval.om.recall.search import Bm25GroupSearch, IndexedGroup
+from om_eval.om.recall.tool import RecallHistory, ThreadInfo
 from om_eval.om.records import Message
 
 

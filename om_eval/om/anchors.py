@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from om_eval.om.jstext import WS, js_trim
+from om_eval.om.js.text import WS, js_trim
 
 __all__ = [
     "ANCHOR_ID_PATTERN",

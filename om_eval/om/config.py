@@ -262,13 +262,13 @@ class OMConfig:
     retrieval: RetrievalMode = "off"
     """Retrieval mode (1.11+; 1.31's behaviour): each observation cycle is kept as an observation group naming the
     range of messages it came from, the actor reads the groups with their ranges, and it gets the ``recall`` tool to
-    read raw messages (:mod:`om_eval.om.recall`). ``off``; ``resource``: the tool reads every thread of the resource
-    (1.31's default for ``retrieval: true``); ``thread``: only the thread asked on."""
+    read raw messages (:mod:`om_eval.om.recall`). ``off``; ``resource``: the tool reads every thread of the
+    resource (1.31's default for ``retrieval: true``); ``thread``: only the thread asked on."""
     retrieval_search: RetrievalSearch = "off"
     """Retrieval mode: offer the recall tool's ``mode="search"``. 1.31 offers it only with a vector store and an
     embedder; ``embedding`` ranks observation groups by the cosine similarity of their embeddings with the query's
     (``retrieval_embedding_model``, through litellm), ``bm25`` by BM25 over their words, offline
-    (:mod:`om_eval.om.recall_search`)."""
+    (:mod:`om_eval.om.recall.search`)."""
     retrieval_embedding_model: str = DEFAULT_EMBEDDING_MODEL
     """With ``retrieval_search=embedding``: the litellm embedding model (``scripted/om-eval`` embeds offline, by
     hashed word counts)."""

@@ -27,10 +27,10 @@ from om_eval.om.config import RetrievalMode
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
 from om_eval.om.groups import render_groups
 from om_eval.om.history_lines import format_history_lines
-from om_eval.om.jstext import WS, js_trim
+from om_eval.om.js.text import WS, js_trim
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
-from om_eval.om.recall_schema import recall_instructions
+from om_eval.om.recall.schema import recall_instructions
 from om_eval.om.records import Message
 from om_eval.om.rules import RELEASE_RULES, EngineRules
 

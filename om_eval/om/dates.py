@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time, timedelta
 
-from om_eval.om.jstext import LINE_END, LINE_START, WS, js_trim
+from om_eval.om.js.text import LINE_END, LINE_START, WS, js_trim
 
 __all__ = [
     "BOUNDARY_PATTERN",

@@ -3,7 +3,7 @@
 
 A group is written ``<observation-group id="…" range="firstId:lastId">`` on its own line, its observations, then
 ``</observation-group>``. The actor reads the groups as ``## Group `id``` headings with a ``_range:`` line, so it can
-hand a range's end ids to the ``recall`` tool (:mod:`om_eval.om.recall`) and read the messages verbatim. The
+hand a range's end ids to the ``recall`` tool (:mod:`om_eval.om.recall.tool`) and read the messages verbatim. The
 Reflector never sees the tags (they are stripped from its input); its output is mapped back to the groups it came from
 (:func:`reconcile_after_reflection`).
 
@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from om_eval.om.jstext import LINE_START, WS, js_trim
+from om_eval.om.js.text import LINE_START, WS, js_trim
 from om_eval.om.records import Message
 
 OPEN_TAG = "<observation-group"

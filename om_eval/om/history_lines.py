@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from om_eval.om.jstext import utf16_len, utf16_prefix
+from om_eval.om.js.text import utf16_len, utf16_prefix
 from om_eval.om.records import Message
 
 _IMAGE_NAME = re.compile(r"\.(?:png|jpg|jpeg|webp|gif|bmp|tiff|tif|heic|heif|avif)\Z", re.IGNORECASE | re.ASCII)

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from om_eval.om.config import ModelSettings, ReplyChecks
-from om_eval.om.jstext import utf16_len, utf16_prefix
+from om_eval.om.js.text import utf16_len, utf16_prefix
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
     CONTINUATION_HINT_TAGS,
@@ -185,7 +185,7 @@ def _cap(text: str, max_part_length: int | None) -> str:
     """Cut a part to ``max_part_length`` UTF-16 units (as JS counts), the marker on a line of its own.
 
     No cap (``None`` or 0) leaves the text whole, as 1.10's falsy check does. A cut never splits an emoji
-    (:func:`~om_eval.om.jstext.utf16_prefix`); the count in the marker is still the units JS would drop.
+    (:func:`~om_eval.om.js.text.utf16_prefix`); the count in the marker is still the units JS would drop.
     """
     length = utf16_len(text)
     if not max_part_length or length <= max_part_length:

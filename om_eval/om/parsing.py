@@ -7,7 +7,7 @@ lines are cut, looping output is rejected). Reproducing the scores means reprodu
 here, in one place, with the version they come from; the line cut and the repetition detectors, which look at a
 reply's lines whatever its tags, are in :mod:`om_eval.om.reply_lines`.
 
-The 1.10 rules are JavaScript's, and so are the details here (see `om_eval.om.jstext`): line breaks are not
+The 1.10 rules are JavaScript's, and so are the details here (see `om_eval.om.js.text`): line breaks are not
 normalised, so a CRLF reply keeps its CRs inside the observations while tags still start a line after a CR;
 whitespace and ``trim`` are JS's; lengths are UTF-16 code units, so an emoji counts 2. The single-thread parser,
 the degenerate check and the line cut are checked against the published package by
@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Final
 
 from om_eval.om.anchors import strip_anchor_ids
-from om_eval.om.jstext import LINE_START, WS, js_trim
+from om_eval.om.js.text import LINE_START, WS, js_trim
 from om_eval.om.reply_lines import (
     MAX_OBSERVATION_LINE_CHARS,
     DegenerateStrategy,

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings, ReplyChecks
-from om_eval.om.jstext import js_trim
+from om_eval.om.js.text import js_trim
 from om_eval.om.model import ChatModel, ModelReply, complete_checked
 from om_eval.om.observer import (
     extraction_instructions,

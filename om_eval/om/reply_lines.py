@@ -3,7 +3,7 @@ and a reply that loops is detected.
 
 Three repetition detectors, one per release read: 1.10's (a 200-character window sampler and a 50,000-character
 line), 1.31's (1.10's plus 1.28's repeated-line share) and the reference's HEAD (more strategies, on sanitised
-text). Lengths are UTF-16 code units and whitespace is JavaScript's, as in Mastra (:mod:`om_eval.om.jstext`).
+text). Lengths are UTF-16 code units and whitespace is JavaScript's, as in Mastra (:mod:`om_eval.om.js.text`).
 Why a module of its own: these are checks on any reply, whatever its tags; :mod:`om_eval.om.parsing` reads the tags.
 
 One deliberate departure: where 1.10 would cut a long line between the two halves of a surrogate pair (leaving a
@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from typing import Final, Literal
 
-from om_eval.om.jstext import js_trim, utf16_len, utf16_prefix
+from om_eval.om.js.text import js_trim, utf16_len, utf16_prefix
 
 DegenerateStrategy = Literal["v1.10", "v1.31", "head"]
 

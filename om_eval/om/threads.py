@@ -15,7 +15,7 @@ from datetime import datetime
 
 import xxhash
 
-from om_eval.om.jstext import WS, js_trim, js_trim_end
+from om_eval.om.js.text import WS, js_trim, js_trim_end
 
 _THREAD_TAG_LINE = re.compile(r"^[ \t]*</?thread\b[^>]*>[ \t]*$", re.MULTILINE)
 _DATE_LINE = re.compile(r"^Date:.*$", re.MULTILINE)

@@ -1,7 +1,7 @@
 """Token counting for thresholds (om-reference §5).
 
 Why pluggable: OM's thresholds are compared against *estimated* tokens, and the estimator changed across
-Mastra releases (js-tiktoken ``o200k_base`` up to 1.6, the ``tokenx`` heuristic from 1.7, :mod:`om_eval.om.tokenx`).
+Mastra releases (js-tiktoken ``o200k_base`` up to 1.6, the ``tokenx`` heuristic from 1.7, :mod:`om_eval.om.js.tokenx`).
 The trigger points, and therefore the scores, depend on which one ran, so every memory records the estimator's name.
 
 ``o200k_base`` must work with no network: tiktoken normally downloads its BPE file, but litellm's wheel ships
@@ -19,9 +19,9 @@ from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any, Protocol, runtime_checkable
 
+from om_eval.om.js.tokenx import VERSION as TOKENX_VERSION
+from om_eval.om.js.tokenx import TokenxCounter
 from om_eval.om.thresholds import js_round
-from om_eval.om.tokenx import VERSION as TOKENX_VERSION
-from om_eval.om.tokenx import TokenxCounter
 
 #: Fixed overhead per message (role markers and separators), as in the reference.
 TOKENS_PER_MESSAGE = 3.8
@@ -139,7 +139,7 @@ ESTIMATORS = ("tiktoken", "tokenx", "chars")
 
 def make_counter(name: str = "tiktoken") -> TokenCounter:
     """Build a counter by name: ``tiktoken`` (o200k_base), ``tiktoken/<encoding>``, ``tokenx`` (Mastra 1.7+'s
-    estimate, :mod:`om_eval.om.tokenx`), ``chars`` or ``chars/<r>``."""
+    estimate, :mod:`om_eval.om.js.tokenx`), ``chars`` or ``chars/<r>``."""
     kind, _, arg = name.partition("/")
     if kind == "tiktoken":
         return TiktokenCounter(arg or "o200k_base")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from om_eval.bench.panel import protocol_name
+from om_eval.bench.judging.protocols import protocol_name
 
 __all__ = ["JudgePair", "RunVerdicts", "cohen_kappa", "current_verdicts", "judge_name", "run_agreement"]
 
@@ -60,8 +60,8 @@ class JudgePair:
 
 
 def judge_name(identity: str | Mapping[str, Any]) -> str:
-    """``<protocol>:<model>`` of a stored judge identity (:func:`om_eval.bench.panel.protocol_name`: ``house``,
-    ``mastra``, ``lenient``..., or ``mode/parse`` for a combination no protocol names)."""
+    """``<protocol>:<model>`` of a stored judge identity (:func:`om_eval.bench.judging.protocols.protocol_name`:
+    ``house``, ``mastra``, ``lenient``..., or ``mode/parse`` for a combination no protocol names)."""
     data = json.loads(identity) if isinstance(identity, str) else dict(identity)
     return f"{protocol_name(data)}:{data.get('model')}"
 

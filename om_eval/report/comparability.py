@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
-from om_eval.bench.judge import OFFICIAL_JUDGE_MODEL, PINNED_SHA256
+from om_eval.bench.judging.judge import OFFICIAL_JUDGE_MODEL, PINNED_SHA256
 from om_eval.bench.pipeline import hypothesis_hash
 from om_eval.data.loader import EXPECTED_COUNTS, LME_FILES
 

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
+from om_eval.bench.judging.probes import PROBE_KINDS
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
-from om_eval.bench.probes import PROBE_KINDS
 from om_eval.report.agreement import judge_name
 from om_eval.store.catalog import Catalog
 

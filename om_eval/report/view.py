@@ -335,7 +335,7 @@ def _pair(pair: JudgePair) -> dict[str, Any]:
 def _panel(catalog: Catalog, run: Mapping[str, Any], row: RunSummary) -> dict[str, Any] | None:
     """A run's judge panel and judge quality as the page shows them, or ``None`` when it has neither."""
     from om_eval.bench.benchmark import benchmark_of_run
-    from om_eval.report.panel import judge_quality, panel_report
+    from om_eval.report.judge_panel import judge_quality, panel_report
 
     benchmark = benchmark_of_run(run)
     panel = panel_report(catalog, row.run_id, benchmark)

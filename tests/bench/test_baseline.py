@@ -20,15 +20,15 @@ from om_eval.bench.baseline import (
     trace_reader_evidence,
     truncate_blocks,
 )
-from om_eval.bench.judge import Judge
+from om_eval.bench.judging.judge import Judge
 from om_eval.bench.pipeline import unpack_messages
 from om_eval.data import load_dataset, mini_fixture_path
 from om_eval.data.loader import dataset_from_records
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
 from om_eval.llm.ledger import Ledger
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ConfigError, ModelSettings
-from om_eval.om.scripted import ScriptedModel
 from om_eval.om.tokens import CharRatioCounter, make_counter
 from tests.golden import assert_golden
 

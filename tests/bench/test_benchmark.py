@@ -127,7 +127,7 @@ def test_the_house_judge_routes_another_benchmarks_categories_loaded_on_demand()
     import sys
 
     # A fresh process that builds no LoCoMo benchmark first: the route is found by loading the bench modules.
-    code = ("from om_eval.bench.judge import house_template_name as h; "
+    code = ("from om_eval.bench.judging.judge import house_template_name as h; "
             "print(h('adversarial'), h('multi-hop'), h('temporal-reasoning'))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["abstention", "answer", "temporal"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from om_eval.bench.judge import Judge
+from om_eval.bench.judging.judge import Judge
 from om_eval.bench.metrics import (
     longmemeval_metrics,
     read_eval_results_jsonl,

@@ -15,9 +15,9 @@ from om_eval.bench.pipeline import SnapshotStore, build_memory, memory_hash
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages, thread_id_for
 from om_eval.bench.trace import render_question_report, trace_evidence
 from om_eval.data.records import HaystackSession, Question, Turn, parse_lme_date
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError, ModelSettings
-from om_eval.om.scripted import ScriptedModel
 
 FILLER = "Could you explain how sourdough starters work and how often they need feeding in a warm kitchen?"
 REPLY = "A starter is a culture of wild yeast and bacteria; feed it daily with equal weights of flour and water."

@@ -15,17 +15,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from om_eval.bench.judge import Judge
+from om_eval.bench.judging.judge import Judge
 from om_eval.bench.metrics import OFFICIAL_TYPE_ORDER, longmemeval_metrics, read_eval_results_jsonl
 from om_eval.data import mini_fixture_path
 from om_eval.experiment import job as job_module
 from om_eval.experiment.app import run_from_config
 from om_eval.experiment.job import eval_results_name
 from om_eval.llm.providers import register_scripted
-from om_eval.om.scripted import ScriptedModel
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report import summary_table
 from om_eval.store import Catalog
-from tests.bench.test_judge import standin_source, write_standin
+from tests.bench.judging.test_judge import standin_source, write_standin
 from tests.runs import compose_run
 
 # An invented official-layout file whose prompts the scripted judge can read (a "<Label>: <gold>" section, then

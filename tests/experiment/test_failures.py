@@ -9,7 +9,7 @@ import pytest
 from om_eval.experiment import job as job_module
 from om_eval.experiment.app import run_from_config
 from om_eval.llm.providers import register_scripted
-from om_eval.om.scripted import ScriptedModel
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.store import Catalog
 from tests.runs import compose_run
 

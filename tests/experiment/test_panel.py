@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from om_eval.bench.benchmark import benchmark_named
-from om_eval.bench.judge import HOUSE_TEMPLATES
+from om_eval.bench.judging.judge import HOUSE_TEMPLATES
 from om_eval.cli import main
 from om_eval.experiment.app import run_from_config
 from om_eval.experiment.rejudge import RejudgeError, rejudge_panel, rejudge_run
 from om_eval.llm.providers import register_scripted
-from om_eval.om.scripted import ScriptedModel
-from om_eval.report.panel import judge_quality, panel_report
+from om_eval.llm.scripted.model import ScriptedModel
+from om_eval.report.judge_panel import judge_quality, panel_report
 from om_eval.store import Catalog
 from tests.runs import compose_run
 
@@ -184,9 +184,9 @@ class ChattyJudge(ScriptedModel):
 
 def test_the_official_and_mastra_protocols_differ_only_by_their_parse(tmp_path: Path,
                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from om_eval.bench import panel as panel_module
-    from om_eval.bench.judge import Judge
-    from tests.bench.test_judge import standin_source, write_standin
+    from om_eval.bench.judging import protocols as panel_module
+    from om_eval.bench.judging.judge import Judge
+    from tests.bench.judging.test_judge import standin_source, write_standin
     from tests.experiment.test_exports import READABLE_STANDIN
 
     source, _ = write_standin(tmp_path / "upstream", standin_source(READABLE_STANDIN))

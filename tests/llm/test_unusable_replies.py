@@ -18,6 +18,7 @@ from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.client import LLMClient, build_request
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import cache_key
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ModelSettings
 from om_eval.om.observer import (
     ObserverOutputError,
@@ -29,7 +30,6 @@ from om_eval.om.observer import (
 )
 from om_eval.om.records import Message
 from om_eval.om.reflector import ReflectionError, reflect_observations
-from om_eval.om.scripted import ScriptedModel
 from om_eval.om.tokens import CharRatioCounter
 
 WHEN = datetime(2025, 5, 2, 8, 30)

@@ -8,9 +8,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ConfigError
-from om_eval.om.scripted import ScriptedModel
 from om_eval.om.threads import obscure_thread_id
 
 START = datetime(2025, 3, 1, 9, 0)

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from om_eval.data.conversation import make_conversation
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import (
     Message,
     ObservationalMemory,
@@ -19,7 +20,6 @@ from om_eval.om import (
 )
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
-from om_eval.om.scripted import ScriptedModel
 from om_eval.om.thresholds import REMINDER_TOKENS_1_10
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION, CharRatioCounter
 from tests.om.identity_view import memory_view

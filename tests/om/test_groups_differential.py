@@ -46,14 +46,14 @@ import pytest
 
 from om_eval.om.records import Message
 from tests.npm_oracle import NodeFolder, node_folder
-from tests.om.test_mastra_engine_differential import ENGINE_PACKAGES_1_31
-from tests.om.test_recall_differential import (
+from tests.om.recall.test_differential import (
     VERSION,
     first_difference,
     mismatch_report,
     retrieval_case_counts,
     short,
 )
+from tests.om.test_mastra_engine_differential import ENGINE_PACKAGES_1_31
 
 pytestmark = [pytest.mark.mastra, pytest.mark.integration]
 

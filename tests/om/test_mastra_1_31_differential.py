@@ -33,7 +33,7 @@ import pytest
 
 from om_eval.om.context import optimize_for_context
 from om_eval.om.history_lines import format_history_lines
-from om_eval.om.jstext import js_trim, utf16_len
+from om_eval.om.js.text import js_trim, utf16_len
 from om_eval.om.parsing import (
     CONTINUATION_HINT_TAGS,
     detect_degenerate,

@@ -41,7 +41,7 @@ from om_eval.om.context import (
     split_observation_chunks,
 )
 from om_eval.om.dates import annotate_observations, format_boundary, observations_as_of
-from om_eval.om.jstext import js_trim, utf16_len
+from om_eval.om.js.text import js_trim, utf16_len
 from om_eval.om.observer import format_messages
 from om_eval.om.parsing import is_degenerate, parse_observer_output, sanitize_lines
 from om_eval.om.records import Message

@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from om_eval.data.conversation import make_conversation
+from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
 from om_eval.om import (
     Message,
     ObservationalMemory,
@@ -19,7 +20,6 @@ from om_eval.om import (
 )
 from om_eval.om.observer import ObserverOutputError
 from om_eval.om.rules import rules_for
-from om_eval.om.scripted import ScriptedModel, ScriptedModelError
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION
 from tests.om.identity_view import memory_view

@@ -7,6 +7,7 @@ from datetime import datetime
 
 import pytest
 
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import PROMPT_VARIANTS, ModelSettings
 from om_eval.om.observer import (
     QUESTION_EMOJI,
@@ -33,7 +34,6 @@ from om_eval.om.parsing import (
 )
 from om_eval.om.prompts import load_prompts
 from om_eval.om.records import Message
-from om_eval.om.scripted import ScriptedModel
 from tests.golden import assert_golden
 from tests.om.fakes import QueueModel
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om_eval.om.scripted import ERROR_FAULTS, ScriptedModel
+from om_eval.llm.scripted.model import ERROR_FAULTS, ScriptedModel
 from om_eval.store import Catalog
 
 REPO = Path(__file__).resolve().parents[2]

@@ -25,7 +25,7 @@ from om_eval.llm.client import LLMClient
 from om_eval.llm.ledger import Ledger
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import LLMRequest
-from om_eval.om.scripted import ScriptedModel
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.store.writer import INTERRUPTED_ATTEMPT
 from tests.reliability.harness import (
     CHILD_TIMEOUT_S,

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from om_eval.bench.benchmark import benchmark_named
-from om_eval.bench.judge import PINNED_SHA256
+from om_eval.bench.judging.judge import PINNED_SHA256
 from om_eval.bench.pipeline import hypothesis_hash
 from om_eval.data.loader import LME_FILES
 from om_eval.report.comparability import (

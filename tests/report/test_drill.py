@@ -12,7 +12,7 @@ from om_eval.cli import main
 from om_eval.experiment.app import run_from_config
 from om_eval.experiment.rejudge import RejudgeError, judge_config
 from om_eval.llm.providers import register_scripted
-from om_eval.om.scripted import ScriptedModel
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report.agreement import run_agreement
 from om_eval.report.detail import find_question, find_run, question_detail, run_details
 from om_eval.store import Catalog

@@ -222,7 +222,7 @@ class RecordingModel:
     """The scripted model, keeping a ledger record per call (like ``LLMClient``, without litellm)."""
 
     def __init__(self) -> None:
-        from om_eval.om.scripted import ScriptedModel
+        from om_eval.llm.scripted.model import ScriptedModel
 
         self.model = ScriptedModel()
         self.records: list[CallRecord] = []

@@ -4,7 +4,7 @@
 local clone), checked against its pinned sha256, cached, parsed with :mod:`ast`, and *only* the function definition
 is compiled and executed, in an empty namespace. The module's top level (``import openai, backoff, tqdm, numpy``, the
 CLI) never runs. Why a module of its own: fetching, pinning and the AST guard are one idea; grading is another
-(:mod:`om_eval.bench.judge`).
+(:mod:`om_eval.bench.judging.judge`).
 """
 
 from __future__ import annotations

@@ -39,12 +39,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from om_eval.llm.scripted.recall import offers_recall, plan_calls, tool_result_lines
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
 from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
-from om_eval.om.scripted_recall import offers_recall, plan_calls, tool_result_lines
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
 ERROR_FAULTS = {
@@ -55,7 +55,7 @@ ERROR_FAULTS = {
     "bad_request": 400,
     "auth_error": 401,
 }
-#: Faults of an actor offered the recall tool (:mod:`om_eval.om.scripted_recall`).
+#: Faults of an actor offered the recall tool (:mod:`om_eval.llm.scripted.recall`).
 TOOL_FAULTS = ("tool_junk", "tool_forever")
 FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", "cut_off", *TOOL_FAULTS,
           *ERROR_FAULTS)
@@ -270,7 +270,7 @@ class ScriptedModel:
     def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None,
               tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
         """Answer synchronously (used by the async path and by the litellm provider wrapper). Offered the recall
-        tool, an actor calls it as :mod:`om_eval.om.scripted_recall` plans."""
+        tool, an actor calls it as :mod:`om_eval.llm.scripted.recall` plans."""
         stage = stage or detect_stage(messages)
         with self._lock:
             queue = self._pending.get(stage)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from om_eval.om.jstext import utf16_len, utf16_prefix
+from om_eval.om.js.text import utf16_len, utf16_prefix
 
 # Any code point, lone surrogates included (JSON can carry them into a message).
 _text = st.text(alphabet=st.characters(min_codepoint=0, max_codepoint=0x10FFFF), max_size=60)

@@ -7,7 +7,7 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from om_eval.om.jsjson import js_number, js_stringify
+from om_eval.om.js.json import js_number, js_stringify
 
 plain = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(st.characters(exclude_categories=("Cs",))),

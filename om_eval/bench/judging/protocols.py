@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from om_eval.bench.judge import Judge, Mode, NoVerdict, ParseRule, judge_model_settings
+from om_eval.bench.judging.judge import Judge, Mode, NoVerdict, ParseRule, judge_model_settings
 from om_eval.om.config import ConfigError, ModelSettings
 
 __all__ = ["PROTOCOLS", "PanelEntry", "Protocol", "panel_judge", "parse_panel", "protocol_name"]

@@ -6,8 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from om_eval.bench.longmemeval import BENCHMARK
-from om_eval.bench.matching import (
+from om_eval.bench.judging.matching import (
     contains_match,
     exact_match,
     match_answer,
@@ -16,6 +15,7 @@ from om_eval.bench.matching import (
     number_match,
     numbers_in,
 )
+from om_eval.bench.longmemeval import BENCHMARK
 
 words = st.lists(st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=1, max_size=8), min_size=1,
                  max_size=6).map(" ".join)

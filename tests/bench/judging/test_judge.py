@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from om_eval.bench import official_templates as judge_module
-from om_eval.bench.judge import (
+from om_eval.bench.judging import official_templates as judge_module
+from om_eval.bench.judging.judge import (
     HOUSE_TEMPLATES,
     HOUSE_TEMPLATES_SHA256,
     OFFICIAL_JUDGE_SETTINGS,
@@ -39,18 +39,18 @@ from om_eval.bench.judge import (
     parse_label,
     parse_verdict,
 )
-from om_eval.bench.official_templates import RAW_URL
+from om_eval.bench.judging.official_templates import RAW_URL
 from om_eval.data.records import QUESTION_TYPES, Question
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import ClientSettings, LLMClient
 from om_eval.llm.models import model_settings
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import LLMRequest
+from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ConfigError
 from om_eval.om.model import ModelReply
-from om_eval.om.scripted import ScriptedModel
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # ------------------------------------------------------------------------------------------- the stand-in
 
@@ -217,7 +217,7 @@ def test_the_loader_imports_none_of_the_upstream_dependencies(tmp_path: Path) ->
     script = textwrap.dedent(f"""
         import sys
         sys.path[:0] = [{str(tripwires)!r}, {str(ROOT)!r}]
-        from om_eval.bench.judge import load_official_prompt_builder
+        from om_eval.bench.judging.judge import load_official_prompt_builder
         builder = load_official_prompt_builder({str(path)!r}, expected_sha256={sha!r})
         builder("temporal-reasoning", "q", 3, "r")
         print(sorted(n for n in ("openai", "backoff", "tqdm", "numpy") if n in sys.modules))

@@ -4,7 +4,7 @@
 nearest groups come back with their thread, range and text. This is om-eval's offline stand-in, labelled as such
 wherever it is used: BM25 over the groups' text (``bm25s``, English stop words, no stemming), one hit per group,
 best first, groups sharing no word with the query left out. The tool formats the hits exactly as 1.31 formats its
-vector hits (:func:`om_eval.om.recall.recall`), so only the ranking and the scores differ from Mastra's.
+vector hits (:func:`om_eval.om.recall.tool.recall`), so only the ranking and the scores differ from Mastra's.
 
 ``om.retrieval_search=embedding`` is the closer counterpart: each group's text and each query are embedded with a
 litellm embedding model (:class:`EmbeddingGroupSearch`, cosine similarity).

@@ -3,7 +3,7 @@
 Two template sets:
 
 * ``official``: the upstream ``get_anscheck_prompt`` of ``src/evaluation/evaluate_qa.py`` at the pinned commit,
-  loaded at run time (our repository ships no copy of its text; :mod:`om_eval.bench.official_templates`).
+  loaded at run time (our repository ships no copy of its text; :mod:`om_eval.bench.judging.official_templates`).
 * ``house``: our own wording of the same per-type rules (longmemeval-reference §2.1), for offline work. Scores
   made with it are not official scores.
 
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from om_eval.bench.benchmark import house_route
-from om_eval.bench.official_templates import (
+from om_eval.bench.judging.official_templates import (
     PINNED_COMMIT,
     PINNED_SHA256,
     OfficialTemplateError,

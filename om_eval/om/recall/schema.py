@@ -1,6 +1,6 @@
 """The ``recall`` tool's input schema and what the model is told about the tool (retrieval mode, 1.31.0).
 
-Split from :mod:`om_eval.om.recall`, which runs a call: here are the properties the tool takes, the objects 1.31
+Split from :mod:`om_eval.om.recall.tool`, which runs a call: here are the properties the tool takes, the objects 1.31
 returns for arguments outside them (its validator's messages, in its order), the tool's definition offered to a
 model and the actor's instructions about it. The constraints are 1.31's; every description is in our words
 (``om_eval/om/prompts/recall.toml``).
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from om_eval.om.jsjson import js_stringify
-from om_eval.om.jstext import js_trim, utf16_len
+from om_eval.om.js.json import js_stringify
+from om_eval.om.js.text import js_trim, utf16_len
 from om_eval.om.prompts import load_prompts
 
 RecallScope = Literal["resource", "thread"]

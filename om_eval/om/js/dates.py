@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
-from om_eval.om.jstext import js_trim
+from om_eval.om.js.text import js_trim
 
 _MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")

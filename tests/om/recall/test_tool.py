@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from om_eval.om.recall import RecallError, RecallHistory, ThreadInfo, parse_js_date, recall, result_json
+from om_eval.om.recall.tool import RecallError, RecallHistory, ThreadInfo, parse_js_date, recall, result_json
 from om_eval.om.records import Message
 
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -123,7 +123,7 @@ def test_dates_read_as_javascript_reads_them() -> None:
 # -- mode="search" (om.retrieval_search=bm25, om-eval's stand-in for 1.31's vector search) -------------------------
 
 def search_index():
-    from om_eval.om.recall_search import Bm25GroupSearch, IndexedGroup
+    from om_eval.om.recall.search import Bm25GroupSearch, IndexedGroup
 
     return Bm25GroupSearch([
         IndexedGroup("t1", "g1", "m0:m2", "* User adopted a grey cat called Pebble", START + timedelta(minutes=2)),

@@ -6,8 +6,8 @@
   the judges are compared on the same answers.
 * :func:`judge_quality`: after ``rejudge --probes``, each judge's false-accept rate (wrong probes it said yes to:
   a vague answer and a specific wrong one) and false-reject rate (gold probes it said no to), overall and per
-  category (:mod:`om_eval.bench.probes`).
-* :func:`floor_line`: the judge-free floor (:mod:`om_eval.bench.matching`) beside the judged accuracy.
+  category (:mod:`om_eval.bench.judging.probes`).
+* :func:`floor_line`: the judge-free floor (:mod:`om_eval.bench.judging.matching`) beside the judged accuracy.
 
 A judge is named ``<protocol>:<model>`` (:func:`om_eval.report.agreement.judge_name`).
 """
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
-from om_eval.bench.matching import contains_match, match_floor
+from om_eval.bench.judging.matching import contains_match, match_floor
 from om_eval.report.agreement import current_verdicts, judge_name
 
 __all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "judge_quality",

@@ -1,7 +1,7 @@
 """How the ``recall`` tool shows stored messages: parts, token-bounded truncation and the page budget (1.31.0).
 
-Split from :mod:`om_eval.om.recall` (which decides *which* messages a call reads) because this half is pure text
-work: every length is in UTF-16 units and every count is tokenx's estimate (:mod:`om_eval.om.tokenx`), as in the
+Split from :mod:`om_eval.om.recall.tool` (which decides *which* messages a call reads) because this half is pure text
+work: every length is in UTF-16 units and every count is tokenx's estimate (:mod:`om_eval.om.js.tokenx`), as in the
 package, so a page is cut at the same character the reference cuts it.
 
 A part of a stored message, as Mastra's v2 message format names them (``text``, ``tool-invocation``, ``tool-call``,
@@ -16,10 +16,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from om_eval.om.jsjson import js_stringify
-from om_eval.om.jstext import utf16_len, utf16_prefix
+from om_eval.om.js.json import js_stringify
+from om_eval.om.js.text import utf16_len, utf16_prefix
+from om_eval.om.js.tokenx import estimate_tokens
 from om_eval.om.records import Message
-from om_eval.om.tokenx import estimate_tokens
 
 Detail = Literal["low", "high"]
 

@@ -11,12 +11,12 @@ Modes (``arguments["mode"]``):
 Results are the objects 1.31 returns (keys in its order), and a model reads them as compact JSON
 (:func:`result_json`). Errors 1.31 throws raise :class:`RecallError` with its message; the ones it returns (a range
 given as a cursor, a cursor from another thread, arguments outside the schema) are results. Search over observation
-groups (``mode="search"``) is an om-eval option kept apart (:mod:`om_eval.om.recall_search`); here, as in 1.31 without
+groups (``mode="search"``) is an om-eval option kept apart (:mod:`om_eval.om.recall.search`); here, as in 1.31 without
 a vector store, the mode is not offered.
 
 Storage is :class:`RecallHistory`: threads and messages in the order they were saved, read the way Mastra's
 in-memory store and ``Memory.recall`` read them (sorted by time with ties in saved order, a page taken, then shown
-oldest first, system reminders dropped after paging). ``tests/om/test_recall_differential.py`` compares every output
+oldest first, system reminders dropped after paging). ``tests/om/recall/test_differential.py`` compares every output
 with the package's on generated histories.
 """
 
@@ -28,10 +28,10 @@ from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from om_eval.om.jsdate import parse_js_date
-from om_eval.om.jsjson import js_number, js_stringify
-from om_eval.om.jstext import js_trim
-from om_eval.om.recall_parts import (
+from om_eval.om.js.dates import parse_js_date
+from om_eval.om.js.json import js_number, js_stringify
+from om_eval.om.js.text import js_trim
+from om_eval.om.recall.parts import (
     MAX_RESULT_TOKENS,
     Detail,
     FormattedPart,
@@ -43,7 +43,7 @@ from om_eval.om.recall_parts import (
     timestamp,
     truncate_with_hint,
 )
-from om_eval.om.recall_schema import (
+from om_eval.om.recall.schema import (
     DEFAULT_SEARCH_HITS,
     MAX_MESSAGES_LIMIT,
     MAX_PAGE,
@@ -52,7 +52,7 @@ from om_eval.om.recall_schema import (
     RecallScope,
     validation_error,
 )
-from om_eval.om.recall_search import SEARCH_NOT_CONFIGURED, GroupSearcher, as_utc
+from om_eval.om.recall.search import SEARCH_NOT_CONFIGURED, GroupSearcher, as_utc
 from om_eval.om.records import Message
 
 MAX_THREADS_LIMIT = 50

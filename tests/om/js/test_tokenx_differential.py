@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from om_eval.om.js.tokenx import VERSION, estimate_tokens, segment_tokens
 from om_eval.om.tokens import make_counter
-from om_eval.om.tokenx import VERSION, estimate_tokens, segment_tokens
 from tests.npm_oracle import node_folder
 
 pytestmark = pytest.mark.mastra
@@ -24,7 +24,7 @@ CASES = 1500
 SEED = 20261124
 
 _SCRIPT = r"""
-// Written by om-eval's tests/om/test_tokenx_differential.py: counts each string with the tokenx package.
+// Written by om-eval's tests/om/js/test_tokenx_differential.py: counts each string with the tokenx package.
 import { estimateTokenCount } from "tokenx";
 let input = "";
 for await (const chunk of process.stdin) input += chunk;

@@ -25,7 +25,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from om_eval.bench.matching import contains_match, normalise
+from om_eval.bench.judging.matching import contains_match, normalise
 from om_eval.data.records import Question
 
 __all__ = ["EXPECTED", "PROBE_KINDS", "REFUSAL", "Probe", "probes_for"]

@@ -93,7 +93,7 @@ MIN_CASES = 600
 # --------------------------------------------------------------------------- the oracle
 
 _NODE_SCRIPT = r"""
-// Written by om-eval's tests/om/test_recall_differential.py: runs the recall tool of @mastra/memory 1.31 over
+// Written by om-eval's tests/om/recall/test_differential.py: runs the recall tool of @mastra/memory 1.31 over
 // generated histories. Input: {histories: [{threads, messages}], cases: [{history, scope, threadId, resourceId,
 // input, hits?}]}. Output: per case {result: JSON.stringify(returned object)} or {thrown: error message}, and for a
 // case with hits (search enabled) also {asked: [what the tool asked searchMessages for]}.
@@ -840,7 +840,7 @@ def _hits(rng: random.Random, history: dict[str, Any], current: str | None, want
 
 
 def _search_arguments(rng: random.Random, kind: str, history: dict[str, Any], scope: str) -> dict[str, Any]:
-    from om_eval.om.jsdate import parse_js_date
+    from om_eval.om.js.dates import parse_js_date
 
     mine = [t["id"] for t in history["threads"] if t["resourceId"] == history["resource"]]
     arguments: dict[str, Any] = {"mode": "search"}
@@ -938,7 +938,7 @@ def reference(oracle: NodeFolder) -> Batch:
 
 
 def python_history(spec: dict[str, Any]) -> Any:
-    from om_eval.om.recall import RecallHistory, ThreadInfo
+    from om_eval.om.recall.tool import RecallHistory, ThreadInfo
 
     threads = [ThreadInfo(t["id"], t["resourceId"], _naive(t["createdAt"]), _naive(t["updatedAt"]), t["title"])
                for t in spec["threads"]]
@@ -953,7 +953,7 @@ class FixedHits:
     the form the Node script records them."""
 
     def __init__(self, hits: tuple[dict[str, Any], ...], aware: bool) -> None:
-        from om_eval.om.recall_search import SearchHit
+        from om_eval.om.recall.search import SearchHit
 
         def moment(iso: str) -> datetime:
             return _naive(iso).replace(tzinfo=UTC) if aware else _naive(iso)
@@ -975,7 +975,7 @@ class FixedHits:
 
 
 def ours(history: Any, case: Case, searcher: FixedHits | None = None) -> tuple[str, str]:
-    from om_eval.om.recall import RecallError, recall, result_json
+    from om_eval.om.recall.tool import RecallError, recall, result_json
 
     try:
         result = recall(history, copy.deepcopy(case.arguments), thread_id=case.thread_id,
@@ -989,7 +989,7 @@ def ours(history: Any, case: Case, searcher: FixedHits | None = None) -> tuple[s
 
 def _unreadable_search_date(case: Case, expected: tuple[str, str]) -> bool:
     """A search whose ``before`` or ``after`` JS cannot read (Invalid Date)."""
-    from om_eval.om.jsdate import parse_js_date
+    from om_eval.om.js.dates import parse_js_date
 
     return any(isinstance(case.arguments.get(name), str) and case.arguments[name]
                and parse_js_date(case.arguments[name]) is None for name in ("before", "after"))

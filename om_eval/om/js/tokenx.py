@@ -3,7 +3,7 @@
 Why it matters: OM compares *estimated* tokens with its thresholds, so the estimator decides when the Observer and
 Reflector run. ``@mastra/memory`` 1.7+ counts with tokenx's ``estimateTokenCount`` (default options): 1.10.0 asked
 for ``^1.3.0``, which resolved to 1.3.0 when it was published (2026-03-30; 1.4.0 came in July), and 1.31.0 bundles
-1.3.0 itself. That release is reproduced here (``tests/om/test_tokenx_differential.py`` checks it against the npm
+1.3.0 itself. That release is reproduced here (``tests/om/js/test_tokenx_differential.py`` checks it against the npm
 package). It counts English at roughly one token per six letters of a word plus one per short word or
 punctuation run, so it usually gives more tokens than ``o200k_base`` on prose.
 
@@ -29,7 +29,7 @@ import math
 import re
 from functools import lru_cache
 
-from om_eval.om.jstext import WS, utf16_len
+from om_eval.om.js.text import WS, utf16_len
 
 VERSION = "1.3.0"
 """The tokenx release reproduced (what @mastra/memory 1.10.0 resolved and 1.31.0 bundles)."""
