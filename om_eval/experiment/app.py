@@ -247,7 +247,7 @@ def _fixable_errors() -> tuple[type[Exception], ...]:
     from om_eval.llm.local import LocalModelError
     from om_eval.om.config import ConfigError
     from om_eval.om.tokens import TokenizerUnavailableError
-    from om_eval.store.writer import StoreError
+    from om_eval.store.files import StoreError
 
     return (ConfigError, DatasetNotFoundError, DatasetIntegrityError, DatasetValidationError, OfficialTemplateError,
             LocalModelError, TokenizerUnavailableError, StoreError)

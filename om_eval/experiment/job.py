@@ -221,7 +221,7 @@ class RunJob:
 
     def run_info(self, dataset: Dataset, judge: Judge | None = None) -> Any:
         from om_eval.store.provenance import git_state, package_versions
-        from om_eval.store.writer import RunInfo
+        from om_eval.store.records import RunInfo
 
         spec = self.spec
         judge = judge or make_judge(spec)
@@ -319,7 +319,7 @@ class RunJob:
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(UTC).replace(tzinfo=None))
-        from om_eval.store.writer import QuestionRecord
+        from om_eval.store.records import QuestionRecord
 
         await recorder.record(QuestionRecord(item, events, _call_rows(ledger), held.held, judgments))
         # Counted once stored: progress lines then count saved questions, one more per line.
@@ -371,7 +371,8 @@ class RunJob:
 
     async def run(self, on_update: Any = None, dataset: Dataset | None = None) -> RunProgress:
         from om_eval.store.batched import BatchedRecorder
-        from om_eval.store.writer import RunStore, SnapshotLookup
+        from om_eval.store.lookup import SnapshotLookup
+        from om_eval.store.writer import RunStore
 
         dataset = dataset or self.load_dataset()
         judge = make_judge(self.spec)  # a judge that cannot be built must fail before any store file exists

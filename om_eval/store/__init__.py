@@ -5,17 +5,12 @@ reports read every file at once through ``Catalog``. See ``schema`` for the tabl
 """
 
 from om_eval.store.catalog import Catalog
+from om_eval.store.files import StoreBusyError, StoreError, store_files, store_path
+from om_eval.store.lookup import SnapshotLookup
+from om_eval.store.mismatch import ConfigMismatchError
 from om_eval.store.provenance import git_state, package_versions
-from om_eval.store.writer import (
-    ConfigMismatchError,
-    RunInfo,
-    RunStore,
-    SnapshotLookup,
-    StoreBusyError,
-    StoreError,
-    store_files,
-    store_path,
-)
+from om_eval.store.records import RunInfo
+from om_eval.store.writer import RunStore
 
 __all__ = [
     "Catalog",

@@ -13,7 +13,8 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from om_eval.store.writer import QuestionRecord, RunStore
+from om_eval.store.records import QuestionRecord
+from om_eval.store.writer import RunStore
 
 __all__ = ["BatchedRecorder"]
 

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from om_eval.store.files import store_files
 from om_eval.store.schema import TABLES
-from om_eval.store.writer import store_files
 
 if TYPE_CHECKING:
     import pandas

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from om_eval.common.files import open_lock, try_lock
-from om_eval.store.writer import STORE_DIR, StoreBusyError
+from om_eval.store.files import STORE_DIR, StoreBusyError
 
 #: Files DuckDB and the writer keep beside a run file.
 SIDECARS = (".wal", ".lock")

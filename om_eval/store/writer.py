@@ -1,11 +1,7 @@
-"""The single writer of one run's DuckDB file, and a snapshot lookup that also reads other runs' files.
+"""The single writer of one run's DuckDB file (:class:`RunStore`).
 
-Why a lock file beside the database: DuckDB refuses a second read-write process with a generic IO error, and it
-refuses a writer just the same while any *reader* (a catalog, a report, another job's snapshot lookup) has the file
-open. The sidecar ``<file>.lock`` tells the two apart: only writers take it (``flock``, exclusive, non-blocking), it
-is held for the writer's lifetime and the kernel drops it when the process dies, SIGKILL included, so a crashed run
-never leaves a stale lock. A held lock means another process runs this same configuration (``StoreBusyError``); a
-free lock but a busy database means a reader, which is waited out for ``open_timeout`` seconds.
+Opening takes the writer's lock and waits out readers (:mod:`om_eval.store.files` says why a lock file is needed);
+registering a run id again checks it is the same configuration (:mod:`om_eval.store.mismatch`).
 
 Durability: each ``record_question``, ``record_questions`` batch and ``put`` is one transaction; DuckDB appends
 it to ``<file>.wal`` and fdatasyncs before the commit returns. A killed writer leaves the WAL behind; the next open
@@ -24,156 +20,49 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import re
-import socket
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from om_eval.common.files import atomic_write, open_lock, try_lock
+from om_eval.common.files import atomic_write
+from om_eval.store.files import (
+    RUN_ID_PATTERN,
+    StoreError,
+    acquire_writer_lock,
+    connect_writer,
+)
+from om_eval.store.mismatch import check_same_run
+from om_eval.store.records import PreparedQuestion, QuestionRecord, RunInfo, prepare_question
 from om_eval.store.rows import (
     call_row,
-    event_row,
     expected_columns,
     fetch_dict,
     insert,
-    item_row,
     judgment_row,
     probe_row,
     snapshot_data,
     snapshot_row,
     to_json,
-    utc,
     utcnow,
 )
 from om_eval.store.schema import SCHEMA_VERSION, TABLES
 
-STORE_DIR = "store"
-"""Sub-folder of a results folder that holds the run files."""
-
-#: DuckDB's error for a file already open in this process (DuckDB 1.2 and later).
-_IN_USE: tuple[type[Exception], ...] = tuple(
-    getattr(duckdb, name) for name in ("ResourceInUseException",) if hasattr(duckdb, name))
-#: What opening a run store raises when the file is held elsewhere (a lock) or in this process.
-_CONNECT_ERRORS: tuple[type[Exception], ...] = (duckdb.IOException, *_IN_USE)
-_RUN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
-_JSON_RUN_FIELDS = ("prompt_hashes", "packages", "judge_identity")
-#: Run columns that must agree when a run is registered again (compared when both sides are known).
-_IDENTITY_FIELDS = ("memory_key", "dataset_sha256", "prompt_hashes")
-
-
 #: The ``error`` of a recovered call whose question was never saved (the process was killed first).
 INTERRUPTED_ATTEMPT = "attempt interrupted before its question was saved"
 
-
-class StoreError(RuntimeError):
-    """A run file cannot be used as asked."""
-
-
-class StoreBusyError(StoreError):
-    """Another process has the run file open."""
+#: WAL size at which DuckDB checkpoints a run store on its own (see :class:`RunStore`).
+CHECKPOINT_THRESHOLD = "512MB"
 
 
-class ConfigMismatchError(StoreError):
-    """A run id is being registered with a configuration other than the one stored under it."""
-
-
-def store_path(results_dir: Path | str, run_id: str) -> Path:
-    """Where run ``run_id`` lives: ``<results_dir>/store/<run_id>.duckdb``."""
-    if not _RUN_ID.fullmatch(run_id):
-        raise ValueError(f"run id {run_id!r} is not usable as a file name")
-    return Path(results_dir) / STORE_DIR / f"{run_id}.duckdb"
-
-
-def store_files(results_dir: Path | str) -> list[Path]:
-    """Every run file of a results folder, sorted by name."""
-    return sorted((Path(results_dir) / STORE_DIR).glob("*.duckdb"))
-
-
-@dataclass(frozen=True)
-class RunInfo:
-    """One row of ``runs``. JSON columns (``prompt_hashes``, ``packages``, ``judge_identity``, ``config_json``)
-    take either the JSON text or plain data; ``created_at`` defaults to the first registration."""
-
-    run_id: str
-    config_json: str | Mapping[str, Any]
-    label: str | None = None
-    experiment: str | None = None
-    created_at: datetime | None = None
-    memory_key: str | None = None
-    prompt_hashes: str | Mapping[str, str] | None = None
-    dataset_name: str | None = None
-    dataset_path: str | None = None
-    dataset_sha256: str | None = None
-    dataset_subset: str | None = None
-    n_questions: int | None = None
-    git_sha: str | None = None
-    git_dirty: bool | None = None
-    packages: str | Mapping[str, str | None] | None = None
-    observer_model: str | None = None
-    reflector_model: str | None = None
-    actor_model: str | None = None
-    judge_model: str | None = None
-    judge_mode: str | None = None
-    judge_identity: str | Mapping[str, Any] | None = None
-    official: bool | None = None
-    token_estimator: str | None = None
-    benchmark: str | None = None
-
-    def row(self) -> dict[str, Any]:
-        """The row as stored: JSON columns serialised, timestamps in naive UTC."""
-        row = {f.name: getattr(self, f.name) for f in fields(self)}
-        for name in (*_JSON_RUN_FIELDS, "config_json"):
-            if row[name] is not None and not isinstance(row[name], str):
-                row[name] = to_json(row[name], sort_keys=True)
-        row["created_at"] = utc(row["created_at"])
-        return row
-
-
-@dataclass(frozen=True)
-class QuestionRecord:
-    """One finished question as :meth:`RunStore.record_question` takes it (its arguments, for batches)."""
-
-    item: Mapping[str, Any] | Any
-    events: Iterable[Mapping[str, Any] | Any] = ()
-    calls: Iterable[Mapping[str, Any] | Any] = ()
-    snapshot: tuple[str, str, Any, Any] | None = None
-    judgments: Iterable[Mapping[str, Any]] = ()
-
-
-@dataclass(frozen=True)
-class _PreparedQuestion:
-    """A record's rows, checked, before the writer numbers its calls."""
-
-    key: tuple[str, str]
-    owner: str
-    item: dict[str, Any]
-    event_rows: list[dict[str, Any]]
-    calls: list[Any]
-    snapshot: dict[str, Any] | None
-    judgments: list[dict[str, Any]]
-
-
-def _prepare(run_id: str, record: QuestionRecord) -> _PreparedQuestion:
-    row = item_row(run_id, record.item)
-    question_id = row["question_id"]
-    owner = row.get("haystack_id") or question_id  # a shared memory's events are kept once, under its owner
-    memory_key = row["memory_key"]
-    events = [event_row(event, memory_key, owner, seq) for seq, event in enumerate(record.events)]
-    return _PreparedQuestion(
-        key=(run_id, question_id), owner=owner, item=row,
-        event_rows=events,
-        calls=list(record.calls),
-        snapshot=snapshot_row(*record.snapshot) if record.snapshot is not None else None,
-        judgments=[judgment_row(run_id, question_id, j) for j in record.judgments],
-    )
+def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> Any:
+    """The value of a query without GROUP BY over aggregates only: such a query returns exactly one row."""
+    row = con.execute(sql, params).fetchone()
+    assert row is not None  # an aggregate-only query always returns one row
+    return row[0]
 
 
 class RunStore:
@@ -195,10 +84,10 @@ class RunStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._mutex = threading.RLock()
-        self._lock_fd: int | None = _acquire_lock(self.path)
+        self._lock_fd: int | None = acquire_writer_lock(self.path)
         self._con: duckdb.DuckDBPyConnection | None = None
         try:
-            self._con = _connect(self.path, open_timeout)
+            self._con = connect_writer(self.path, open_timeout)
             # Each automatic checkpoint rewrites the tables' open row groups (every model call of the run so far
             # sits in one), so with DuckDB's 16 MB default a 500-question S run peaked at 1.25 GB in checkpoint
             # spikes against a 0.45 GB steady state. Writes stay durable in the WAL; the checkpoint comes at
@@ -275,7 +164,7 @@ class RunStore:
             ConfigMismatchError: the run id is stored with another configuration.
             StoreError: the file already holds a different run.
         """
-        if not _RUN_ID.fullmatch(run.run_id):
+        if not RUN_ID_PATTERN.fullmatch(run.run_id):
             raise ValueError(f"run id {run.run_id!r} is not usable as a file name")
         row = run.row()
         now = utcnow()
@@ -291,7 +180,7 @@ class RunStore:
                 row["created_at"] = row["created_at"] or now
                 history = [entry]
             else:
-                _check_identity(self.path, stored, row, set(ignore_config_keys))
+                check_same_run(self.path, stored, row, set(ignore_config_keys))
                 row["created_at"] = stored["created_at"]
                 history = json.loads(stored["registrations"] or "[]")
                 if keep_label and stored["label"]:
@@ -372,10 +261,10 @@ class RunStore:
         if run_id not in self._run_ids:
             raise StoreError(f"run {run_id} is not registered in {self.path}; call register_run first")
         errors: list[Exception | None] = [None] * len(records)
-        ready: list[tuple[int, _PreparedQuestion]] = []
+        ready: list[tuple[int, PreparedQuestion]] = []
         for index, record in enumerate(records):
             try:
-                ready.append((index, _prepare(run_id, record)))
+                ready.append((index, prepare_question(run_id, record)))
             except Exception as error:
                 errors[index] = error
         with self._mutex:  # what is known to have rows, the writes and the marks, as one step
@@ -404,7 +293,7 @@ class RunStore:
                 self._rewrite_journal()
         return errors
 
-    def _write(self, con: duckdb.DuckDBPyConnection, run_id: str, batch: Sequence[_PreparedQuestion]) -> None:
+    def _write(self, con: duckdb.DuckDBPyConnection, run_id: str, batch: Sequence[PreparedQuestion]) -> None:
         item_rows, event_rows, call_rows, snapshot_rows = [], [], [], []
         verdicts: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
         for prepared in batch:
@@ -581,174 +470,3 @@ class RunStore:
                 con.executemany("INSERT INTO meta VALUES (?, ?)", [
                     ["created_at", utcnow().isoformat()], ["created_by", f"om-eval {__version__}"]])
             con.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", [str(SCHEMA_VERSION)])
-
-
-class SnapshotLookup:
-    """Memory snapshots from the writer's own file first, then (read-only) from other runs' files.
-
-    Answer-only variants share a memory key with the run that built the memory; this finds that run's snapshot
-    so they replay nothing. Files another process is writing cannot be opened and are skipped. Each file is
-    opened only for the read and closed at once (an open reader would stop its writer from starting), and a
-    file that has not changed since it was last found lacking the snapshot is not opened again.
-
-    Args:
-        results_dir: the results folder whose ``store/`` holds the run files.
-        writer: this run's store; ``put`` writes there.
-    """
-
-    def __init__(self, results_dir: Path | str, writer: RunStore) -> None:
-        self.store_dir = Path(results_dir) / STORE_DIR
-        self.writer = writer
-        self.found_in: dict[tuple[str, str], Path] = {}
-        """Where each snapshot taken from another run's file came from."""
-        self._index: dict[Path, tuple[tuple[Any, ...], frozenset[tuple[str, str]]]] = {}
-
-    def get(self, key: str, question_id: str) -> dict[str, Any] | None:
-        data = self.writer.get(key, question_id)
-        if data is not None:
-            return data
-        own = self.writer.path.resolve()
-        for path in sorted(self.store_dir.glob("*.duckdb")):
-            if path.resolve() == own:
-                continue
-            signature = _signature(path)
-            known = self._index.get(path)
-            if known is not None and known[0] == signature and (key, question_id) not in known[1]:
-                continue
-            data = self._read(path, signature, key, question_id)
-            if data is not None:
-                self.found_in[(key, question_id)] = path
-                return data
-        return None
-
-    def put(self, key: str, question_id: str, data: Mapping[str, Any]) -> None:
-        self.writer.put(key, question_id, data)
-
-    def _read(self, path: Path, signature: tuple[Any, ...], key: str, question_id: str) -> dict[str, Any] | None:
-        try:
-            con = duckdb.connect(str(path), read_only=True)
-        except duckdb.Error:
-            return None  # being written by another job (locked), or not a readable store: skip
-        try:
-            pairs = frozenset(con.execute("SELECT memory_key, question_id FROM memory_snapshots").fetchall())
-            self._index[path] = (signature, pairs)
-            if (key, question_id) not in pairs:
-                return None
-            row = con.execute("SELECT snapshot, stats FROM memory_snapshots WHERE memory_key = ? AND "
-                              "question_id = ?", [key, question_id]).fetchone()
-            return snapshot_data(row) if row is not None else None
-        except duckdb.Error:
-            return None
-        finally:
-            con.close()
-
-
-# -- identity checks -------------------------------------------------------------------------------------------
-
-
-def _check_identity(path: Path, stored: dict[str, Any], new: dict[str, Any], ignore: set[str]) -> None:
-    differences = _config_differences(stored["config_json"], new["config_json"], ignore)
-    for name in _IDENTITY_FIELDS:
-        old, now = stored[name], new[name]
-        if name in _JSON_RUN_FIELDS:
-            old, now = (json.loads(v) if v is not None else None for v in (old, now))
-        if old is not None and now is not None and old != now:
-            differences.append(f"{name}: {_short(old)} -> {_short(now)}")
-    if differences:
-        shown = "; ".join(differences[:5]) + (f"; and {len(differences) - 5} more" if len(differences) > 5 else "")
-        raise ConfigMismatchError(
-            f"{path} holds run {stored['run_id']} with a different configuration ({shown}). One run id must mean "
-            "one configuration: use another results folder, or delete the file to start the run over.")
-
-
-def _config_differences(old_text: str | None, new_text: str | None, ignore: set[str]) -> list[str]:
-    old, new = (json.loads(t) if t else {} for t in (old_text, new_text))
-    if isinstance(old, dict) and isinstance(new, dict):
-        old = {k: v for k, v in old.items() if k not in ignore}
-        new = {k: v for k, v in new.items() if k not in ignore}
-    flat_old, flat_new = _flatten(old), _flatten(new)
-    missing = object()
-    return [
-        f"{key or 'config'}: {_short(flat_old.get(key, missing))} -> {_short(flat_new.get(key, missing))}"
-        for key in sorted(set(flat_old) | set(flat_new))
-        if flat_old.get(key, missing) != flat_new.get(key, missing)
-    ]
-
-
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict) and value:
-        out: dict[str, Any] = {}
-        for key, inner in value.items():
-            out.update(_flatten(inner, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: value}
-
-
-def _short(value: Any) -> str:
-    if not isinstance(value, (str, int, float, bool, type(None), list, dict)):
-        return "(absent)"
-    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-# -- small helpers ---------------------------------------------------------------------------------------------
-
-
-def _signature(path: Path) -> tuple[Any, ...]:
-    parts: list[Any] = []
-    for candidate in (path, path.with_name(path.name + ".wal")):
-        try:
-            stat = candidate.stat()
-            parts.append((stat.st_mtime_ns, stat.st_size))
-        except FileNotFoundError:
-            parts.append(None)
-    return tuple(parts)
-
-
-def _acquire_lock(path: Path) -> int:
-    lock_path = path.with_name(path.name + ".lock")
-    fd = open_lock(lock_path)
-    try:
-        locked = try_lock(fd)
-    except BaseException:
-        os.close(fd)
-        raise
-    if not locked:
-        holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown process"
-        os.close(fd)
-        raise StoreBusyError(
-            f"{path} is being written by another process ({holder}): another process is running this same "
-            "configuration. Let it finish (its finished questions will be skipped) or stop it first.")
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
-    return fd
-
-
-#: WAL size at which DuckDB checkpoints a run store on its own (see :class:`RunStore`).
-CHECKPOINT_THRESHOLD = "512MB"
-
-
-def _aggregate(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> Any:
-    """The value of a query without GROUP BY over aggregates only: such a query returns exactly one row."""
-    row = con.execute(sql, params).fetchone()
-    assert row is not None  # an aggregate-only query always returns one row
-    return row[0]
-
-
-def _connect(path: Path, timeout: float) -> duckdb.DuckDBPyConnection:
-    deadline = time.monotonic() + timeout
-    delay = 0.05
-    while True:
-        try:
-            return duckdb.connect(str(path))
-        except _CONNECT_ERRORS as error:
-            in_use = isinstance(error, _IN_USE)  # open elsewhere in this very process
-            if not in_use and "lock" not in str(error).lower():
-                raise
-            if time.monotonic() >= deadline:
-                holder = "this process (a Catalog left open?)" if in_use else "another process"
-                raise StoreBusyError(
-                    f"{path} is held open by {holder}, most likely a reader (a catalog, a report or another "
-                    f"run's snapshot lookup); close it and retry. DuckDB said: {error}") from error
-            time.sleep(delay)
-            delay = min(delay * 2, 0.5)

@@ -10,7 +10,7 @@ import pytest
 
 from om_eval.store import RunStore, store_path
 from om_eval.store.batched import BatchedRecorder
-from om_eval.store.writer import QuestionRecord
+from om_eval.store.records import QuestionRecord
 from tests.store.workers import question, run_info
 
 
