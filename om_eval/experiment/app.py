@@ -99,7 +99,10 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
         f"{spec.actor.model} · judge {spec.judge_mode}:{spec.judge_model.model} · store "
         f"{Path(spec.run.results_dir) / 'store' / (job.run_id + '.duckdb')}"
     )
+    # Before anything starts, in this order: credentials (seconds), the data, the judge's templates, the forecast.
+    job.check_credentials()
     dataset = job.load_dataset()
+    job.judge()
     if spec.hosted_models:
         print_estimate(spec, dataset, console)
     try:

@@ -211,6 +211,8 @@ class RunJob:
         self.progress = RunProgress()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
         """The memories questions share (LoCoMo's conversations): one build each per invocation."""
+        self._credentials_checked = False
+        self._judge: Judge | None = None
 
     @property
     def label(self) -> str:
@@ -341,30 +343,34 @@ class RunJob:
     def _note(seen: dict[str, int], message: str) -> None:
         seen[message[:300]] = seen.get(message[:300], 0) + 1
 
-    def _check_credentials(self, store_path: Path, dataset: Dataset) -> None:
-        """Refuse to start a run whose hosted models lack credentials (before any store file exists).
+    def check_credentials(self) -> None:
+        """Refuse to start a run whose models lack credentials: the first check of a run, before any data is read,
+        any file downloaded or any store file made. Every role that lacks one is named, with what to set.
 
         A run with nothing left to do needs no model, so re-opening a finished run works without keys.
         """
-        from om_eval.llm.credentials import missing_credentials
+        from om_eval.llm.credentials import credentials_message, missing_credentials
 
+        if self._credentials_checked:
+            return
         missing = {role: (settings.model, names) for role, settings in self.spec.role_models().items()
                    if (names := missing_credentials(settings.model, settings.provider_options))}
-        if not missing:
-            return
-        if store_path.exists():
+        store_path = self.results / "store" / f"{self.run_id}.duckdb"
+        if missing and store_path.exists():
             from om_eval.store.writer import RunStore
 
             with RunStore(store_path) as store:
-                done = store.done_question_ids(self.run_id)
-            if all(entry.question_id in done for entry in dataset.entries):
-                return
-        role, (model, names) = sorted(missing.items())[0]
-        others = f" ({len(missing) - 1} more role(s) too)" if len(missing) > 1 else ""
-        raise ConfigError(
-            f"{role}={model} has no credentials: set {' or '.join(names)}, or pass "
-            f"+{role}.provider_options.api_key=...{others}; nothing was run"
-        )
+                if store.finished(self.run_id):
+                    missing = {}
+        if missing:
+            raise ConfigError(credentials_message(missing))
+        self._credentials_checked = True
+
+    def judge(self) -> Judge:
+        """The run's judge, built once (the official templates are read, or downloaded once, here)."""
+        if self._judge is None:
+            self._judge = make_judge(self.spec)
+        return self._judge
 
     def load_dataset(self) -> Dataset:
         return load_run_dataset(self.spec.dataset)
@@ -374,10 +380,10 @@ class RunJob:
         from om_eval.store.lookup import SnapshotLookup
         from om_eval.store.writer import RunStore
 
+        self.check_credentials()
         dataset = dataset or self.load_dataset()
-        judge = make_judge(self.spec)  # a judge that cannot be built must fail before any store file exists
+        judge = self.judge()  # a judge that cannot be built must fail before any store file exists
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
-        self._check_credentials(store_path, dataset)
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None
             store.register_run(self.run_info(dataset, judge), keep_label=not explicit_label)

@@ -40,6 +40,7 @@ from om_eval.llm.pricing import call_cost
 from om_eval.llm.request import LLMRequest, cache_key
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, ToolCall, ToolSpec, cut_off
+from om_eval.om.provider_options import endpoint_options
 
 log = logging.getLogger(__name__)
 
@@ -95,7 +96,9 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
 
     ``google.thinkingConfig.thinkingBudget`` becomes litellm's ``thinking`` budget on Gemini models and is
     dropped elsewhere; ``openai.reasoningEffort`` becomes ``reasoning_effort`` on OpenAI models; everything
-    under ``litellm`` is passed through verbatim (e.g. ``{"litellm": {"num_ctx": 8192}}``).
+    under ``litellm`` is passed through verbatim (e.g. ``{"litellm": {"num_ctx": 8192}}``); the endpoint
+    (``api_base``, ``api_key``, ``extra_headers``: :func:`~om_eval.om.provider_options.endpoint_options`, the same
+    reading the credential check makes) is sent as litellm's parameters of those names.
     """
     provider = model.partition("/")[0]
     params: dict[str, Any] = {}
@@ -107,6 +110,7 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     if effort is not None and provider in ("openai", "azure"):
         params["reasoning_effort"] = effort
     params.update(options.get("litellm") or {})
+    params.update(endpoint_options(options))
     return params
 
 

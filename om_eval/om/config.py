@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from om_eval.common.secrets import redact_secrets
+from om_eval.om.provider_options import provider_option_errors
 from om_eval.om.thresholds import (
     resolve_block_after,
     resolve_buffer_tokens,
@@ -116,7 +117,8 @@ class ModelSettings:
     max_output_tokens: int | None = 100_000
     """Upper bound on generated tokens; ``None`` leaves it to the provider."""
     provider_options: Mapping[str, Any] = field(default_factory=dict)
-    """Provider-specific parameters passed through unchanged (e.g. Gemini thinking budgets)."""
+    """Provider-specific parameters (``google``, ``openai``, ``litellm``) and the model's endpoint (``api_base``,
+    ``api_key``, ``extra_headers``): :mod:`om_eval.om.provider_options`."""
 
     def __repr__(self) -> str:
         # Provider options may carry credentials (an api_key, an Authorization header); never show them.
@@ -133,6 +135,8 @@ class ModelSettings:
             _check_positive_int(f"{prefix}.max_output_tokens", self.max_output_tokens)
         if not isinstance(self.provider_options, Mapping):
             _fail(f"{prefix}.provider_options", self.provider_options, "must be a mapping")
+        for path, value, why in provider_option_errors(self.model, self.provider_options):
+            _fail(f"{prefix}.provider_options.{path}", value, why)
 
 
 def _observer_model_default() -> ModelSettings:

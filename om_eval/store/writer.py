@@ -208,6 +208,13 @@ class RunStore:
         return {row[0] for row in self._read(
             "SELECT question_id FROM items WHERE run_id = ? AND status = 'done'", [run_id])}
 
+    def finished(self, run_id: str) -> bool:
+        """Whether every question of ``run_id`` is done (as many as the run registered; a run id fixes its subset)."""
+        rows = self._read("SELECT n_questions FROM runs WHERE run_id = ?", [run_id])
+        if not rows or rows[0][0] is None:
+            return False
+        return len(self.done_question_ids(run_id)) >= rows[0][0]
+
     def spent_usd(self, run_id: str) -> float:
         """Known dollars spent by the run so far, over every attempt of every question."""
         rows = self._read("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls WHERE run_id = ?", [run_id])

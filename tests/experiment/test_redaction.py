@@ -1,4 +1,7 @@
-"""An api_key given in a model's provider options never reaches the store, the console or the run id."""
+"""A credential given in a model's provider options never reaches the store, the console or the run id.
+
+(The scripted models run in this process and take no endpoint, so the credential here is one litellm passes on,
+``vertex_credentials``; an ``api_key`` is refused for them, ``tests/llm/test_endpoint.py``.)"""
 
 from __future__ import annotations
 
@@ -18,12 +21,12 @@ def composed(results: Path, *overrides: str):
 
 
 def test_a_key_in_provider_options_is_redacted_everywhere(tmp_path: Path) -> None:
-    key = "+models.judge.provider_options.api_key="
+    key = "+models.judge.provider_options.litellm.vertex_credentials="
     console = Console(file=io.StringIO(), width=200)
     summary = run_from_config(composed(tmp_path, key + "sk-first-secret-1234"), console=console)
     with Catalog(tmp_path) as catalog:
         stored = catalog.runs()[0]["config_json"]
-    assert "sk-first-secret" not in stored and '"api_key": "***"' in stored
+    assert "sk-first-secret" not in stored and '"vertex_credentials": "***"' in stored
     assert "sk-first-secret" not in console.file.getvalue()
     for path in tmp_path.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".yaml", ".md", ".txt"):

@@ -1,0 +1,121 @@
+"""A model's endpoint, named as the docs say, reaches the call: a real HTTP exchange with a stand-in server.
+
+litellm's OpenAI provider sends the request over HTTP to ``provider_options.api_base`` with ``api_key`` as its
+bearer token and ``extra_headers`` as headers; the older form (the same keys under ``litellm``) does the same. The
+credential check reads the same place, and credentials stay out of the cache key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from om_eval.llm.client import LLMClient, build_request
+from om_eval.llm.credentials import missing_credentials
+from om_eval.llm.request import cache_key
+from om_eval.om.config import ConfigError, ModelSettings
+
+QUESTION = [{"role": "user", "content": "Which city did I move to?"}]
+
+
+class ChatServer(ThreadingHTTPServer):
+    """An OpenAI-compatible chat server that answers "Lisbon" and keeps every request it was sent."""
+
+    seen: list[dict[str, Any]]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ChatServer
+
+    def do_POST(self) -> None:  # the name http.server calls
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                                 "body": body})
+        reply = {"id": "c1", "object": "chat.completion", "created": 0, "model": body["model"],
+                 "choices": [{"index": 0, "finish_reason": "stop",
+                              "message": {"role": "assistant", "content": "You moved to Lisbon."}}],
+                 "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}}
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def server() -> Iterator[ChatServer]:
+    httpd = ChatServer(("127.0.0.1", 0), _Handler)
+    httpd.seen = []
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield httpd
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _base(server: ChatServer) -> str:
+    return f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+@pytest.mark.parametrize("form", ["documented", "litellm"])
+def test_an_endpoint_given_as_documented_is_called(server: ChatServer, form: str,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    endpoint = {"api_base": _base(server), "api_key": "none", "extra_headers": {"X-Team": "memory-lab"}}
+    options = endpoint if form == "documented" else {"litellm": endpoint}
+    settings = ModelSettings(model="openai/qwen2.5-coder-1.5b", temperature=0.0, max_output_tokens=32,
+                             provider_options=options)
+    settings.validate("models.actor")
+    assert missing_credentials(settings.model, settings.provider_options) == []  # the check reads the same place
+    client = LLMClient(cache=None)
+    reply = asyncio.run(client.complete(QUESTION, stage="actor", settings=settings))
+    assert reply.text == "You moved to Lisbon." and (reply.prompt_tokens, reply.completion_tokens) == (12, 5)
+    (sent,) = server.seen
+    assert sent["path"] == "/v1/chat/completions" and sent["body"]["model"] == "qwen2.5-coder-1.5b"
+    assert sent["headers"]["authorization"] == "Bearer none" and sent["headers"]["x-team"] == "memory-lab"
+    assert sent["body"]["messages"] == QUESTION and sent["body"]["temperature"] == 0.0
+    record = client.ledger.records[-1]
+    assert (record.prompt_tokens, record.completion_tokens) == (12, 5)
+
+
+def test_the_key_stays_out_of_the_cache_key_and_the_address_in_it() -> None:
+    def key(options: dict[str, Any]) -> str:
+        return cache_key(build_request(QUESTION, ModelSettings(model="openai/m", temperature=0.0,
+                                                               provider_options=options)), None)
+
+    base = {"api_base": "http://gpu-box:8000/v1", "api_key": "sk-one"}
+    assert key(base) == key({**base, "api_key": "sk-two"})  # a rotated key is the same call
+    assert key(base) != key({**base, "api_base": "http://other-box:8000/v1"})  # another server is not
+    assert "sk-one" not in repr(build_request(QUESTION, ModelSettings(model="openai/m", provider_options=base)))
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"api_bse": "http://x/v1"}, r"provider_options\.api_bse=.*unknown option; allowed: google, openai, litellm, "
+                                 r"api_base, api_key, extra_headers"),
+    ({"api_key": ""}, r"provider_options\.api_key=.*non-empty text \('none' for a server that takes no key\)"),
+    ({"api_base": "http://a/v1", "litellm": {"api_base": "http://b/v1"}},
+     r"provider_options\.api_base and provider_options\.litellm\.api_base differ"),
+    ({"extra_headers": "X-Team: lab"}, r"provider_options\.extra_headers=.*must be a mapping"),
+])
+def test_a_wrong_endpoint_option_is_refused_by_name(options: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        ModelSettings(model="openai/m", provider_options=options).validate("models.actor")
+
+
+def test_an_endpoint_for_an_in_process_model_is_refused_as_unused() -> None:
+    with pytest.raises(ConfigError, match=r"models\.actor\.provider_options\.api_base=.*unused: local/qwen runs in "
+                                          r"this process"):
+        ModelSettings(model="local/qwen", provider_options={"api_base": "http://x/v1"}).validate("models.actor")
+    with pytest.raises(ConfigError) as refused:
+        ModelSettings(model="scripted/x", provider_options={"api_key": "sk-secret"}).validate("models.judge")
+    assert "sk-secret" not in str(refused.value)
