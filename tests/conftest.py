@@ -24,6 +24,9 @@ INTEGRATION_MODULES = (
     "tests/om/test_mastra_pair_replay.py",
     "tests/om/test_mastra_engine_differential.py",
     "tests/om/js/test_tokenx_differential.py",
+    "tests/om/test_mastra_1_31_differential.py",
+    "tests/om/test_groups_differential.py",
+    "tests/om/recall/test_differential.py",
     "tests/cli/test_runs.py",
     "tests/experiment/test_pending_accounting_sweep.py",
 )
