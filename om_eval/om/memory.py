@@ -218,6 +218,12 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         generations = self._generations.get(key)
         return generations[-1] if generations else self._new_record(key)
 
+    def observations(self, thread_id: str | None = None) -> str:
+        """The observations held now for ``thread_id`` (all threads' in resource scope): what the Observer wrote and
+        the Reflector condensed, as the actor reads them before its context adds relative dates. The same as
+        ``record(thread_id).active_observations``; :meth:`build_context` gives the actor's whole view."""
+        return self.record(thread_id).active_observations
+
     def _new_record(self, key: str) -> OMRecord:
         now = self._now()
         return OMRecord(

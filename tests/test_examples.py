@@ -1,0 +1,44 @@
+"""The library examples the docs show run as written and print what they promise."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(script: str, *args: str, timeout: float = 120) -> str:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / script), *args], capture_output=True, text=True,
+                          env=env, cwd=ROOT, timeout=timeout, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_the_library_example_prints_observations_and_the_actors_view() -> None:
+    out = _run("library_example.py")
+    observations, view = out.split("=== what an actor on thread-2 sees")
+    assert "=== observations" in observations and "User stated: I adopted a beagle named Toby." in observations
+    assert "Date: Mar 1, 2025 (2 weeks ago)" in view and "--- system" in view
+
+
+def test_the_model_example_runs_the_engine_through_the_client(tmp_path: Path) -> None:
+    out = _run("library_with_a_model.py", "--model", "scripted/om-eval", "--cache", str(tmp_path))
+    assert "Lisbon" in out.split("=== observations")[1] and "1 call(s)" in out
+    again = _run("library_with_a_model.py", "--model", "scripted/om-eval", "--cache", str(tmp_path))
+    assert again.split("===")[1] == out.split("===")[1]  # the cached reply gives the same memory
+
+
+@pytest.mark.integration
+def test_the_model_example_with_the_local_model() -> None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.skip("llama-cpp-python is not installed (pip install -e '.[local]')")
+    out = _run("library_with_a_model.py", timeout=900)
+    observations = out.split("=== observations")[1].split("===")[0]
+    assert observations.strip() and ("Lisbon" in observations or "Pixel" in observations), out
