@@ -36,6 +36,7 @@ from om_eval.bench.pipeline import (
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.common.files import open_lock, safe_file_name, try_lock
+from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
@@ -344,27 +345,51 @@ class RunJob:
         seen[message[:300]] = seen.get(message[:300], 0) + 1
 
     def check_credentials(self) -> None:
-        """Refuse to start a run whose models lack credentials: the first check of a run, before any data is read,
-        any file downloaded or any store file made. Every role that lacks one is named, with what to set.
+        """Refuse to start a run whose models cannot be called: the first check of a run, before any data is read,
+        any file downloaded or any store file made. Every role that lacks a key is named, with what to set; then
+        each self-hosted endpoint is asked once whether it is up and serves the model named.
 
-        A run with nothing left to do needs no model, so re-opening a finished run works without keys.
+        A run with nothing left to do needs no model, so re-opening a finished run works without keys or servers.
         """
         from om_eval.llm.credentials import credentials_message, missing_credentials
 
         if self._credentials_checked:
             return
-        missing = {role: (settings.model, names) for role, settings in self.spec.role_models().items()
+        roles = self.spec.role_models()
+        missing = {role: (settings.model, names) for role, settings in roles.items()
                    if (names := missing_credentials(settings.model, settings.provider_options))}
-        store_path = self.results / "store" / f"{self.run_id}.duckdb"
-        if missing and store_path.exists():
-            from om_eval.store.writer import RunStore
-
-            with RunStore(store_path) as store:
-                if store.finished(self.run_id):
-                    missing = {}
+        served = any(s.provider_options.get("api_base") or (s.provider_options.get("litellm") or {}).get("api_base")
+                     for s in roles.values())
+        if (missing or served) and self._finished():
+            missing, served = {}, False
         if missing:
             raise ConfigError(credentials_message(missing))
+        if served:
+            self._check_endpoints(roles)
         self._credentials_checked = True
+
+    def _finished(self) -> bool:
+        store_path = self.results / "store" / f"{self.run_id}.duckdb"
+        if not store_path.exists():
+            return False
+        from om_eval.store.writer import RunStore
+
+        with RunStore(store_path) as store:
+            return store.finished(self.run_id)
+
+    def _check_endpoints(self, roles: Mapping[str, Any]) -> None:
+        from om_eval.llm.endpoints import check_endpoint
+
+        problems, asked = [], set()
+        for role, settings in sorted(roles.items()):
+            ask = (settings.model, json.dumps(redact_secrets(settings.provider_options), sort_keys=True, default=str))
+            if ask in asked:
+                continue
+            asked.add(ask)
+            if (problem := check_endpoint(role, settings.model, settings.provider_options)) is not None:
+                problems.append(problem.describe())
+        if problems:
+            raise ConfigError("; ".join(problems) + "; nothing was run")
 
     def _prepare_local_models(self) -> None:
         """Check and load every in-process model before the first question, saying each step: the first call would

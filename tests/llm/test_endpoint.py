@@ -8,18 +8,26 @@ credential check reads the same place, and credentials stay out of the cache key
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
+from om_eval.experiment.app import run_from_config
 from om_eval.llm.client import LLMClient, build_request
 from om_eval.llm.credentials import missing_credentials
+from om_eval.llm.endpoints import check_endpoint
 from om_eval.llm.request import cache_key
 from om_eval.om.config import ConfigError, ModelSettings
+from om_eval.store import Catalog
+from tests.runs import compose_run
 
 QUESTION = [{"role": "user", "content": "Which city did I move to?"}]
 
@@ -28,6 +36,8 @@ class ChatServer(ThreadingHTTPServer):
     """An OpenAI-compatible chat server that answers "Lisbon" and keeps every request it was sent."""
 
     seen: list[dict[str, Any]]
+    models: list[str]
+    status: int = 200
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -48,6 +58,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
+    def do_GET(self) -> None:  # the name http.server calls
+        self.server.seen.append({"path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}})
+        data = json.dumps({"object": "list", "data": [{"id": name, "object": "model"}
+                                                      for name in self.server.models]}).encode()
+        self.send_response(self.server.status if self.path == "/v1/models" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def log_message(self, *args: Any) -> None:
         pass
 
@@ -56,6 +76,7 @@ class _Handler(BaseHTTPRequestHandler):
 def server() -> Iterator[ChatServer]:
     httpd = ChatServer(("127.0.0.1", 0), _Handler)
     httpd.seen = []
+    httpd.models = ["qwen2.5-coder-1.5b"]
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -119,3 +140,50 @@ def test_an_endpoint_for_an_in_process_model_is_refused_as_unused() -> None:
     with pytest.raises(ConfigError) as refused:
         ModelSettings(model="scripted/x", provider_options={"api_key": "sk-secret"}).validate("models.judge")
     assert "sk-secret" not in str(refused.value)
+
+
+def test_the_preflight_asks_the_server_what_it_serves(server: ChatServer) -> None:
+    options = {"api_base": _base(server), "api_key": "sk-lab", "extra_headers": {"X-Team": "memory-lab"}}
+    assert check_endpoint("models.actor", "openai/qwen2.5-coder-1.5b", options) is None
+    (asked,) = server.seen
+    assert asked["path"] == "/v1/models" and asked["headers"]["authorization"] == "Bearer sk-lab"
+    assert asked["headers"]["x-team"] == "memory-lab"
+    wrong = check_endpoint("models.actor", "openai/qwen2.5-7b", options)
+    assert wrong is not None and "serves no model named 'qwen2.5-7b'; it serves 'qwen2.5-coder-1.5b'" in wrong.reason
+    assert "models.actor.model=openai/<name>" in wrong.reason
+    server.status = 401
+    refused = check_endpoint("models.actor", "openai/qwen2.5-coder-1.5b", options)
+    assert refused is not None and "refuses the key (HTTP 401)" in refused.reason
+    assert check_endpoint("models.actor", "openai/gpt-4o", {}) is None  # no endpoint named: nothing to ask
+
+
+def test_a_server_that_is_down_is_named_before_anything_runs(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    down = check_endpoint("models.actor", "openai/m", {"api_base": f"http://127.0.0.1:{port}/v1", "api_key": "none"},
+                          timeout_s=2)
+    assert down is not None and "cannot be reached" in down.reason and "provider_options.api_base" in down.reason
+    with pytest.raises(ConfigError, match=r"models\.actor=openai/m at http://127\.0\.0\.1:\d+/v1: cannot be reached.*"
+                                          r"nothing was run"):
+        run_from_config(compose_run(tmp_path, "model@models.actor=openai_compatible", "models.actor.model=openai/m",
+                                    f"models.actor.provider_options.api_base=http://127.0.0.1:{port}/v1"),
+                        console=Console(file=io.StringIO()))
+    assert not list(tmp_path.glob("store/*.duckdb"))
+
+
+def test_a_run_answers_through_a_served_model_over_http(tmp_path: Path, server: ChatServer) -> None:
+    """The smoke run with its actor on an OpenAI-compatible server: every answer comes over HTTP and is stored."""
+    summary = run_from_config(compose_run(tmp_path, "model@models.actor=openai_compatible",
+                                          "models.actor.model=openai/qwen2.5-coder-1.5b",
+                                          f"models.actor.provider_options.api_base={_base(server)}"),
+                              console=Console(file=io.StringIO()))
+    chats = [seen for seen in server.seen if seen["path"] == "/v1/chat/completions"]
+    assert [seen["path"] for seen in server.seen[:1]] == ["/v1/models"]  # asked once, before the first call
+    with Catalog(tmp_path) as catalog:
+        items = catalog.items([summary["run_id"]])
+        calls = catalog.query("SELECT stage, model, prompt_tokens, completion_tokens FROM llm_calls WHERE "
+                              "stage = 'actor'")
+    assert len(chats) == len(items) == 7 and {item["hypothesis"] for item in items} == {"You moved to Lisbon."}
+    assert {(c["model"], c["prompt_tokens"], c["completion_tokens"]) for c in calls} == {
+        ("openai/qwen2.5-coder-1.5b", 12, 5)}
