@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -33,12 +30,3 @@ def test_the_model_example_runs_the_engine_through_the_client(tmp_path: Path) ->
     assert "Lisbon" in out.split("=== observations")[1] and "1 call(s)" in out
     again = _run("library_with_a_model.py", "--model", "scripted/om-eval", "--cache", str(tmp_path))
     assert again.split("===")[1] == out.split("===")[1]  # the cached reply gives the same memory
-
-
-@pytest.mark.integration
-def test_the_model_example_with_the_local_model() -> None:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.skip("llama-cpp-python is not installed (pip install -e '.[local]')")
-    out = _run("library_with_a_model.py", timeout=900)
-    observations = out.split("=== observations")[1].split("===")[0]
-    assert observations.strip() and ("Lisbon" in observations or "Pixel" in observations), out

@@ -187,3 +187,40 @@ def test_a_run_answers_through_a_served_model_over_http(tmp_path: Path, server: 
     assert len(chats) == len(items) == 7 and {item["hypothesis"] for item in items} == {"You moved to Lisbon."}
     assert {(c["model"], c["prompt_tokens"], c["completion_tokens"]) for c in calls} == {
         ("openai/qwen2.5-coder-1.5b", 12, 5)}
+
+
+class _FlakyHandler(_Handler):
+    """Fails the first chat request with a 500 and drops the connection of the second, then answers."""
+
+    def do_POST(self) -> None:  # the name http.server calls
+        self.server.attempts = getattr(self.server, "attempts", 0) + 1
+        if self.server.attempts == 1:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_error(500, "upstream overloaded")
+            return
+        if self.server.attempts == 2:
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)  # no response at all
+            return
+        super().do_POST()
+
+
+def test_a_5xx_and_a_dropped_connection_are_retried_over_http() -> None:
+    httpd = ChatServer(("127.0.0.1", 0), _FlakyHandler)
+    httpd.seen, httpd.models = [], ["m"]
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        settings = ModelSettings(model="openai/m", temperature=0.0, max_output_tokens=16,
+                                 provider_options={"api_base": _base(httpd), "api_key": "none"})
+
+        async def no_wait(_delay: float) -> None:
+            return None
+
+        client = LLMClient(cache=None, sleep=no_wait)
+        reply = asyncio.run(client.complete(QUESTION, stage="actor", settings=settings))
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert reply.text == "You moved to Lisbon." and httpd.attempts == 3
+    assert client.ledger.records[-1].retries == 2
