@@ -28,6 +28,7 @@ INTEGRATION_MODULES = (
     "tests/om/test_groups_differential.py",
     "tests/om/recall/test_differential.py",
     "tests/cli/test_runs.py",
+    "tests/cli/test_run_names.py",
     "tests/experiment/test_pending_accounting_sweep.py",
 )
 

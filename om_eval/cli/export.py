@@ -18,7 +18,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                  "resolved config, hashes of data, prompts and judge templates, cost, latency, "
                                  "metrics and comparability verdict into one zip archive.",
                                  epilog=EXPORT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    export.add_argument("run", help="run id, id prefix or label")
+    export.add_argument("run", help="run id, id prefix, label or experiment (when it names one run)")
     export.add_argument("--results", default="results", help="results folder (default: results)")
     export.add_argument("--out", help="archive path (default: <results>/exports/<run id>.zip)")
 

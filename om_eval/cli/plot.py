@@ -1,46 +1,56 @@
-"""``om-eval plot``: the comparison figures of the stored runs (deterministic PNGs)."""
+"""``om-eval plot``: the comparison figures of the stored runs (deterministic PNG, PDF or SVG) and their notes."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from om_eval.cli.report import load_runs
+PLOT_EXAMPLES = """examples:
+  om-eval plot                                     # PNGs and NOTES.md (captions, caveats) in results/plots/
+  om-eval plot --format pdf --no-notes             # PDFs for a paper, no notes file
+  om-eval plot --format png --dpi 300 --out figs   # print-resolution PNGs in figs/
+"""
+#: The figure formats, spelled out so that ``--help`` imports no matplotlib (a test keeps them in step).
+FORMATS = ("png", "pdf", "svg")
+DEFAULT_DPI = 100
+
+
+def _dpi(text: str) -> int:
+    value = int(text)
+    if not 10 <= value <= 2400:
+        raise argparse.ArgumentTypeError(f"{value}: give a resolution from 10 to 2400 dots per inch")
+    return value
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    plot = commands.add_parser("plot", help="grouped bars, accuracy vs observation tokens, vs actor context, vs cost",
-                               description="Draw the comparison plots of the stored runs (deterministic PNGs).")
+    plot = commands.add_parser(
+        "plot", help="grouped bars, accuracy vs observation tokens, vs actor context, vs cost",
+        description="Draw the comparison figures of the stored runs (the same runs and options give the same\n"
+                    "bytes) and write their captions and caveats to NOTES.md beside them.",
+        epilog=PLOT_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     plot.add_argument("--results", default="results", help="results folder (default: results)")
-    plot.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
+    plot.add_argument("--runs", nargs="+", metavar="RUN", help="only these runs (as for om-eval report --runs)")
     plot.add_argument("--out", help="output folder (default: <results>/plots)")
-    plot.add_argument("--seed", type=int, default=0)
-    plot.add_argument("--n-boot", type=int, default=1000)
+    plot.add_argument("--format", choices=FORMATS, default="png", help="file format of the figures (default: png)")
+    plot.add_argument("--dpi", type=_dpi, default=DEFAULT_DPI,
+                      help=f"resolution of PNGs in dots per inch (default: {DEFAULT_DPI})")
+    plot.add_argument("--no-notes", dest="notes", action="store_false",
+                      help="write no NOTES.md (and remove one an earlier om-eval plot wrote there)")
+    plot.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    plot.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples (default 1000)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from om_eval.report import (
-        plot_accuracy_vs_context,
-        plot_accuracy_vs_tokens,
-        plot_categories,
-        plot_cost_vs_accuracy,
-        summary_table,
-    )
+    from om_eval.cli.report import load_runs
+    from om_eval.report import summary_table
+    from om_eval.report.plots import write_figures
 
     runs, items = load_runs(args.results, args.runs)
     if not runs:
         print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
     out = Path(args.out or Path(args.results) / "plots")
-    out.mkdir(parents=True, exist_ok=True)
     table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
-    written = [
-        plot_categories(table, out / "accuracy_by_category.png", n_boot=args.n_boot, seed=args.seed),
-        plot_accuracy_vs_tokens(table, out / "accuracy_vs_observation_tokens.png", n_boot=args.n_boot,
-                                seed=args.seed),
-        plot_accuracy_vs_context(table, out / "accuracy_vs_actor_context.png", n_boot=args.n_boot, seed=args.seed),
-        plot_cost_vs_accuracy(table, out / "cost_vs_accuracy.png", n_boot=args.n_boot, seed=args.seed),
-    ]
-    for path in written:
+    for path in write_figures(table, out, fmt=args.format, dpi=args.dpi, notes=args.notes):
         print(path)
     return 0

@@ -14,6 +14,11 @@ REJUDGE_EXAMPLES = """examples:
 Verdicts go to the run's judgments table (probe verdicts to probe_verdicts); om-eval report shows how far the
 judges agree (Cohen's kappa), the judge panel (score per protocol, range, flipped questions) and, after
 --probes, each judge's false-accept and false-reject rates.
+
+exit status: 0 every judge that could run graded every answer (panel protocols skipped by design aside: the
+upstream templates offline, a hosted judge model without its key, LoCoMo and the upstream templates); 1 a judge
+error, or a protocol skipped for another reason (any skip with --strict); 2 nothing graded (bad option, no such
+run, missing credentials, no protocol could run); 130 interrupted. See docs/cli.md.
 """
 
 
@@ -22,7 +27,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
                                   description="Grade every stored answer of a run again with the judge the "
                                   "overrides name; the answers and the memory are not touched.",
                                   epilog=REJUDGE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    rejudge.add_argument("run", help="run id, id prefix or label")
+    rejudge.add_argument("run", help="run id, id prefix, label or experiment (when it names one run)")
     rejudge.add_argument("overrides", nargs="*", help="judge overrides in Hydra syntax (judge=…, model@models.judge=…)")
     rejudge.add_argument("--results", default="results", help="results folder (default: results)")
     rejudge.add_argument("--concurrency", type=int, default=4, help="judge calls at a time (default 4)")
@@ -30,6 +35,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     rejudge.add_argument("--probes", action="store_true",
                          help="also grade three probe answers per question (the gold, a vague one, a specific "
                          "wrong one) to measure each judge's false accepts and rejects; three times the calls")
+    rejudge.add_argument("--strict", action="store_true",
+                         help="judge=panel: exit 1 when any protocol is skipped, even by design (offline, no key)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -55,14 +62,28 @@ def run(args: argparse.Namespace) -> int:
     except (RejudgeError, StoreError, OfficialTemplateError, ConfigError) as error:
         print(f"om-eval rejudge: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("om-eval rejudge: interrupted; the verdicts of every judge that finished are stored, and the same "
+              "command again takes the finished calls from the cache", file=sys.stderr)
+        return 130
     for result, label in zip(results, labels):
         probes = f", {result.probes} probe answers graded ({result.probe_errors} errors)" if args.probes else ""
         print(f"run {result.run_id[:12]}: {result.judged} answers graded by {label}, {result.errors} judge errors, "
               f"{result.skipped} questions without an answer{probes}")
     skipped = outcome.skipped if panel else {}
-    for label, reason in skipped.items():
-        print(f"  {label}: not graded: {reason}", file=sys.stderr)
+    by_reason: dict[str, list[str]] = {}
+    for label, skip in skipped.items():
+        by_reason.setdefault(skip.reason, []).append(label)
+    for reason, skipped_labels in by_reason.items():  # official and mastra share their templates: one hint
+        print(f"  not graded: {', '.join(skipped_labels)}: {reason}", file=sys.stderr)
+    if panel and not results:
+        print("om-eval rejudge: no protocol of judge.panel could grade this run", file=sys.stderr)
+        return 2
     for line in agreement_lines(outcome.agreement if panel else results[0].agreement):
         print(line)
-    failed = any(r.errors or r.probe_errors for r in results) or bool(skipped)
+    failed_skips = [label for label, skip in skipped.items() if args.strict or not skip.by_design]
+    if failed_skips:
+        print(f"om-eval rejudge: {', '.join(failed_skips)} not graded"
+              f"{' (--strict)' if args.strict else ''}", file=sys.stderr)
+    failed = any(r.errors or r.probe_errors for r in results) or bool(failed_skips)
     return 1 if failed else 0

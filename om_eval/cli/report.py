@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +11,8 @@ REPORT_EXAMPLES = """examples:
   om-eval report                                   # every run in results/: types as rows, runs as columns
   om-eval report --wide                            # one row per run with every column (strict, cost, tokens)
   om-eval report --markdown report.md --csv report.csv   # markdown follows --wide; the CSV has every column
-  om-eval report --runs 1825af23 e76636ce          # only these runs (id prefixes)
-  om-eval report --compare 1825af23 e76636ce       # paired comparison: deltas, bootstrap CI, McNemar
+  om-eval report --runs 1825af23 e76636ce          # only these runs (id prefix, label or experiment)
+  om-eval report --compare smoke prompt=legacy     # paired comparison: deltas, bootstrap CI, McNemar
 """
 
 
@@ -22,7 +23,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     report.add_argument("--results", default="results", help="results folder (default: results)")
-    report.add_argument("--runs", nargs="+", metavar="ID", help="only these runs (run id or a prefix of it)")
+    report.add_argument("--runs", nargs="+", metavar="RUN",
+                        help="only these runs (run id, id prefix, label or experiment)")
     report.add_argument("--wide", action="store_true",
                         help="one row per run with every column (strict accuracies, cost, tokens, compression) "
                              "instead of the compact table")
@@ -90,20 +92,21 @@ def _recall_section(results: str, runs: list[dict[str, Any]], items: list[dict[s
         return recall_section(catalog, runs, items)
 
 
-def load_runs(results: str, prefixes: list[str] | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def load_runs(results: str, prefixes: list[str] | None,
+              option: str = "--runs") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The runs ``prefixes`` name (each an id, id prefix, label or experiment; every run when ``None``) and their
+    items. A name that matches no run or several exits with status 2, naming ``option`` and the candidates."""
+    from om_eval.report.detail import find_run
     from om_eval.store import Catalog
 
     with Catalog(results) as catalog:
         runs = catalog.runs()
         if prefixes:
-            chosen = []
-            for prefix in prefixes:
-                matches = [r for r in runs if r["run_id"].startswith(prefix)]
-                if len(matches) != 1:
-                    found = "no run" if not matches else f"{len(matches)} runs"
-                    raise SystemExit(f"--runs {prefix!r}: {found} in {results} match; give more of the run id")
-                chosen += matches
-            runs = chosen
+            try:
+                runs = [find_run(runs, prefix) for prefix in prefixes]
+            except LookupError as error:
+                print(f"om-eval: {option}: {error}", file=sys.stderr)
+                raise SystemExit(2) from None
         items = catalog.items([r["run_id"] for r in runs]) if runs else []
     return runs, items
 
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
     console = Console()
     if args.compare:
-        runs, items = load_runs(args.results, list(args.compare))
+        runs, items = load_runs(args.results, list(args.compare), "--compare")
         a, b = runs
         comparison = paired_comparison(
             [i for i in items if i["run_id"] == a["run_id"]], [i for i in items if i["run_id"] == b["run_id"]],

@@ -6,7 +6,8 @@ import argparse
 import sys
 
 SHOW_EXAMPLES = """examples:
-  om-eval show 1825af23 fx0a1b2c            # one question of one run (run id prefix or label, question id prefix)
+  om-eval show 1825af23 fx0a1b2c            # one question of one run (run id prefix, question id prefix)
+  om-eval show smoke fx0a1b2c               # the run labelled smoke, else the one run of experiment=smoke
   om-eval show smoke fx0a1b2c --full        # every line of the observations and of what the actor saw
   om-eval show 1825af23 fx0a1b2c --json     # the same as JSON
 """
@@ -15,7 +16,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     show = commands.add_parser("show", help="one question of one run: evidence, memory, actor prompt, verdicts",
                                description="Everything stored about one question of one run.", epilog=SHOW_EXAMPLES,
                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    show.add_argument("run", help="run id, id prefix or label")
+    show.add_argument("run", help="run id, id prefix, label or experiment (when it names one run)")
     show.add_argument("question", help="question id or a prefix of it")
     show.add_argument("--results", default="results", help="results folder (default: results)")
     show.add_argument("--full", action="store_true", help="do not shorten long observations and prompts")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -98,6 +99,7 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     spec = spec_from_config(data)
     spec = replace(spec, run=replace(spec.run, label=_label(spec)))
     job = RunJob(spec, console=console)
+    job.adopt_stored_label()
     console.print(
         f"[bold]run {job.run_id}[/bold] · {job.label} · {_memory_side(spec)} · actor "
         f"{spec.actor.model} · judge {spec.judge_mode}:{spec.judge_model.model} · store "
@@ -263,7 +265,7 @@ def _print_where_and_next(job: Any, console: Any) -> None:
             console.print(escape(f"note: the judge is {what} ({judge}): these scores show the pipeline works; they "
                                  "are not measurements of memory quality (a hosted judge is: judge=official)"))
     if os.environ.get(_FAILURES_ENV) is None:  # a single run; a sweep's jobs would each repeat it
-        label = job.spec.run.label or job.run_id
+        label = shlex.quote(job.spec.run.label or job.run_id)
         console.print(escape(f"next: om-eval report · om-eval show {label} <question id> · om-eval view "
                              "(results/report.html)"))
 

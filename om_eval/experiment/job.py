@@ -14,7 +14,7 @@ import os
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -403,6 +403,26 @@ class RunJob:
         for model in models:
             provider.load(model, on_step=self._say)
 
+    def adopt_stored_label(self) -> None:
+        """Name the run as it is stored, unless ``run.label`` was given: a label derived from this command line
+        (a sweep's ``prompt=current``) never renames a run (:meth:`~om_eval.store.writer.RunStore.register_run`),
+        so the console says the name ``show`` and ``report`` know it by. A store busy with another writer is left
+        alone: that writer's job names it."""
+        if (self.spec.resolved.get("run") or {}).get("label") is not None:
+            return
+        path = self.results / "store" / f"{self.run_id}.duckdb"
+        if not path.exists():
+            return
+        import duckdb
+
+        try:
+            with duckdb.connect(str(path), read_only=True) as con:
+                row = con.execute("SELECT label FROM runs WHERE run_id = ?", [self.run_id]).fetchone()
+        except duckdb.Error:
+            return
+        if row and row[0] and row[0] != self.spec.run.label:
+            self.spec = replace(self.spec, run=replace(self.spec.run, label=row[0]))
+
     def local_models(self) -> list[str]:
         """The in-process llama.cpp models this run calls (``local/...``), each once."""
         return sorted({s.model for s in self.spec.role_models().values() if s.model.startswith("local/")})
@@ -433,7 +453,9 @@ class RunJob:
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None
-            store.register_run(self.run_info(dataset, judge), keep_label=not explicit_label)
+            kept = store.register_run(self.run_info(dataset, judge), keep_label=not explicit_label)
+            if kept and kept != self.spec.run.label:  # a derived label yields to the one the run was stored with
+                self.spec = replace(self.spec, run=replace(self.spec.run, label=kept))
             done = store.done_question_ids(self.run_id)
             todo = sum(e.question_id not in done for e in dataset.entries)
             self.progress.total = len(dataset)

@@ -67,9 +67,14 @@ def judge_config(stored: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
     groups = [o for o in overrides if o.startswith(("judge=", "model@models.judge="))]
     dotted = [o.lstrip("+") for o in overrides if o not in groups]
     if groups:
+        from hydra.errors import HydraException
+
         register_configs()
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            composed = compose("config", overrides=groups)
+        try:
+            with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+                composed = compose("config", overrides=groups)
+        except HydraException as error:  # an unknown judge or model config: its message names the choices
+            raise RejudgeError(f"{' '.join(groups)}: {error}") from None
         if any(o.startswith("judge=") for o in groups):
             config.judge = composed.judge
             if "source" in stored.get("judge", {}) and "source" not in config.judge:
@@ -131,12 +136,14 @@ async def _grade(work: Sequence[tuple[Question, str]], judge: Any, client: Any,
 
 def rejudge_run(results_dir: str | Path, run: str, overrides: Sequence[str], *, concurrency: int = 4,
                 cache_dir: str | None = None, probes: bool = False) -> RejudgeResult:
-    """Grade every answered question of ``run`` (an id, id prefix or label) with the judge ``overrides`` give.
+    """Grade every answered question of ``run`` (an id, id prefix, label or experiment) with the judge
+    ``overrides`` give.
 
     With ``probes`` the judge also grades each question's probe answers (:mod:`om_eval.bench.judging.probes`).
 
     Raises:
-        RejudgeError: bad overrides, ``judge=panel`` (use :func:`rejudge_panel`), or no run / several runs match.
+        RejudgeError: bad overrides, ``judge=panel`` (use :func:`rejudge_panel`), a judge model without its
+            credentials, or no run / several runs match.
         StoreBusyError: the run is being written (running or resumed elsewhere); wait for it to end.
     """
     from om_eval.experiment.job import make_judge
@@ -145,9 +152,31 @@ def rejudge_run(results_dir: str | Path, run: str, overrides: Sequence[str], *, 
     if target.config["judge"].get("mode") == "panel":
         raise RejudgeError("judge=panel grades under several protocols: use om-eval rejudge RUN judge=panel "
                            "(rejudge_panel)")
+    missing = _missing_credentials(target.spec.judge_model)
+    if missing:  # every verdict would be an error, stored beside the run's real ones
+        raise RejudgeError(f"{missing}; nothing was graded")
     result = target.grade(make_judge(target.spec), concurrency, probes=probes)
     result.agreement = target.agreement()
     return result
+
+
+def _missing_credentials(model: Any) -> str | None:
+    """Why ``model`` (a judge's :class:`~om_eval.om.config.ModelSettings`) cannot be called here, if it cannot."""
+    from om_eval.llm.credentials import describe_missing, missing_credentials
+
+    names = missing_credentials(model.model, model.provider_options)
+    return f"missing credentials for {model.model}: set {describe_missing(names)}" if names else None
+
+
+@dataclass(frozen=True)
+class PanelSkip:
+    """A panel entry not graded, and why."""
+
+    reason: str
+    by_design: bool
+    """Skipped because of where it ran, not because something is wrong: the benchmark refuses the protocol's
+    templates, the upstream templates cannot be downloaded (offline) and no ``judge.source`` was given, or a hosted
+    judge model has no credentials here. ``om-eval rejudge`` exits 0 over such skips unless ``--strict``."""
 
 
 @dataclass
@@ -158,8 +187,8 @@ class PanelResult:
     judges: list[RejudgeResult] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
     """The panel entry of each judge (``house``, ``lenient:gpt-4o-judge``...)."""
-    skipped: dict[str, str] = field(default_factory=dict)
-    """Panel entries not graded, with why (the upstream templates could not be loaded, the benchmark refuses them)."""
+    skipped: dict[str, PanelSkip] = field(default_factory=dict)
+    """Panel entries not graded, by label, with why."""
     agreement: list[Any] = field(default_factory=list)
 
 
@@ -168,15 +197,17 @@ def rejudge_panel(results_dir: str | Path, run: str, overrides: Sequence[str], *
     """Grade ``run``'s stored answers under every protocol of ``judge.panel`` (:mod:`om_eval.bench.judging.protocols`).
 
     ``overrides`` hold ``judge=panel`` and optionally ``judge.panel=[...]``, ``judge.source=...`` or a judge
-    model. A protocol the run's benchmark cannot be graded by, or whose upstream templates cannot be loaded, is
-    skipped with the reason (in :attr:`PanelResult.skipped`); the others are graded.
+    model. A protocol the run's benchmark cannot be graded by, whose judge model lacks credentials, or whose
+    upstream templates cannot be loaded is skipped with the reason (in :attr:`PanelResult.skipped`); the others
+    are graded.
 
     Raises:
         RejudgeError: bad overrides, or no run / several runs match.
         ConfigError: a malformed ``judge.panel``.
     """
     from om_eval.bench.benchmark import benchmark_named
-    from om_eval.bench.judging.official_templates import OfficialTemplateError
+    from om_eval.bench.judging.judge import judge_model_settings
+    from om_eval.bench.judging.official_templates import OfficialTemplateError, TemplateHashMismatch
     from om_eval.bench.judging.protocols import panel_judge, parse_panel
 
     target = _Target.open(results_dir, run, overrides, cache_dir)
@@ -184,17 +215,27 @@ def rejudge_panel(results_dir: str | Path, run: str, overrides: Sequence[str], *
     if judge_group.get("mode") != "panel":
         raise RejudgeError("rejudge_panel needs judge=panel among the overrides")
     benchmark = benchmark_named(target.config.get("dataset", {}).get("benchmark"))
+    source = target.spec.judge_source
     result = PanelResult(target.run_id)
     for entry in parse_panel(judge_group.get("panel")):
         if entry.protocol.mode not in benchmark.judge_modes:
-            result.skipped[entry.label] = (f"{benchmark.title} cannot be graded with the {entry.protocol.mode} "
-                                           "templates (they are LongMemEval's)")
+            result.skipped[entry.label] = PanelSkip(f"{benchmark.title} cannot be graded with the "
+                                                    f"{entry.protocol.mode} templates (they are LongMemEval's)", True)
+            continue
+        model = judge_model_settings(entry.model) if entry.model is not None else target.spec.judge_model
+        missing = _missing_credentials(model)
+        if missing:
+            result.skipped[entry.label] = PanelSkip(missing, True)
             continue
         try:
-            judge = panel_judge(entry, target.spec.judge_model, target.spec.judge_source)
+            judge = panel_judge(entry, target.spec.judge_model, source)
         except OfficialTemplateError as error:
-            result.skipped[entry.label] = (f"the upstream templates could not be loaded ({error}); give "
-                                           "judge.source=<a LongMemEval clone or evaluate_qa.py>")
+            # Without judge.source the pinned file is downloaded: offline it cannot be (by design); a given source
+            # that does not load, or a download that is not the pinned file, is something to fix.
+            where = "" if source is None else " from judge.source"
+            by_design = source is None and not isinstance(error, TemplateHashMismatch)
+            result.skipped[entry.label] = PanelSkip(f"the upstream templates could not be loaded{where}: {error}",
+                                                    by_design)
             continue
         result.judges.append(target.grade(judge, concurrency, probes=probes))
         result.labels.append(entry.label)

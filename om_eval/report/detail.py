@@ -55,20 +55,31 @@ _RunT = TypeVar("_RunT", bound=Mapping[str, Any])
 
 
 def find_run(runs: Sequence[_RunT], wanted: str) -> _RunT:
-    """The run named by an id, an id prefix or an exact label.
+    """The run named by an id, an id prefix, an exact label or the experiment (preset) it was run with.
+
+    The first of these that names any run decides: ``smoke`` is the run labelled ``smoke`` when there is one,
+    else the one run of ``experiment=smoke``.
 
     Raises:
         LookupError: naming the choices, when nothing or more than one run matches.
     """
-    by_id = [r for r in runs if r["run_id"].startswith(wanted)]
-    matches = by_id or [r for r in runs if r.get("label") == wanted]
+    candidates = (("id prefix", [r for r in runs if r["run_id"].startswith(wanted)]),
+                  ("label", [r for r in runs if r.get("label") == wanted]),
+                  ("experiment", [r for r in runs if r.get("experiment") == wanted]))
+    kind, matches = next(((kind, found) for kind, found in candidates if found), ("", []))
     if len(matches) == 1:
         return matches[0]
     if not matches:
-        known = ", ".join(f"{r['run_id'][:8]} ({r.get('label')})" for r in runs[:12]) or "none"
+        known = ", ".join(_run_name(r) for r in runs[:12]) or "none"
         raise LookupError(f"no run matches {wanted!r}; runs here: {known}")
-    names = ", ".join(r["run_id"][:12] for r in matches)
-    raise LookupError(f"{len(matches)} runs match {wanted!r} ({names}); give more of the run id")
+    names = ", ".join(_run_name(r, 12) for r in matches[:12])
+    hint = "give more of the run id" if kind == "id prefix" else "name one by its id prefix"
+    raise LookupError(f"{len(matches)} runs match {wanted!r} as {kind}: {names}; {hint}")
+
+
+def _run_name(run: Mapping[str, Any], width: int = 8) -> str:
+    """``1825af23 (prompt=legacy)``: a run's id prefix and label, the names a person can give it by."""
+    return f"{run['run_id'][:width]} ({run.get('label')})"
 
 
 def find_question(question_ids: Sequence[str], wanted: str) -> str:

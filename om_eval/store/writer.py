@@ -145,8 +145,8 @@ class RunStore:
 
     def register_run(
         self, run: RunInfo, *, ignore_config_keys: Iterable[str] = ("run",), keep_label: bool = False
-    ) -> None:
-        """Insert the run's row, or update it when the run is invoked again (resume).
+    ) -> str | None:
+        """Insert the run's row, or update it when the run is invoked again (resume); returns the label kept.
 
         On a second registration the stored configuration must match (top-level ``ignore_config_keys`` aside:
         output folder, concurrency and the like, which the config hash leaves out too), as must the memory key,
@@ -154,11 +154,11 @@ class RunStore:
         may change; every invocation's provenance is appended to ``registrations``.
 
         ``keep_label`` marks ``run.label`` as derived from the command line rather than given by the user. A given
-        label always replaces the stored one. A derived label never replaces a given one, and replaces a derived
-        one only when it names more keys (``prompt=legacy om.replay.scope=thread`` over ``prompt=legacy`` over the
-        experiment's name): the first job of a sweep ``-m prompt=current,legacy`` shares its run with a plain
-        ``experiment=smoke`` run and should be told apart in reports, and resuming with a plainer command line
-        should not lose that name. Each entry of ``registrations`` records the label kept and whether it was given.
+        label always replaces the stored one; a derived one never does: a run keeps the name it was first stored
+        with. The first job of a sweep ``-m experiment=smoke prompt=current,legacy`` is the same run as a plain
+        ``experiment=smoke``, and a name that changed with each command line that reached the run would break
+        every ``om-eval show smoke ...`` written before. Each entry of ``registrations`` records the label kept
+        and whether it was given.
 
         Raises:
             ConfigMismatchError: the run id is stored with another configuration.
@@ -189,12 +189,7 @@ class RunStore:
                     # key=value overrides; anything else was given.
                     stored_given = given[-1] if given else not (stored["label"] == stored["experiment"] or all(
                         "=" in word for word in stored["label"].split()))
-
-                    def keys(label: str | None) -> int:
-                        return len({word.split("=", 1)[0] for word in (label or "").split() if "=" in word})
-
-                    if stored_given or keys(row["label"]) <= keys(stored["label"]):
-                        row["label"], label_given = stored["label"], stored_given
+                    row["label"], label_given = stored["label"], stored_given
                 history.append(entry)
                 con.execute("DELETE FROM runs WHERE run_id = ?", [run.run_id])
             entry.update(label=row["label"], label_given=label_given)
@@ -202,6 +197,8 @@ class RunStore:
             row["registrations"] = to_json(history)
             insert(con, "runs", [row])
         self._run_ids.add(run.run_id)
+        kept: str | None = row["label"]
+        return kept
 
     def done_question_ids(self, run_id: str) -> set[str]:
         """Questions of ``run_id`` finished with status ``done`` (errors are retried on resume)."""

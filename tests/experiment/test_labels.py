@@ -1,7 +1,9 @@
-"""Run labels name every key of the command line that defines the run, and resuming never makes them poorer.
+"""Run labels: derived from the command line that first stored the run, kept after that, replaced only when given.
 
 The first job of ``om-eval run -m experiment=smoke prompt=current,legacy,condensed`` has the same config hash
-as a plain ``om-eval run experiment=smoke``; its label must still say ``prompt=current``.
+as a plain ``om-eval run experiment=smoke``; a run keeps the label it was first stored with, so ``om-eval show
+smoke ...`` keeps working after the sweep (and, where the sweep came first, ``smoke`` names the run through its
+experiment only when it names one run).
 """
 
 from __future__ import annotations
@@ -40,13 +42,12 @@ def path(tmp_path: Path) -> Path:
     return store_path(tmp_path, "r1")
 
 
-def test_a_derived_label_naming_more_keys_replaces_a_poorer_one(path: Path) -> None:
+def test_a_derived_label_never_replaces_the_stored_one(path: Path) -> None:
     assert register(path, "test", derived=True) == "test"  # the experiment's name
-    assert register(path, "prompt=current", derived=True) == "prompt=current"
-    assert register(path, "test", derived=True) == "prompt=current"  # resumed from a plainer command line
-    assert register(path, "om.observation.message_tokens=30000", derived=True) == "prompt=current"  # a tie
-    assert register(path, "prompt=current om.observation.message_tokens=30000", derived=True) == (
-        "prompt=current om.observation.message_tokens=30000")
+    assert register(path, "prompt=current", derived=True) == "test"  # a sweep job with the same config
+    assert register(path, "prompt=current om.observation.message_tokens=30000", derived=True) == "test"
+    history = json.loads(stored_run(path.parents[1])["registrations"])
+    assert [(h["label"], h["label_given"]) for h in history] == [("test", False)] * 3
 
 
 def test_a_given_label_always_wins_and_is_never_replaced_by_a_derived_one(path: Path) -> None:
@@ -62,19 +63,21 @@ def test_a_given_label_always_wins_and_is_never_replaced_by_a_derived_one(path: 
         ("prompt=current", True), ("prompt=current", True)]
 
 
-@pytest.mark.parametrize(("old", "derived_new", "kept"), [
-    ("test", "prompt=legacy", "prompt=legacy"),             # the experiment's name: derived
-    ("prompt=legacy", "prompt=legacy om.x=1", "prompt=legacy om.x=1"),  # overrides: derived
-    ("my baseline", "prompt=legacy om.x=1", "my baseline"),  # anything else was given
+@pytest.mark.parametrize(("old", "given"), [
+    ("test", False),           # the experiment's name: derived
+    ("prompt=legacy", False),  # overrides: derived
+    ("my baseline", True),     # anything else was given
 ])
-def test_files_registered_before_labels_were_recorded(path: Path, old: str, derived_new: str, kept: str) -> None:
+def test_files_registered_before_labels_were_recorded(path: Path, old: str, given: bool) -> None:
     with RunStore(path) as store:
         store.register_run(run_info("r1", label=old))
     con = duckdb.connect(str(path))  # what an older om-eval wrote: provenance only
     con.execute("UPDATE runs SET registrations = ?", [json.dumps([{"at": "2025-01-01T00:00:00", "git_sha": None,
                                                                   "git_dirty": None, "packages": None}])])
     con.close()
-    assert register(path, derived_new, derived=True) == kept
+    assert register(path, "prompt=legacy om.x=1", derived=True) == old
+    history = json.loads(stored_run(path.parents[1])["registrations"])
+    assert history[-1]["label_given"] is given
 
 
 # -- through the Hydra app -------------------------------------------------------------------------------------
@@ -104,16 +107,16 @@ def labels(results: Path) -> dict[str, str]:
         return {r["run_id"]: r["label"] for r in catalog.runs()}
 
 
-def test_a_sweep_job_sharing_a_plain_runs_hash_is_named_by_its_overrides(hydra_run, tmp_path: Path) -> None:
+def test_a_run_keeps_the_label_it_was_first_stored_with(hydra_run, tmp_path: Path) -> None:
     plain = hydra_run("experiment=smoke")
     assert labels(tmp_path) == {plain["run_id"]: "smoke"}
     swept = hydra_run("experiment=smoke", "prompt=current")  # one job of -m prompt=current,legacy,condensed
-    assert swept["run_id"] == plain["run_id"] and swept["label"] == "prompt=current"
-    assert labels(tmp_path) == {plain["run_id"]: "prompt=current"}
-    hydra_run("experiment=smoke")  # resumed with the plain command line: keeps the richer label
-    assert labels(tmp_path) == {plain["run_id"]: "prompt=current"}
+    assert swept["run_id"] == plain["run_id"]
+    assert labels(tmp_path) == {plain["run_id"]: "smoke"}
     both = hydra_run("experiment=smoke", "prompt=current", "om.observation.message_tokens=100", "run.concurrency=2")
     assert both["run_id"] != plain["run_id"]  # another config; run.* never shows in a label
+    assert labels(tmp_path)[both["run_id"]] == "prompt=current om.observation.message_tokens=100"
+    hydra_run("experiment=smoke", "om.observation.message_tokens=100")  # the same run, a plainer command line
     assert labels(tmp_path)[both["run_id"]] == "prompt=current om.observation.message_tokens=100"
 
 

@@ -126,8 +126,58 @@ def test_official_protocols_are_skipped_with_the_reason_when_the_templates_canno
     code = main(["rejudge", run_id[:8], "judge=panel", "judge.panel=[official,mastra,house]",
                  f"judge.source={tmp_path / 'nowhere'}", "--results", str(results)])
     captured = capsys.readouterr()
-    assert code == 1 and "graded by house" in captured.out
-    assert "official: not graded" in captured.err and "judge.source" in captured.err
+    assert code == 1 and "graded by house" in captured.out  # a judge.source given that does not load: to fix
+    assert "not graded: official, mastra: " in captured.err and "judge.source" in captured.err
+
+
+@pytest.fixture
+def offline_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+    """A smoke run on a machine without network or keys: the upstream templates are not cached and cannot be
+    downloaded, and no hosted model has credentials."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("OM_EVAL_CACHE_DIR", str(tmp_path / "empty-cache"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    results = tmp_path / "results"
+    return results, run_from_config(compose_run(results))["run_id"]
+
+
+def judged_by(results: Path, run_id: str) -> set[str]:
+    with Catalog(results) as catalog:
+        rows = catalog.query("SELECT DISTINCT judge_mode, judge_model FROM judgments WHERE run_id = ?", [run_id])
+    return {f"{r['judge_mode']}:{r['judge_model']}" for r in rows}
+
+
+def test_offline_the_panel_exits_0_over_protocols_skipped_by_design_and_strict_fails(
+        offline_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    results, _ = offline_run
+    rejudge = ["rejudge", "smoke", "judge=panel", "--probes", "--results", str(results)]
+    assert main(rejudge) == 0
+    captured = capsys.readouterr()
+    for protocol in ("house", "house_strict", "lenient"):
+        assert f"graded by {protocol}, 0 judge errors" in captured.out
+    assert captured.err.count("not graded") == 1 and "not graded: official, mastra: " in captured.err
+    assert captured.err.count("judge.source") == 1  # the hint, once
+    assert main([*rejudge, "--strict"]) == 1
+    assert "official, mastra not graded (--strict)" in capsys.readouterr().err
+
+
+def test_a_hosted_judge_without_its_key_is_skipped_and_graded_by_no_one(
+        offline_run: tuple[Path, str], capsys: pytest.CaptureFixture[str]) -> None:
+    results, run_id = offline_run
+    rejudge = ["rejudge", run_id[:8], "judge=panel", "judge.panel=[house,lenient:gpt-4o-judge]", "--results",
+               str(results)]
+    assert main(rejudge) == 0
+    assert "not graded: lenient:gpt-4o-judge: missing credentials for openai/" in capsys.readouterr().err
+    assert main([*rejudge, "--strict"]) == 1
+    assert judged_by(results, run_id) == {"house:scripted/om-eval"}  # no verdict was stored as an error
+    # A single judge without its key grades nothing: refused before any call.
+    assert main(["rejudge", run_id[:8], "model@models.judge=gpt-4o-judge", "--results", str(results)]) == 2
+    assert "missing credentials for openai/" in capsys.readouterr().err
+    # A panel none of whose protocols can grade did nothing either.
+    assert main(["rejudge", run_id[:8], "judge=panel", "judge.panel=[official,mastra]", "--results",
+                 str(results)]) == 2
+    assert "no protocol of judge.panel could grade this run" in capsys.readouterr().err
+    assert judged_by(results, run_id) == {"house:scripted/om-eval"}
 
 
 def test_probe_verdicts_keep_the_text_shown_and_the_expected_verdict(paneled: tuple[Path, str, str]) -> None:

@@ -20,8 +20,11 @@ TABLE_QUERY = "SELECT table_name FROM information_schema.tables WHERE table_sche
 
 
 def _secret_overrides(tag: str) -> list[str]:
-    overrides = [f"+models.{role}.provider_options.api_key=sk-{tag}-{role}-0042" for role in ROLES]
-    overrides.append(f"+models.actor.provider_options.extra_headers.Authorization=Bearer-{tag}-header")
+    # The scripted models run in this process and take no endpoint (an api_key there is refused as unused), so the
+    # secrets go where litellm passes them on to the provider: a credential and an Authorization header.
+    overrides = [f"+models.{role}.provider_options.litellm.vertex_credentials=sk-{tag}-{role}-0042"
+                 for role in ROLES]
+    overrides.append(f"+models.actor.provider_options.litellm.headers.Authorization=Bearer-{tag}-header")
     return overrides
 
 
@@ -74,7 +77,7 @@ def test_secrets_on_the_command_line_leak_nowhere(tmp_path: Path) -> None:
             texts[str(path)] = path.read_text(encoding="utf-8", errors="replace")
     leaks = [where for where, text in texts.items() if "alpha" in text]
     assert not leaks, f"a secret leaked into: {leaks}"
-    assert "api_key=***" in query(results, "SELECT label FROM runs")[0]["label"]
+    assert "vertex_credentials=***" in query(results, "SELECT label FROM runs")[0]["label"]
     assert any(p.suffix == ".html" for p in results.rglob("*")), "view wrote no page to search"
 
     rotated = invoke(results, *_secret_overrides("bravo"))

@@ -104,6 +104,21 @@ def test_find_run_and_question_refuse_ambiguity() -> None:
         find_question(["q1a", "q1b"], "q1")
 
 
+def test_find_run_takes_an_experiment_that_names_one_run_after_ids_and_labels() -> None:
+    runs = [{"run_id": "abc1", "label": "smoke", "experiment": "smoke"},
+            {"run_id": "abc2", "label": "prompt=legacy", "experiment": "smoke"},
+            {"run_id": "def3", "label": "prompt=current", "experiment": "quickstart"},
+            {"run_id": "def4", "label": "quickstart", "experiment": "other"}]
+    assert find_run(runs, "smoke")["run_id"] == "abc1"  # a label first, though two runs are experiment=smoke
+    assert find_run(runs, "quickstart")["run_id"] == "def4"  # likewise
+    assert find_run(runs, "other")["run_id"] == "def4"  # an experiment with one run
+    assert find_run(runs, "abc2")["label"] == "prompt=legacy"
+    relabelled = [{**r, "label": f"x{i}"} for i, r in enumerate(runs)]
+    with pytest.raises(LookupError, match=r"2 runs match 'smoke' as experiment: abc1 \(x0\), abc2 \(x1\); name "
+                                          "one by its id prefix"):
+        find_run(relabelled, "smoke")
+
+
 def test_rejudge_overrides_may_change_only_the_judge() -> None:
     stored = {"judge": {"mode": "house", "parse": "official"}, "models": {"judge": {"model": "scripted/om-eval"}}}
     assert judge_config(stored, ["judge.parse=mastra"])["judge"]["parse"] == "mastra"
@@ -111,6 +126,8 @@ def test_rejudge_overrides_may_change_only_the_judge() -> None:
         judge_config(stored, ["prompt=legacy"])
     with pytest.raises(RejudgeError, match="name the judge"):
         judge_config(stored, [])
+    with pytest.raises(RejudgeError, match="judge=nowhere: .*judge/nowhere"):  # exit 2, not Hydra's traceback
+        judge_config(stored, ["judge=nowhere"])
 
 
 def test_rejudge_grades_stored_answers_and_the_report_shows_agreement(

@@ -1,4 +1,4 @@
-"""Plots: deterministic PNGs, distinct colours, visible zeros, judge caveats, readable labels, a sane cost axis."""
+"""Plots: deterministic files, distinct colours, visible zeros, judge caveats, readable labels, a sane cost axis."""
 
 from __future__ import annotations
 
@@ -21,8 +21,9 @@ from om_eval.report.plots import (
     plot_cost_vs_accuracy,
     variant_color,
     variant_colors,
-    variant_styles,
 )
+from om_eval.report.plotting.bars import categories_notes
+from om_eval.report.plotting.scatter import TOKENS, cost_axis, scatter_notes
 from om_eval.report.tables import summary_table
 from tests.report.data import make_run, make_runs_items
 
@@ -94,16 +95,14 @@ def test_colliding_labels_get_distinct_colours():
     colours = variant_colors([TOKENS_100, TOKENS_400, "prompt=legacy"])
     assert len(set(colours.values())) == 3 and set(colours.values()) <= set(PALETTE)
     assert colours[TOKENS_100] == variant_color(TOKENS_100)  # first in sorted order keeps its preferred colour
-    styles = variant_styles([TOKENS_400, "prompt=legacy", TOKENS_100])
-    assert len({s.color for s in styles}) == 3 and all(s.hatch == "" for s in styles)
     # the assignment depends on the set of labels only, never on their order
-    assert variant_styles([TOKENS_100, TOKENS_400, "prompt=legacy"])[0] == styles[2]
-    # up to ten variants never share a colour; past ten, repeats are told apart by hatch and marker
-    for n in (2, 5, 10):
-        assert len(set(variant_colors(f"v{i}" for i in range(n)).values())) == n
-    many = variant_styles([f"v{i}" for i in range(13)])
-    assert len({(s.color, s.hatch, s.marker) for s in many}) == 13
-    assert len({s.color for s in many}) == 10
+    assert variant_colors([TOKENS_400, "prompt=legacy", TOKENS_100]) == colours
+    # never two labels with one colour: past ten, the palette grows (deterministically)
+    for n in (2, 5, 10, 13, 40):
+        many = variant_colors(f"v{i}" for i in range(n))
+        assert len(set(many.values())) == n
+        assert variant_colors(f"v{i}" for i in reversed(range(n))) == many
+    assert set(variant_colors(f"v{i}" for i in range(13)).values()) >= set(PALETTE)
 
 
 def test_colliding_variants_are_drawn_in_distinct_colours(tmp_path: Path):
@@ -161,13 +160,16 @@ def legend_text(figure) -> str:
 
 
 @pytest.mark.parametrize("figure_of", FIGURES, ids=lambda f: f.__name__)
-def test_a_local_judge_is_marked_in_legend_and_title(figure_of, table):
+def test_a_local_judge_is_marked_in_the_legend_and_explained_in_the_notes(figure_of, table):
     figure = figure_of(table)
     legend = legend_text(figure)
     assert "prompt=condensed" in legend and "⚠ local judge" in legend
     assert legend.count("⚠") == 1  # only the local-judge run
     title = figure.axes[0].get_title()
-    assert "⚠ local judge" in title and "prompt=condensed" in title
+    assert "\n" not in title and "⚠" not in title and "prompt=" not in title  # what it shows, no caveats
+    _, notes = categories_notes(table) if figure_of is categories_figure else scatter_notes(
+        table, cost_axis(table))
+    assert any("⚠ local judge (prompt=condensed)" in note for note in notes), notes
 
 
 def test_local_judge_points_and_bars_carry_no_error_bars(table):
@@ -187,9 +189,10 @@ def test_cost_axis_for_runs_that_all_cost_nothing():
     axes = cost_vs_accuracy_figure(table).axes[0]
     low, high = axes.get_xlim()
     assert low <= 0.0 and high == pytest.approx(0.01)  # matplotlib's own choice was about 1.2
-    assert "all runs cost $0 (local/scripted models)" in axes.get_title().replace("\n", " ").lower()
+    _, notes = scatter_notes(table, cost_axis(table))
+    assert "LongMemEval: all runs cost $0 (local/scripted models)" in notes
     tokens = accuracy_vs_tokens_figure(table).axes[0]
-    assert tokens.get_xlim()[1] > 1000 and "cost $0" not in tokens.get_title()
+    assert tokens.get_xlim()[1] > 1000 and not any("cost $0" in note for note in scatter_notes(table, TOKENS)[1])
 
 
 def tag_boxes(figure) -> list:
@@ -254,4 +257,9 @@ def test_accuracy_against_actor_context_places_each_run_at_its_mean_prompt_token
     expected = {round(r.mean_actor_context_tokens, 3) for r in table.rows
                 if r.mean_actor_context_tokens is not None and r.graded.task_averaged.value is not None}
     assert drawn == expected and len(expected) >= 2
-    assert any(line.get_label() == "Pareto frontier" for line in axes.lines) or table.mixed
+    # the official runs trade context for accuracy: their frontier is drawn, apart from the house-judged run
+    (line,) = [line for line in axes.lines if line.get_gid() == "pareto-frontier"]
+    official = sorted((r.mean_actor_context_tokens, 100 * r.graded.task_averaged.value) for r in table.rows
+                      if r.official)
+    assert [*line.get_xdata(), *line.get_ydata()] == pytest.approx([x for x, _ in official] + [y for _, y in official])
+    assert line.get_label() == "Pareto frontier (official)"
