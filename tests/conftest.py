@@ -27,6 +27,7 @@ INTEGRATION_MODULES = (
     "tests/om/test_mastra_1_31_differential.py",
     "tests/om/test_groups_differential.py",
     "tests/om/recall/test_differential.py",
+    "tests/test_examples.py",
     "tests/cli/test_runs.py",
     "tests/cli/test_run_names.py",
     "tests/experiment/test_pending_accounting_sweep.py",
@@ -53,6 +54,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("OM_EVAL_UPDATE_GOLDEN is gone: pass --update-golden instead (the run then fails "
                                 "if a golden file changed, so review the diff and run again)")
     golden.UPDATE = bool(config.getoption("--update-golden"))
+    if golden.UPDATE and getattr(config.option, "numprocesses", None):
+        # Each xdist worker would note its own rewrites, and the run could pass with changed golden files.
+        raise pytest.UsageError("--update-golden cannot run under -n (pytest-xdist): run it without -n")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

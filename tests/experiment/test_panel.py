@@ -200,6 +200,7 @@ def test_show_prints_each_judges_verdict_and_probes(paneled: tuple[Path, str, st
     assert "judge wrong" in out  # the biased judge accepted this temporal question's wrong probes
 
 
+@pytest.mark.integration  # starts a browser: a process
 def test_the_page_shows_the_panel_flips_and_judge_quality(paneled: tuple[Path, str, str], tmp_path: Path) -> None:
     import shutil
     import subprocess

@@ -149,6 +149,7 @@ def browse(path: Path, fragment: str, profile: Path, *extra: str) -> subprocess.
     return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
 
 
+@pytest.mark.integration  # starts a browser: a process
 def test_chromium_draws_the_drill_down_of_two_runs_side_by_side(
         sweep: tuple[Path, str, str], page: tuple[Path, str, dict], tmp_path: Path) -> None:
     _, first, second = sweep
