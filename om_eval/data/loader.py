@@ -149,6 +149,22 @@ def _hub_offline() -> bool:
     return os.environ.get("HF_HUB_OFFLINE", "").strip().upper() in ("1", "ON", "YES", "TRUE")
 
 
+def _hub_reachable(timeout_s: float = 3.0) -> bool:
+    """Whether the hub (``$HF_ENDPOINT``, else huggingface.co) takes a connection at all, asked once with a short
+    timeout: without it, an offline machine waits out the hub client's retries (23 s measured) before the message
+    that says what to do."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parts.hostname or "huggingface.co", port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
 def _split_of(value: str | os.PathLike[str] | None) -> str | None:
     if isinstance(value, str) and value in LME_FILES:
         return value
@@ -200,6 +216,7 @@ def resolve_dataset_file(
         tried.append(f"{source}: {candidate} does not exist")
 
     offline = _hub_offline()
+    unreachable = not offline and not _hub_reachable()
     try:
         from huggingface_hub import hf_hub_download
     except ImportError:
@@ -209,11 +226,14 @@ def resolve_dataset_file(
             pinned = revision if lme.repo == LME_REPO else lme.revision
             local = hf_hub_download(
                 repo_id=lme.repo, filename=lme.filename, repo_type="dataset", revision=pinned,
-                local_files_only=offline,
+                local_files_only=offline or unreachable,
             )
         except Exception as error:  # the hub raises many kinds (offline, HTTP, network, cache)
             if offline:
                 tried.append("Hugging Face hub: HF_HUB_OFFLINE=1 and the file is not in the local hub cache")
+            elif unreachable:
+                tried.append("Hugging Face hub: the hub cannot be reached from here and the file is not in the local "
+                             "hub cache")
             else:
                 detail = str(error).strip().splitlines()[0] if str(error).strip() else ""
                 tried.append(f"Hugging Face hub: download failed ({error.__class__.__name__}: {detail})")

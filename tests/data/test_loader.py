@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from om_eval.data import loader
 from om_eval.data.loader import (
     EXPECTED_COUNTS,
     LME_FILES,
@@ -349,8 +350,13 @@ def test_the_hub_is_asked_for_the_pinned_revision(tmp_path: Path, monkeypatch: p
     assert calls == [{"repo_id": LME_REPO, "filename": "longmemeval_oracle.json", "repo_type": "dataset",
                       "revision": LME_REVISION, "local_files_only": True}]
     monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    monkeypatch.setattr(loader, "_hub_reachable", lambda: True)  # as on a machine with network
     dataset = load_dataset("oracle", verify=False)
     assert calls[-1]["local_files_only"] is False and dataset.name == "oracle" and dataset.path == str(served)
+    # No network at all (the hub takes no connection): the local hub cache only, without the client's retries.
+    monkeypatch.setattr(loader, "_hub_reachable", lambda: False)
+    load_dataset("oracle", verify=False)
+    assert calls[-1]["local_files_only"] is True
     load_dataset("oracle", revision="main")  # another revision: the pinned hash does not apply
     assert calls[-1]["revision"] == "main"
 
