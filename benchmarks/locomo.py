@@ -9,12 +9,16 @@ subtracted. Then the report table, the category plot and the HTML view are built
 
 Target (issue 17, this 2-core machine): 10 memory builds, 1,986 items, overhead under 60 s.
 
-Run: ``python benchmarks/locomo.py [--file PATH] [--audit PATH] [--concurrency 4]``
+Run: ``python benchmarks/locomo.py [--file PATH] [--audit PATH] [--concurrency 4] [--keep DIR]``
+
+``--keep DIR`` runs in ``DIR`` (created if missing) and keeps it: its store, exports, plot and view stay for
+``om-eval report --results DIR``. Without it the run goes to a temporary folder that is deleted.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -43,8 +47,16 @@ def _config(results: Path, data: Path, audit: Path, concurrency: int) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
-def measure(data: Path, audit: Path, concurrency: int) -> dict:
-    """The measured part (run in a child process)."""
+def _results_folder(keep: Path | None) -> contextlib.AbstractContextManager[str]:
+    """``keep`` (created, never deleted) or a temporary folder deleted afterwards."""
+    if keep is None:
+        return tempfile.TemporaryDirectory()
+    keep.mkdir(parents=True, exist_ok=True)
+    return contextlib.nullcontext(str(keep.resolve()))
+
+
+def measure(data: Path, audit: Path, concurrency: int, keep: Path | None = None) -> dict:
+    """The measured part (run in a child process); ``keep``: the results folder to keep."""
     import asyncio
 
     from scripted_time import scripted_model_time
@@ -52,7 +64,7 @@ def measure(data: Path, audit: Path, concurrency: int) -> dict:
     from om_eval.experiment.job import RunJob
     from om_eval.experiment.spec import spec_from_config
 
-    with scripted_model_time() as model, tempfile.TemporaryDirectory() as folder:
+    with scripted_model_time() as model, _results_folder(keep) as folder:
         results = Path(folder)
         job = RunJob(spec_from_config(_config(results, data, audit, concurrency)))
         start = time.perf_counter()
@@ -102,16 +114,19 @@ def main() -> None:
     parser.add_argument("--file", type=Path, default=os.environ.get("LOCOMO_PATH"))
     parser.add_argument("--audit", type=Path, default=os.environ.get("LOCOMO_AUDIT_PATH"))
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--keep", type=Path, metavar="DIR",
+                        help="run in DIR and keep its results (store, exports) for om-eval report")
     parser.add_argument("--measure", action="store_true", help=argparse.SUPPRESS)  # the child's part
     args = parser.parse_args()
     if args.file is None or args.audit is None:
         sys.exit("give --file and --audit (or $LOCOMO_PATH and $LOCOMO_AUDIT_PATH): om-eval ships neither file")
     if args.measure:
-        print(json.dumps(measure(args.file, args.audit, args.concurrency)))
+        print(json.dumps(measure(args.file, args.audit, args.concurrency, args.keep)))
         return
+    keep = ["--keep", str(args.keep.resolve())] if args.keep else []
     child = subprocess.run(
         [sys.executable, __file__, "--measure", "--file", str(args.file), "--audit", str(args.audit),
-         "--concurrency", str(args.concurrency)],
+         "--concurrency", str(args.concurrency), *keep],
         capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
     )
     if child.returncode != 0:
@@ -130,6 +145,9 @@ def main() -> None:
           f"{f['corrected_accuracy']:.3f}")
     print(f"read back: report {f['report_s']:.1f} s (categories shown: {', '.join(f['categories_in_report'])}), "
           f"plot {f['plot_s']:.1f} s, view {f['view_s']:.1f} s ({f['view_mb']:.0f} MB)")
+    if args.keep:
+        print(f"results kept in {args.keep} (store, exports, categories.png, view.html): "
+              f"om-eval report --results {args.keep}")
 
 
 if __name__ == "__main__":

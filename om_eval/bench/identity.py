@@ -57,7 +57,10 @@ RUN_ID_RULE = IdentityRule(
     },
     # Nothing here changes results: the data file is pinned by its sha256 (hashed instead of ``verify``), the
     # official judge file likewise (``source``), and a panel only re-judges.
-    left_out=frozenset({"run.", "experiment", "dataset.verify", "judge.source", "judge.panel"}),
+    left_out=frozenset({"run.", "experiment", "dataset.verify", "judge.source", "judge.panel",
+                        # A price changes what a run costs, never what it answers.
+                        *(f"models.{role}.provider_options.price" for role in ("observer", "reflector", "actor",
+                                                                              "judge"))}),
 )
 
 MEMORY_KEY_RULE = IdentityRule(
@@ -84,5 +87,6 @@ MEMORY_KEY_RULE = IdentityRule(
     },
     only_with={"om.thread_id_hash": "om.obscure_thread_ids"},
     # What the actor sees of a memory does not change what the memory holds.
-    left_out=frozenset({"om.context_layout", "om.other_threads_order", "om.other_threads_limit"}),
+    left_out=frozenset({"om.context_layout", "om.other_threads_order", "om.other_threads_limit",
+                        "om.observation.model.provider_options.price", "om.reflection.model.provider_options.price"}),
 )

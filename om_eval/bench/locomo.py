@@ -20,8 +20,10 @@ numbers, this score as its own, the house judge's routes, Wilson intervals, and 
 
 from __future__ import annotations
 
+import os
 import re
 import string
+import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -29,12 +31,13 @@ from typing import Any
 
 from om_eval.bench.benchmark import Benchmark, Category
 from om_eval.data.locomo import CATEGORY_NAMES
+from om_eval.data.locomo_audit import ENV_AUDIT_PATH
 from om_eval.data.locomo_questions import locomo_dataset
 from om_eval.data.records import Dataset, Question
 from om_eval.data.subsets import select
 
-__all__ = ["BENCHMARK", "CATEGORY_NAMES", "CATEGORY_NUMBERS", "HOUSE_ROUTES", "locomo_f1", "locomo_scores",
-           "multi_answer_f1", "normalize_answer", "token_f1"]
+__all__ = ["BENCHMARK", "CATEGORY_NAMES", "CATEGORY_NUMBERS", "HOUSE_ROUTES", "corrections_notice", "locomo_f1",
+           "locomo_scores", "multi_answer_f1", "normalize_answer", "token_f1"]
 
 #: A category's number from its stored name (``items.question_type``).
 CATEGORY_NUMBERS = {name: number for number, name in CATEGORY_NAMES.items()}
@@ -137,8 +140,26 @@ def _score(question: Question, prediction: str, gold: str | int) -> float:
     return locomo_f1(prediction, gold, CATEGORY_NUMBERS[question.question_type])
 
 
+def corrections_notice(dataset: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> str | None:
+    """The line a run prints when an audit path is given (``dataset.audit_path`` or ``$LOCOMO_AUDIT_PATH``) but
+    ``dataset.corrections`` is off; ``None`` otherwise.
+
+    Why corrections stay opt-in: the run id hashes ``dataset.corrections`` but not the environment, so turning them
+    on from ``$LOCOMO_AUDIT_PATH`` would give one run id two sets of results (and the oracle reads the audit's
+    evidence, so even the raw scores move). The run id must say whether the audit applies.
+    """
+    given = dataset.get("audit_path") or (os.environ if environ is None else environ).get(ENV_AUDIT_PATH)
+    if not given or dataset.get("corrections") is not None:
+        return None
+    return (f"LoCoMo: audit corrections are OFF although an audit file is given ({given}); add "
+            "dataset.corrections=locomo_audit to score against its corrected gold too")
+
+
 def load_locomo_run(dataset: Mapping[str, Any]) -> Dataset:
-    """The LoCoMo dataset a run names (``dataset.path``/``$LOCOMO_PATH``/the pinned download), then its subset."""
+    """The LoCoMo dataset a run names (``dataset.path``/``$LOCOMO_PATH``/the pinned download), then its subset.
+    Prints :func:`corrections_notice` to stderr when it applies."""
+    if (notice := corrections_notice(dataset)) is not None:
+        print(notice, file=sys.stderr)
     loaded = locomo_dataset(dataset.get("path"), verify=dataset.get("verify", True),
                             speaker_roles=dataset.get("speaker_roles") or "a_user",
                             corrections=dataset.get("corrections"), audit_path=dataset.get("audit_path"))

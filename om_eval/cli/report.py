@@ -46,10 +46,11 @@ def _judge_agreement(results: str, runs: list[dict[str, Any]]) -> list[str]:
 
 
 def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
-    """Markdown: each run's comparability verdict and judge-free floor, then its judge panel and judge quality
+    """Markdown: the official protocol's conditions once, each run's comparability verdict (the conditions it
+    departs from) and judge-free floor, then its judge panel and judge quality
     where ``om-eval rejudge`` (``judge=panel``, ``--probes``) stored more than one judge or probe verdicts."""
     from om_eval.bench.benchmark import benchmark_of_run
-    from om_eval.report.comparability import run_comparability, verdict_lines
+    from om_eval.report.comparability import comparability_markdown, run_comparability
     from om_eval.report.judge_panel import (
         floor_line,
         judge_quality,
@@ -63,7 +64,7 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
     with Catalog(results, warn=False) as catalog:
         for run in runs:
             benchmark = benchmark_of_run(run)
-            verdicts += verdict_lines(run_comparability(catalog, run, benchmark))
+            verdicts.append(run_comparability(catalog, run, benchmark))
             own = [i for i in items if i["run_id"] == run["run_id"]]
             floors.append(f"- {floor_line(run['label'] or run['run_id'][:8], own, benchmark)}")
             panel = panel_report(catalog, run["run_id"], benchmark)
@@ -72,8 +73,7 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
             quality = judge_quality(catalog, run["run_id"], benchmark)
             if quality:
                 qualities.append(f"Run {run['run_id'][:12]}:\n\n" + quality_markdown(quality, benchmark))
-    text = ("## Comparability with published numbers\n\nThe official protocol's conditions, each checked "
-            "(om_eval/report/comparability.py).\n\n" + "\n".join(verdicts) + "\n\n")
+    text = comparability_markdown(verdicts) + "\n"
     text += "## Judge-free floor\n\nThe gold answer found word for word in the answer: no judge can move it.\n\n"
     text += "\n".join(floors) + "\n"
     if panels:

@@ -80,10 +80,16 @@ class IdentityRule:
                 continue
             if kind == ONLY_WITH and not lookup(root, self.only_with[path]):
                 continue
-            if isinstance(value, Mapping) and kind is None:
+            if isinstance(value, Mapping) and (kind is None or (kind == HASHED and self._excepts_below(path))):
                 value = self._view(value, root, path + ".")
             out[str(key)] = value
         return out
+
+    def _excepts_below(self, path: str) -> bool:
+        """Whether a setting below ``path`` is classed apart from its hashed subtree (``models.`` is hashed, its
+        ``models.actor.provider_options.price`` left out)."""
+        below = path + "."
+        return any(p.startswith(below) for group in (self.left_out, self.omitted_at, self.only_with) for p in group)
 
     def unclassed(self, paths: Iterable[str]) -> list[str]:
         """The paths this rule does not class (the completeness test lists them)."""

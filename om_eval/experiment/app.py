@@ -154,8 +154,22 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
+#: Condensed progress (:class:`ProgressLines`): output not a terminal and more questions to run than this.
+CONDENSE_ABOVE = 50
+#: Condensed progress prints about this many lines by count (one every 5 % of the questions to run) ...
+CONDENSED_LINES = 20
+#: ... and a line whenever this many seconds passed since the last one.
+CONDENSED_SECONDS = 10.0
+
+
 class ProgressLines:
-    """One plain line per finished question, for logs: ``[12/50] q_id ok · elapsed 1m12s · ETA 3m40s · $0.0123``.
+    """Plain progress lines for logs: ``[12/50] q_id ok · elapsed 1m12s · ETA 3m40s · $0.0123``.
+
+    One line per finished question, except when the output is not a terminal and more than
+    :data:`CONDENSE_ABOVE` questions are to run (a 1,986-question LoCoMo run piped to a file). Then the lines are
+    condensed: a line for every error, for the last question, and for a finished question when
+    ``ceil(to run / CONDENSED_LINES)`` questions finished since the last line or :data:`CONDENSED_SECONDS` passed.
+    The header line says which.
 
     The clock starts at the job's first report (after its setup). The ETA is the wall time per question run so
     far in this invocation (questions already done by an earlier invocation take no time and do not count) times
@@ -167,17 +181,37 @@ class ProgressLines:
         self.clock = clock
         self.started: float | None = None
         self._seen = 0
+        self.every = 1
+        """Print a line every this many questions (1: every question)."""
+        self._since = 0  # questions finished since the last line
+        self._last = 0.0  # when the last line was printed
 
     def __call__(self, progress: Any) -> None:
         if self.started is None:
-            self.started = self.clock()
+            self.started = self._last = self.clock()
+            to_run = progress.total - progress.skipped_done
+            condensed = ""
+            if to_run > CONDENSE_ABOVE and not (self.console.is_terminal or self.console.is_jupyter):
+                self.every = -(-to_run // CONDENSED_LINES)
+                condensed = (f" (a line every {self.every} questions or {CONDENSED_SECONDS:.0f} s, and every "
+                             "error)")
             self.console.print(f"{progress.total} questions: {progress.skipped_done} already done, "
-                               f"{progress.total - progress.skipped_done} to run", markup=False, highlight=False)
+                               f"{to_run} to run{condensed}", markup=False, highlight=False)
         finished = progress.finished[self._seen:]
         self._seen += len(finished)
-        for question_id, status in finished:
+        for index, (question_id, status) in enumerate(finished, start=1):
+            self._since += 1
+            if self.every > 1 and status == "ok" and not self._due(progress, last=index == len(finished)):
+                continue
+            self._since, self._last = 0, self.clock()
             self.console.print(self.line(progress, printable(f"{question_id} {status}")), markup=False, highlight=False,
                                soft_wrap=True)
+
+    def _due(self, progress: Any, *, last: bool) -> bool:
+        """Whether a condensed run prints the line of an ``ok`` question."""
+        done = progress.skipped_done + progress.done + progress.errors + progress.not_run >= progress.total
+        return (self._since >= self.every or self.clock() - self._last >= CONDENSED_SECONDS
+                or (last and done))
 
     def line(self, progress: Any, status: str) -> str:
         elapsed = self.clock() - (self.started or 0.0)
@@ -235,6 +269,11 @@ def _print_summary(job: Any, console: Any) -> dict[str, Any]:
             parts.append(f"abstention {metrics['abstention']['accuracy']:.4f}")
         if "own" in metrics and metrics["own"]["overall"] is not None:
             parts.append(f"{metrics['own']['name']} {metrics['own']['overall']:.4f}")
+        if metrics.get("answerable") and metrics["answerable"]["overall"] is not None:  # LoCoMo without category 5
+            part = metrics["answerable"]
+            parts.append(f"{part['title']}: overall {part['overall']:.4f}" + (
+                f", {metrics['own']['name']} {part['own']['overall']:.4f}"
+                if (part.get("own") or {}).get("overall") is not None else ""))
         if "corrected" in metrics:
             fixed = metrics["corrected"]
             parts.append(f"corrected gold ({fixed['changed']} answers): overall {fixed['overall']:.4f}"
@@ -266,8 +305,10 @@ def _print_where_and_next(job: Any, console: Any) -> None:
                                  "are not measurements of memory quality (a hosted judge is: judge=official)"))
     if os.environ.get(_FAILURES_ENV) is None:  # a single run; a sweep's jobs would each repeat it
         label = shlex.quote(job.spec.run.label or job.run_id)
-        console.print(escape(f"next: om-eval report · om-eval show {label} <question id> · om-eval view "
-                             "(results/report.html)"))
+        # The commands read results/ unless told another folder.
+        where = "" if results.resolve() == Path("results").resolve() else f" --results {shlex.quote(str(results))}"
+        console.print(escape(f"next: om-eval report{where} · om-eval show{where} {label} <question id> · "
+                             f"om-eval view{where} ({results / 'report.html'})"), soft_wrap=True)
 
 
 def _fixable_errors() -> tuple[type[Exception], ...]:

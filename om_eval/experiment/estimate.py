@@ -83,7 +83,7 @@ def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
         totals["judge"][2] += 2
     models = {"observer": obs_cfg.model.model, "reflector": ref_cfg.model.model, "actor": spec.actor.model,
               "judge": spec.judge_model.model}
-    from om_eval.llm.client import litellm_model_id
+    from om_eval.llm.request import litellm_model_id
 
     estimates = []
     for stage, (calls, prompt, completion) in totals.items():

@@ -366,7 +366,16 @@ class RunJob:
             raise ConfigError(credentials_message(missing))
         if served:
             self._check_endpoints(roles)
+        self.register_prices()
         self._credentials_checked = True
+
+    def register_prices(self) -> None:
+        """Models given a ``provider_options.price`` are priced by it, in the forecast, the ledger and the budget."""
+        from om_eval.llm.pricing import register_price
+
+        for settings in self.spec.role_models().values():
+            if "price" in settings.provider_options:
+                register_price(settings.model, settings.provider_options["price"])
 
     def _finished(self) -> bool:
         store_path = self.results / "store" / f"{self.run_id}.duckdb"

@@ -36,8 +36,8 @@ from typing import Any
 
 from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
-from om_eval.llm.pricing import call_cost
-from om_eval.llm.request import LLMRequest, cache_key
+from om_eval.llm.pricing import call_cost, register_price
+from om_eval.llm.request import LLMRequest, cache_key, litellm_model_id
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, ToolCall, ToolSpec, cut_off
 from om_eval.om.provider_options import endpoint_options
@@ -47,7 +47,6 @@ log = logging.getLogger(__name__)
 #: HTTP statuses worth retrying: request timeout, conflict, too early, rate limit; every 5xx is too.
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 #: Mastra names Gemini models ``google/...``; litellm calls the AI Studio provider ``gemini/...``.
-PROVIDER_ALIASES = {"google": "gemini"}
 GEMINI_PROVIDERS = ("gemini", "vertex_ai")
 
 
@@ -85,12 +84,6 @@ class ClientSettings:
     stored sample is the one the build drew; clear the cache (or use another ``run.cache_dir``) for new ones."""
 
 
-def litellm_model_id(model: str) -> str:
-    """Translate Mastra-style ids (``google/gemini-2.5-flash``) into litellm's (``gemini/gemini-2.5-flash``)."""
-    provider, sep, name = model.partition("/")
-    return f"{PROVIDER_ALIASES.get(provider, provider)}{sep}{name}" if sep else model
-
-
 def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     """litellm parameters from OM's ``provider_options``.
 
@@ -112,6 +105,12 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     params.update(options.get("litellm") or {})
     params.update(endpoint_options(options))
     return params
+
+
+def _register_price(settings: ModelSettings) -> None:
+    """A model given a ``provider_options.price`` is priced by it (litellm's price list, this process)."""
+    if "price" in settings.provider_options:
+        register_price(settings.model, settings.provider_options["price"])
 
 
 def build_request(
@@ -207,6 +206,7 @@ class LLMClient:
         tools: Sequence[ToolSpec] | None = None,
     ) -> ModelReply:
         """Call the model ``settings`` names with ``messages`` (the engine's entry point)."""
+        _register_price(settings)
         return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope)
 
     async def complete_checked(
@@ -222,6 +222,7 @@ class LLMClient:
         tools: Sequence[ToolSpec] | None = None,
     ) -> ModelReply:
         """:meth:`complete`, caching only replies ``check`` accepts; ``attempt`` > 0 is a retry's own entry."""
+        _register_price(settings)
         return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope, check=check,
                                attempt=attempt, complete_only=complete_only)
 

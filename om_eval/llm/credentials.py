@@ -30,7 +30,7 @@ def missing_credentials(model: str, provider_options: Mapping[str, Any] | None =
     A model given its own ``api_key`` (``"none"`` for a server that takes none) needs no variable; an ``api_base``
     alone does not say the server takes no key, so the provider's variable is still asked for.
     """
-    from om_eval.llm.client import litellm_model_id
+    from om_eval.llm.request import litellm_model_id
 
     options = provider_options or {}
     try:

@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 #: Providers that run on this machine and cost nothing.
 FREE_PROVIDERS = ("scripted", "local")
+
+
+def register_price(model: str, price: Any) -> None:
+    """Tell litellm's price list what ``model`` costs (a ``provider_options.price``: per million tokens, or
+    ``"free"``), so the ledger, the forecast and budgets price its calls instead of calling them unknown."""
+    from om_eval.llm._litellm import litellm_module
+    from om_eval.llm.request import litellm_model_id
+    from om_eval.om.provider_options import FREE
+
+    rates = {"input_per_million": 0.0, "output_per_million": 0.0} if price == FREE else price
+    model_id = litellm_model_id(model)
+    provider = model_id.partition("/")[0] if "/" in model_id else "openai"
+    litellm_module().register_model({model_id: {
+        "input_cost_per_token": float(rates["input_per_million"]) / 1e6,
+        "output_cost_per_token": float(rates["output_per_million"]) / 1e6,
+        "litellm_provider": provider, "mode": "chat",
+    }})
 
 
 def call_cost(model: str, prompt_tokens: int | None, completion_tokens: int | None) -> float | None:

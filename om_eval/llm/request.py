@@ -18,6 +18,15 @@ from typing import Any
 
 from om_eval.common.secrets import redact_secrets
 
+#: Mastra-style provider names litellm knows by another name.
+PROVIDER_ALIASES = {"google": "gemini"}
+
+
+def litellm_model_id(model: str) -> str:
+    """Translate Mastra-style ids (``google/gemini-2.5-flash``) into litellm's (``gemini/gemini-2.5-flash``)."""
+    provider, sep, name = model.partition("/")
+    return f"{PROVIDER_ALIASES.get(provider, provider)}{sep}{name}" if sep else model
+
 #: Bump when the key's layout changes, so old entries are never served for new requests.
 KEY_VERSION = 1
 

@@ -7,7 +7,10 @@
 - ``litellm``: parameters passed to litellm unchanged (``num_ctx``, ``repeat_penalty``...);
 - ``api_base``, ``api_key`` and ``extra_headers``: the **endpoint** the model is called at, for a self-hosted
   server (vLLM, Ollama, llama.cpp's server, a LiteLLM proxy) or a hosted API behind another address. ``api_key``
-  ``"none"`` says the server takes no key.
+  ``"none"`` says the server takes no key;
+- ``price``: what the model's calls cost, for a model litellm's price list does not know (a self-hosted one):
+  ``{"input_per_million": 0.2, "output_per_million": 0.6}`` in dollars per million tokens, or ``"free"``. It is
+  never sent, and it changes no identity (a price does not change an answer).
 
 The endpoint is read in one place (:func:`endpoint_options`), by the credential check before a run and by the
 request itself, so the two cannot disagree. The same keys under ``litellm`` (the form that was documented first) are
@@ -23,7 +26,7 @@ from om_eval.common.secrets import REDACTED
 
 ENDPOINT_KEYS = ("api_base", "api_key", "extra_headers")
 """The top-level keys that name a model's endpoint."""
-PROVIDER_OPTION_KEYS = ("google", "openai", "litellm", *ENDPOINT_KEYS)
+PROVIDER_OPTION_KEYS = ("google", "openai", "litellm", *ENDPOINT_KEYS, "price")
 """Every top-level key ``provider_options`` may hold."""
 IN_PROCESS_PREFIXES = ("scripted/", "local/")
 """Models served inside this process: they have no endpoint."""
@@ -63,6 +66,8 @@ def provider_option_errors(model: str, options: Mapping[str, Any]) -> list[tuple
             shown = value if key == "api_base" else REDACTED
             problems.append((key, shown, "must be non-empty text" + (" ('none' for a server that takes no key)"
                                                                      if key == "api_key" else "")))
+    if "price" in options and (why := price_error(options["price"])):
+        problems.append(("price", options["price"], why))
     try:
         endpoint = endpoint_options(options)
     except ValueError as error:
@@ -73,3 +78,19 @@ def provider_option_errors(model: str, options: Mapping[str, Any]) -> list[tuple
             problems.append((key, shown, f"unused: {model} runs in this process, at no endpoint; remove it, or "
                                          "name a served model such as openai/<name>"))
     return problems
+
+
+FREE = "free"
+"""``price`` of a model whose calls cost nothing."""
+
+
+def price_error(price: Any) -> str | None:
+    """Why ``price`` is not a price (None when it is one)."""
+    if price == FREE:
+        return None
+    if not isinstance(price, Mapping) or set(price) != {"input_per_million", "output_per_million"}:
+        return "must be 'free' or {input_per_million: <dollars>, output_per_million: <dollars>}"
+    for key, value in price.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+            return f"{key} must be a number of dollars >= 0"
+    return None

@@ -68,6 +68,15 @@ def compact_cell(value: float | None, ci: tuple[float, float] | None, n: int | N
     return " ".join(parts)
 
 
+def plural(n: int, noun: str, many: str | None = None) -> str:
+    """A count with its noun in agreement: ``1 answer``, ``2 answers``, ``0 answers`` (``many``: an irregular plural).
+
+    >>> plural(1, "question"), plural(3, "question"), plural(2, "reply", "replies")
+    ('1 question', '3 questions', '2 replies')
+    """
+    return f"{n} {noun if n == 1 else many or noun + 's'}"
+
+
 def dollars(value: float | None) -> str:
     return MISSING if missing(value) else f"{value:.4f}"
 

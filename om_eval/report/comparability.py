@@ -32,11 +32,26 @@ from om_eval.bench.benchmark import Benchmark
 from om_eval.bench.judging.judge import OFFICIAL_JUDGE_MODEL, PINNED_SHA256
 from om_eval.bench.pipeline import hypothesis_hash
 from om_eval.data.loader import EXPECTED_COUNTS, LME_FILES
+from om_eval.report._format import plural
 
-__all__ = ["Condition", "Verdict", "comparability", "run_comparability", "verdict_lines"]
+__all__ = ["PROTOCOL", "Condition", "Verdict", "checklist_lines", "comparability", "comparability_markdown",
+           "run_comparability", "verdict_lines"]
 
 FULL_SIZE = sum(total for total, _ in EXPECTED_COUNTS.values())
 PINNED_DATA = {f.sha256: f.filename for f in LME_FILES.values()}
+
+#: The official protocol's conditions, in the order they are checked: (name, what it asks). The report prints
+#: this list once; each run's verdict then names only the conditions it departs from.
+PROTOCOL: tuple[tuple[str, str], ...] = (
+    ("official templates", "the pinned upstream judge templates"),
+    ("official parse", "'yes' anywhere in the reply; a reply without a verdict is unjudged, not wrong"),
+    ("official judge model", f"{OFFICIAL_JUDGE_MODEL}, temperature 0, at most 10 output tokens"),
+    ("whole file", f"every question of the file judged ({FULL_SIZE}/{FULL_SIZE} on S), no subset"),
+    ("pinned data", "a data file whose sha256 om-eval pins"),
+    ("one prompt for every category", "the actor gets the same instructions whatever the category"),
+    ("no re-runs kept for flips", "no question answered again after an answer of it was graded"),
+    ("both aggregates shown", "task-averaged and micro accuracy both reported"),
+)
 
 
 @dataclass(frozen=True)
@@ -82,9 +97,18 @@ def _judge_conditions(identity: Mapping[str, Any], judge_model: Mapping[str, Any
     return [
         templates,
         Condition("official parse", parse_ok, parse_detail),
-        Condition("official judge model", model_ok, f"{model}, temperature {temperature}, {tokens} tokens"
-                  + ("" if model_ok else f" (official: {OFFICIAL_JUDGE_MODEL}, temperature 0, 10 tokens)")),
+        Condition("official judge model", model_ok, f"{model}, {_sampling(temperature, tokens)}"),
     ]
+
+
+def _sampling(temperature: Any, tokens: Any) -> str:
+    """``temperature 0, at most 10 output tokens``; an unset value is said in words, never printed as ``None``."""
+    if temperature is None:
+        heat = "temperature not set"
+    else:
+        heat = f"temperature {temperature:g}" if isinstance(temperature, (int, float)) else f"temperature {temperature}"
+    cap = "no output cap" if tokens is None else f"at most {plural(int(tokens), 'output token')}"
+    return f"{heat}, {cap}"
 
 
 def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], benchmark: Benchmark, *,
@@ -122,9 +146,11 @@ def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], be
                                 + (f" (prompt set {next(iter(prompts.values()))})" if prompts else "")))
     reruns = []
     if regraded:
-        reruns.append(f"{regraded} questions have a verdict on an earlier answer")
+        reruns.append(f"{plural(regraded, 'question')} {'has' if regraded == 1 else 'have'} a verdict on an "
+                      "earlier answer")
     if reanswered:
-        reruns.append(f"{reanswered} questions were answered afresh more than once")
+        reruns.append(f"{plural(reanswered, 'question')} {'was' if reanswered == 1 else 'were'} answered afresh "
+                      "more than once")
     conditions.append(Condition("no re-runs kept for flips", not reruns,
                                 "; ".join(reruns) or "one answer per question"))
     conditions.append(Condition("both aggregates shown", True, "task-averaged and micro accuracy both reported"))
@@ -145,12 +171,29 @@ def run_comparability(catalog: Any, run: Mapping[str, Any], benchmark: Benchmark
     return comparability(run, items, benchmark, regraded=regraded, reanswered=reanswered)
 
 
+def checklist_lines() -> list[str]:
+    """Markdown lines: the official protocol's conditions (:data:`PROTOCOL`), numbered, printed once per report."""
+    return [f"{i}. **{name}**: {asks}" for i, (name, asks) in enumerate(PROTOCOL, 1)]
+
+
 def verdict_lines(verdict: Verdict) -> list[str]:
-    """Markdown lines: the verdict, then each condition with what was found."""
-    head = ("comparable with published LongMemEval numbers" if verdict.comparable
-            else f"not comparable ({len(verdict.failed)} condition{'s' if len(verdict.failed) != 1 else ''} "
-                 "failed)")
-    lines = [f"- **{verdict.label}** ({verdict.run_id[:8]}): {head}"]
-    for condition in verdict.conditions:
-        lines.append(f"  - {'✓' if condition.holds else '✗'} {condition.name}: {condition.detail}")
+    """Markdown lines: the verdict, then each condition the run departs from with what was found (the conditions
+    it meets are not repeated: :func:`checklist_lines` lists them once)."""
+    failed = verdict.failed
+    if verdict.comparable:
+        return [f"- **{verdict.label}** ({verdict.run_id[:8]}): comparable with published LongMemEval numbers "
+                "(meets every condition)"]
+    lines = [f"- **{verdict.label}** ({verdict.run_id[:8]}): not comparable; departs from "
+             f"{plural(len(failed), 'condition')}:"]
+    lines += [f"  - ✗ {condition.name}: {condition.detail}" for condition in failed]
     return lines
+
+
+def comparability_markdown(verdicts: Sequence[Verdict]) -> str:
+    """The report's section: the protocol's conditions once, then one verdict per run."""
+    lines = ["## Comparability with published numbers", "",
+             "A run is comparable with published LongMemEval numbers when it meets every condition of the official "
+             "protocol (checked in om_eval/report/comparability.py):", "", *checklist_lines(), ""]
+    for verdict in verdicts:
+        lines += verdict_lines(verdict)
+    return "\n".join(lines) + "\n"

@@ -329,7 +329,8 @@ def _cells(row: ComparisonRow, benchmark: Benchmark) -> list[str]:
 
 def _explanation(c: Comparison) -> list[str]:
     return [
-        f"Paired on {c.n_paired} questions judged in both runs. Left out: {c.label_a}: {c.unjudged_a} unjudged "
+        f"Paired on {fmt.plural(c.n_paired, 'question')} judged in both runs. Left out: {c.label_a}: "
+        f"{c.unjudged_a} unjudged "
         f"(label None), {c.unmatched_a} not judged in {c.label_b}; {c.label_b}: {c.unjudged_b} unjudged, "
         f"{c.unmatched_b} not judged in {c.label_a}.",
         f"Accuracies in %, Δ in points (positive: {c.label_b} better). CI: paired percentile bootstrap, "
@@ -351,17 +352,19 @@ def comparison_to_markdown(c: Comparison, *, title: str | None = None) -> str:
 
 
 def comparison_to_rich(c: Comparison, *, title: str | None = None) -> Any:
-    """The comparison as a rich renderable."""
+    """The comparison as a rich renderable; its table fits the console without splitting a word, folded into parts
+    that repeat the row names when too wide (:mod:`om_eval.report._fit`)."""
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
-    grid = Table(title=title or f"Paired comparison: {c.label_b} vs {c.label_a}", title_style="bold")
-    for i, header in enumerate(_header(c)):
-        grid.add_column(header, justify="left" if i in (0, 11) else "right")
-    for row in c.rows:
-        style = "bold" if row.name in ("overall", "task_averaged") else None
-        grid.add_row(*_cells(row, c.benchmark), style=style)
+    from om_eval.report._fit import Column, FittedTable
+
+    rows = [_cells(row, c.benchmark) for row in c.rows]
+    columns = [Column(header, tuple(cells[i] for cells in rows), i not in (0, 11))
+               for i, header in enumerate(_header(c))]
+    grid = FittedTable(title or f"Paired comparison: {c.label_b} vs {c.label_a}", tuple(columns[:1]),
+                       tuple(columns[1:]),
+                       tuple("bold" if row.name in ("overall", "task_averaged") else None for row in c.rows))
     parts: list[Any] = [Text(f"WARNING: {w}", style="bold red") for w in c.warnings]
     parts += [grid, *(Text(t, style="dim") for t in (*_explanation(c), c.benchmark.legend) if t)]
     return Group(*parts)

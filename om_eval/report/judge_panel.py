@@ -20,6 +20,7 @@ from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
 from om_eval.bench.judging.matching import contains_match, match_floor
+from om_eval.report._format import plural
 from om_eval.report.agreement import current_verdicts, judge_name
 
 __all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "judge_quality",
@@ -152,7 +153,8 @@ def _pct(value: float | None) -> str:
 def panel_markdown(panel: PanelReport, benchmark: Benchmark, *, max_flips: int = 20) -> str:
     """The panel as markdown: accuracy per judge and category, the range, then the flipped questions."""
     shorts = [benchmark.category(c).short for c in panel.categories]
-    lines = [f"Run {panel.run_id[:12]}: {len(panel.judges)} judges on the same {panel.n} answers (accuracy %).",
+    lines = [f"Run {panel.run_id[:12]}: {len(panel.judges)} judges on the same {plural(panel.n, 'answer')} "
+             "(accuracy %).",
              "", "| judge | " + " | ".join(shorts) + " | overall |", "|---" * (len(shorts) + 2) + "|"]
     for judge in panel.judges:
         name = judge.label + (" (run's judge)" if judge.own else "")
@@ -160,7 +162,7 @@ def panel_markdown(panel: PanelReport, benchmark: Benchmark, *, max_flips: int =
                      + f" | {_pct(judge.accuracy)} |")
     lines.append("| **range** | " + " | ".join(_pct(panel.category_spread(c)) for c in panel.categories)
                  + f" | **{_pct(panel.spread)}** |")
-    lines += ["", f"{len(panel.flips)} of {panel.n} questions flip between judges."]
+    lines += ["", f"{len(panel.flips)} of {plural(panel.n, 'question')} flip between judges."]
     for flip in panel.flips[:max_flips]:
         said = "; ".join(f"{label}: {'yes' if label_ok else 'no'} ({reply.strip()[:60]!r})"
                          for label, (label_ok, reply) in flip.verdicts.items())
@@ -181,7 +183,7 @@ def quality_markdown(qualities: Sequence[JudgeQuality], benchmark: Benchmark) ->
     for q in qualities:
         cells = [f"{_pct(q.by_category[c][0])}/{_pct(q.by_category[c][1])}" if c in q.by_category else "n/a"
                  for c in categories]
-        errors = f" ({q.errors} probes unjudged)" if q.errors else ""
+        errors = f" ({plural(q.errors, 'probe')} unjudged)" if q.errors else ""
         lines.append(f"| {q.label}{errors} | {_pct(q.false_accept)} | {_pct(q.false_accept_vague)} | "
                      f"{_pct(q.false_accept_wrong)} | {_pct(q.false_reject)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -197,8 +199,9 @@ def floor_line(label: str, items: Sequence[Mapping[str, Any]], benchmark: Benchm
     graded = [i for i in checked if i.get("judge_status") == "ok" and i.get("label") is not None]
     judged = _mean([bool(i["label"]) for i in graded])
     rejected = sum(1 for i in graded if not i["label"] and contains_match(i.get("hypothesis") or "", i["gold_answer"]))
-    number = (f", number match {_pct(floor.number)}% of {floor.numbered} numeric golds"
+    number = (f", number match {_pct(floor.number)}% of {plural(floor.numbered, 'numeric gold')}"
               if floor.numbered else "")
     return (f"{label}: gold found in the answer {_pct(floor.contains)}% (exact {_pct(floor.exact)}%{number}) of "
-            f"{floor.n} questions, judged correct {_pct(judged)}%; {rejected} answers holding the gold judged "
-            f"wrong; {floor.skipped} questions without a gold to match (rubrics, unanswerable)")
+            f"{plural(floor.n, 'question')}, judged correct {_pct(judged)}%; {plural(rejected, 'answer')} holding "
+            f"the gold judged wrong; {plural(floor.skipped, 'question')} without a gold to match (rubrics, "
+            "unanswerable)")

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
+from om_eval.report._format import plural
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,11 @@ def recall_markdown(uses: Sequence[RecallUse]) -> str:
     for use in uses:
         errors = ", ".join(f"{kind} {count}" for kind, count in sorted(use.errors.items())) or "none"
         lines.append(
-            f"- **{use.label}**: {use.calls_per_question:.2f} calls per question ({use.calls} over {use.questions} "
-            f"questions; {use.questions_calling} called it at least once); {use.result_tokens:,} tokens read back; "
-            f"errors: {errors}; {use.rounds} rounds after tool results, {use.rounds_prompt_tokens:,} prompt tokens, "
-            f"${use.rounds_cost_usd:.4f}")
+            f"- **{use.label}**: {use.calls_per_question:.2f} calls per question ({use.calls} over "
+            f"{plural(use.questions, 'question')}; {use.questions_calling} called it at least once); "
+            f"{use.result_tokens:,} {'token' if use.result_tokens == 1 else 'tokens'} read back; errors: {errors}; "
+            f"{plural(use.rounds, 'round')} after tool results, {use.rounds_prompt_tokens:,} prompt "
+            f"{'token' if use.rounds_prompt_tokens == 1 else 'tokens'}, ${use.rounds_cost_usd:.4f}")
         lines.append("  - calls per question by category: " + ", ".join(
             f"{title} {calls / questions:.2f}" for title, (questions, calls) in use.per_category.items()))
     return "\n".join(lines) + "\n"

@@ -10,7 +10,9 @@ import textwrap
 from typing import IO, Any
 
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, default_benchmark
+from om_eval.bench.scoring import answerable_categories, answerable_title
 from om_eval.report import _format as fmt
+from om_eval.report._fit import Column, FittedTable
 from om_eval.report.tables import (
     _BASELINE_PREFIX,
     CAVEAT_MARK,
@@ -83,7 +85,28 @@ def _benchmark_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
     return (
         *((f"{name} {c.short}", lambda r, k=c.key: _own_cell(r.own, k)) for c in benchmark.categories),
         (f"{name} overall", lambda r: _own_cell(r.own, None)),
+        *_answerable_rows(benchmark, ""),
     )
+
+
+def _answerable_rows(benchmark: Benchmark, prefix: str) -> tuple[tuple[str, Any], ...]:
+    """Rows of the aggregate most papers quote (LoCoMo's categories 1-4): judge accuracy and own score; ``prefix``
+    ``corrected `` reads the corrected gold's."""
+    categories = answerable_categories(benchmark)
+    if not categories:
+        return ()
+    title, name = answerable_title(categories), benchmark.own_score
+
+    def pick(r: RunSummary) -> Any:
+        return r.corrected_answerable if prefix else r.answerable
+
+    rows: tuple[tuple[str, Any], ...] = (
+        (f"{prefix}overall {title}", lambda r: _cell(r, pick(r).accuracy, compact=True) if pick(r) else fmt.MISSING),
+    )
+    if name is not None:
+        rows += ((f"{prefix}{name} {title}", lambda r: f"{fmt.pct(pick(r).own[0])} n={pick(r).own[1]}"
+                  if pick(r) and pick(r).own else fmt.MISSING),)
+    return rows
 
 
 def _corrected_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
@@ -99,7 +122,7 @@ def _corrected_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
     if benchmark.own_score is not None:
         rows += ((f"corrected {benchmark.own_score} overall",
                   lambda r: _own_cell(r.corrected_own, None) if r.corrected_own else fmt.MISSING),)
-    return rows
+    return rows + _answerable_rows(benchmark, "corrected ")
 
 
 def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = None) -> list[tuple[str, bool, Any]]:
@@ -187,19 +210,35 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
     return headers, body
 
 
-def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
+def _cells_legend(table: ReportTable, *, wide: bool) -> str:
+    """What an accuracy cell of the rendered table holds, as printed: the interval is named only when some run shows
+    one (a run with a judge caveat shows none), ``+k unjudged`` only when some cell carries it."""
     level = f"{100 * table.confidence:g}%"
-    if wide:
-        cells = f"Cells: accuracy % [{level} CI] (n judged)."
-    else:
-        cells = f"Cells: accuracy % [{level} CI, whole points] n=judged questions; one column per run."
+    shown = any(row.caveat is None for row in table.rows)
+    hidden = any(row.caveat for row in table.rows)
+    interval = (f" [{level} CI]" if wide else f" [{level} CI, whole points]") if shown else ""
+    text = f"Cells: accuracy %{interval}" + (" (n judged)" if wide else " n=judged questions")
+    if shown and hidden:
+        text += f"; no interval for runs marked {CAVEAT_MARK}"
+    elif hidden:
+        text += f" (no interval: every run here is marked {CAVEAT_MARK})"
+    text += "; task-avg has no n"
+    if any(row.unjudged for row in table.rows):
+        text += "; +k unjudged = answers left out of the accuracy (judge error, not run)"
+    return text + ("." if wide else "; one column per run.")
+
+
+def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
+    cells = _cells_legend(table, wide=wide)
+    shown = not table.rows or any(row.caveat is None for row in table.rows)
     names = [b.name for b in table.benchmarks]
     lines = []
     if DEFAULT_BENCHMARK in names:
         lines += [
             f"{cells} overall = micro average over questions; task-avg = mean of the six type accuracies (macro, "
             "the official headline); abstention = questions with `_abs` in their id.",
-            f"Intervals: percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}. "
+            f"Intervals{'' if shown else f' (in the CSV; not printed for {CAVEAT_MARK} runs)'}: percentile "
+            f"bootstrap over questions, {table.n_boot} resamples, seed {table.seed}. "
             "Graded accuracies leave unjudged answers (judge error, not run) out; strict ones count them wrong.",
         ]
     for benchmark in table.benchmarks:
@@ -229,6 +268,11 @@ def _benchmark_explanation(benchmark: Benchmark, cells: str | None, table: Repor
     if benchmark.own_score is not None:
         lines.append(f"{benchmark.own_score} = {benchmark.title}'s own answer score, computed with its evaluation "
                      "script's arithmetic: the mean per category and over all answered questions.")
+    if categories := answerable_categories(benchmark):
+        title = answerable_title(categories)
+        left = ", ".join(c.title for c in benchmark.categories if c not in categories)
+        lines.append(f"{title} = the micro average over the questions of {title}, as most papers quote "
+                     f"{benchmark.title}: {left} (unanswerable) left out.")
     if any(r.corrected is not None for r in table.rows if r.benchmark == benchmark.name):
         lines.append("corrected = scored against the audit's corrected gold answers where it says the published one "
                      "is wrong (gold corrected = how many); ceiling (raw) = the best raw score possible, 1 minus "
@@ -331,6 +375,11 @@ def _own_fields(benchmark: Benchmark, row: RunSummary) -> dict[str, str]:
         for key in benchmark.category_keys:
             out[f"{prefix}_{key}"] = fmt.csv_number(own.per_type[key][0] if own else None)
     fixed = row.corrected
+    if categories := answerable_categories(benchmark):
+        slug = answerable_title(categories).replace(" ", "_").replace("-", "_").replace(",", "")
+        for prefix, part in (("", row.answerable), ("corrected_", row.corrected_answerable)):
+            out.update(_accuracy_fields(f"{prefix}{slug}", part.accuracy if part else Accuracy(None, None, 0)))
+            out[f"{prefix}{name}_{slug}"] = fmt.csv_number(part.own[0] if part and part.own else None)
     out["gold_corrected"] = str(row.n_corrected) if fixed is not None else ""
     out["ceiling"] = fmt.csv_number(row.ceiling)
     for key in benchmark.category_keys:
@@ -381,12 +430,14 @@ def _empty_summary() -> RunSummary:
 def to_rich(table: ReportTable, *, title: str | None = None, wide: bool = False) -> Any:
     """The table as a rich renderable (a ``Group``): a warning when regimes are mixed, one table per section.
 
+    Each section's table fits the console it is printed on without splitting a word (80 columns when the output
+    is not a terminal): it wraps at spaces and, when still too wide, is folded into parts that repeat the row
+    names (compact) or rank and variant (wide); :mod:`om_eval.report._fit` says how.
+
     Args:
         wide: one row per run with every column instead of the compact transposed table.
     """
     from rich.console import Group
-    from rich.markup import escape
-    from rich.table import Table
     from rich.text import Text
 
     parts: list[Any] = [Text(title or table.title, style="bold")]
@@ -396,21 +447,21 @@ def to_rich(table: ReportTable, *, title: str | None = None, wide: bool = False)
     for section in table.sections:
         if wide:
             columns = _columns(table, sep="\n", section=section)
-            grid = Table(title=section.title, title_style="bold", show_lines=True)
-            for header, right, _ in columns:
-                grid.add_column(header, justify="right" if right else "left", no_wrap=header in ("variant", "run"))
-            for rank, row in zip(section_ranks(section), section.rows):
-                grid.add_row(*_cells(columns, rank, row), style="yellow" if row.caveat else None)
+            rows = [_cells(columns, rank, row) for rank, row in zip(section_ranks(section), section.rows)]
+            fitted = [Column(header, tuple(cells[i] for cells in rows), right)
+                      for i, (header, right, _) in enumerate(columns)]
+            parts.append(FittedTable(section.title, tuple(fitted[:2]), tuple(fitted[2:]),
+                                     tuple("yellow" if row.caveat else None for row in section.rows),
+                                     show_lines=True))
         else:
-            grid = Table(title=section.title, title_style="bold")
             headers, body = _compact(table, section)
-            grid.add_column(headers[0], justify="left", no_wrap=True)
-            for header, row in zip(headers[1:], section.rows):
-                grid.add_column(escape(header), justify="right", overflow="fold",
-                                header_style="bold yellow" if row.caveat else "bold")
-            for cells, end in body:
-                grid.add_row(*cells, end_section=end, style="bold" if cells[0] == "task-avg" else None)
-        parts.append(grid)
+            names = Column(headers[0], tuple(cells[0] for cells, _ in body))
+            runs = tuple(Column(header, tuple(cells[i] for cells, _ in body), True,
+                                "bold yellow" if row.caveat else "bold")
+                         for i, (header, row) in enumerate(zip(headers[1:], section.rows), 1))
+            parts.append(FittedTable(section.title, (names,), runs,
+                                     tuple("bold" if cells[0] == "task-avg" else None for cells, _ in body),
+                                     tuple(end for _, end in body)))
         parts += [Text(note, style="yellow") for note in section.notes]
     parts += [Text(note, style="yellow") for note in caveat_notes(table.rows)]
     parts += [Text(line, style="dim") for line in (*_explanation(table, wide=wide), *_legends(table))]

@@ -62,13 +62,15 @@ from om_eval.bench.benchmark import (
     benchmark_of_run,
     default_benchmark,
 )
-from om_eval.bench.metrics import metric_report, score_means
+from om_eval.bench.metrics import metric_report, score_means, wilson_interval
+from om_eval.bench.scoring import answerable_metrics
 from om_eval.report import _format as fmt
 
 __all__ = [
     "BASELINE_READERS",
     "CAVEAT_MARK",
     "Accuracy",
+    "Answerable",
     "OwnScores",
     "ReportTable",
     "RunSummary",
@@ -169,6 +171,19 @@ class OwnScores:
 
 
 @dataclass(frozen=True)
+class Answerable:
+    """The aggregate most papers quote for LoCoMo: its categories 1-4, without the adversarial category 5
+    (:func:`om_eval.bench.scoring.answerable_metrics` defines it)."""
+
+    title: str
+    """``categories 1-4``."""
+    accuracy: Accuracy
+    """Graded judge accuracy, micro over the questions of those categories, with its interval."""
+    own: tuple[float | None, int] | None
+    """The benchmark's own score (LoCoMo's F1), micro over their answered questions: (mean, n)."""
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """One row of the summary table."""
 
@@ -215,6 +230,10 @@ class RunSummary:
     """Graded accuracies with the corrected gold answers (``dataset.corrections``); ``None`` without corrections."""
     corrected_own: OwnScores | None = None
     n_corrected: int = 0
+    answerable: Answerable | None = None
+    """The aggregate over the answerable categories (LoCoMo's categories 1-4); ``None`` for a benchmark without."""
+    corrected_answerable: Answerable | None = None
+    """The same against the corrected gold answers (``None`` without corrections)."""
     """Questions whose gold a correction changed: their share is the ceiling of the raw scores."""
 
     @property
@@ -375,6 +394,18 @@ def _own(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]]) -> OwnScores |
                      {k: (v["mean"], v["n"]) for k, v in means["per_type"].items()})
 
 
+def _answerable(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]], confidence: float) -> Answerable | None:
+    """The answerable aggregate of metric rows, with a Wilson interval (it is a proportion over questions)."""
+    found = answerable_metrics(benchmark, [dict(r) for r in rows if r["status"] == "ok" or r.get("score") is not None])
+    if found is None:
+        return None
+    n = found["n"]
+    value = found["overall"]
+    ci = wilson_interval(round(value * n), n, confidence) if value is not None else None
+    own = (found["own"]["overall"], found["own"]["n"]) if "own" in found else None
+    return Answerable(found["title"], Accuracy(value, ci, n), own)
+
+
 def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short_id: str, label: str,
                n_boot: int, seed: int, confidence: float) -> RunSummary:
     benchmark = benchmark_of_run(run)
@@ -386,11 +417,12 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
     report = report_of(rows)
     counts = report["counts"]
     n_corrected = sum(1 for i in items if i.get("corrected_answer") is not None)
-    corrected = corrected_own = None
+    corrected = corrected_own = corrected_answerable = None
     if n_corrected:
         fixed = metric_rows(items, by_id=by_id, corrected=True)
         corrected = _scores(report_of(fixed)["graded"], keys)
         corrected_own = _own(benchmark, fixed)
+        corrected_answerable = _answerable(benchmark, fixed, confidence)
     _, official, mode = _section_of(run)
     return RunSummary(
         run_id=str(run["run_id"]),
@@ -423,6 +455,8 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         corrected=corrected,
         corrected_own=corrected_own,
         n_corrected=n_corrected,
+        answerable=_answerable(benchmark, rows, confidence),
+        corrected_answerable=corrected_answerable,
     )
 
 
@@ -516,7 +550,8 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         if several or benchmark.name != DEFAULT_BENCHMARK:
             title = f"{benchmark.title}: {title}"
         sections.append(Section(key, title, official, rows, section_notes, benchmark))
-    notes: tuple[str, ...] = (f"{stray} item(s) of runs not in this table were ignored.",) if stray else ()
+    notes: tuple[str, ...] = (f"{fmt.plural(stray, 'item')} of runs not in this table "
+                               f"{'was' if stray == 1 else 'were'} ignored.",) if stray else ()
     datasets = sorted({row.dataset for section in sections for row in section.rows})
     if len(datasets) > 1:
         notes += (f"These runs used different data ({'; '.join(datasets)}): their scores are not comparable "

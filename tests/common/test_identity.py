@@ -64,3 +64,12 @@ def test_a_view_never_adds_and_keeps_every_hashed_value(data: dict) -> None:
     for path in leaf_paths(data):
         if RULE.kind_of(path) in (None, "hashed"):
             assert path in kept or any(path.startswith(k + ".") for k in kept)
+
+
+def test_a_setting_left_out_below_a_hashed_subtree_stays_out() -> None:
+    rule = IdentityRule(name="test id", hashed=frozenset({"models."}),
+                        left_out=frozenset({"models.actor.options.price"}))
+    data = {"models": {"actor": {"model": "m", "options": {"price": 1, "base": "b"}}, "judge": {"model": "j"}}}
+    assert rule.view(data) == {"models": {"actor": {"model": "m", "options": {"base": "b"}}, "judge": {"model": "j"}}}
+    assert rule.view({"models": {"actor": {"model": "m", "options": {"base": "b"}}}}) == rule.view(
+        {"models": {"actor": {"model": "m", "options": {"base": "b", "price": 9}}}})

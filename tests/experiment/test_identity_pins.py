@@ -20,11 +20,17 @@ from tests.runs import compose_run
 PINS = {
     "smoke": ("b58148b8abd5246d", "d163bbf8dfd6f4c3"),
     "quickstart": ("7863811c99b64f1e", "eace34d1ed883375"),
+    # One per further prompt set and benchmark: the recall tool's words, LoCoMo's rules, the published preset.
+    "smoke om=retrieval": ("1b3b337035b1d308", "f4c50be0430a2446"),
+    "locomo_quickstart": ("f32b335d7355198e", "53ddbae926e190c3"),
+    "mastra_gpt4o": ("06025b214f7b8ace", "ff8d598ffeb543a9"),
 }
 
 
-@pytest.mark.parametrize("experiment", list(PINS))
-def test_the_preset_keeps_its_run_id_and_memory_key(tmp_path: Path, experiment: str) -> None:
-    spec = spec_from_config(OmegaConf.to_container(compose_run(tmp_path, experiment=experiment), resolve=True))
+@pytest.mark.parametrize("preset", list(PINS))
+def test_the_preset_keeps_its_run_id_and_memory_key(tmp_path: Path, preset: str) -> None:
+    experiment, *overrides = preset.split()
+    config = compose_run(tmp_path, *overrides, experiment=experiment)
+    spec = spec_from_config(OmegaConf.to_container(config, resolve=True))
     key = memory_hash(spec.om, spec.replay, make_counter(spec.token_estimator).name)
-    assert (spec.config_hash, key) == PINS[experiment]
+    assert (spec.config_hash, key) == PINS[preset]

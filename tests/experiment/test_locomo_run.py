@@ -112,6 +112,29 @@ def test_the_report_shows_numbered_categories_f1_and_raw_against_corrected(resul
     assert {"1 multi-hop", "5 adversarial"} <= {c.title for c in table.sections[0].benchmark.categories}
 
 
+def test_categories_1_to_4_sit_beside_the_overall_in_the_report_and_metrics(results: Path) -> None:
+    with Catalog(results) as catalog:
+        runs, items = catalog.runs(), catalog.query("SELECT * FROM items")
+    table = summary_table(runs, items, n_boot=50)
+    markdown = to_markdown(table)
+    for row in ("overall categories 1-4", "F1 categories 1-4", "corrected overall categories 1-4",
+                "categories 1-4 = the micro average"):
+        assert row in markdown, row
+    om = _runs(results)[0]
+    mine = [i for i in items if i["run_id"] == om["run_id"] and i["question_type"] != "adversarial"]
+    summary = table.run(om["run_id"])
+    assert summary.answerable is not None and summary.answerable.accuracy.n == len(mine) == 12
+    assert summary.answerable.accuracy.value == pytest.approx(sum(bool(i["label"]) for i in mine) / 12)
+    assert summary.answerable.own == (pytest.approx(sum(i["score"] for i in mine) / 12), 12)
+    record = next(r for r in csv.DictReader(io.StringIO(to_csv(table))) if r["run_id"] == om["run_id"])
+    assert float(record["categories_1_4_acc"]) == pytest.approx(summary.answerable.accuracy.value)
+    assert record["f1_categories_1_4"] and record["corrected_categories_1_4_acc"]
+    written = json.loads((results / "runs" / om["run_id"] / "metrics.json").read_text())
+    assert written["answerable"]["title"] == "categories 1-4" and written["answerable"]["n"] == 12
+    assert written["answerable"]["overall"] == pytest.approx(summary.answerable.accuracy.value)
+    assert "answerable" in written["corrected"]
+
+
 def test_plot_show_and_view_use_locomo_categories(results: Path) -> None:
     with Catalog(results) as catalog:
         runs, items = catalog.runs(), catalog.query("SELECT * FROM items")

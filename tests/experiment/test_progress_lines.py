@@ -1,4 +1,5 @@
-"""Progress of ``om-eval run`` when its output is not a terminal: one plain line per finished question."""
+"""Progress of ``om-eval run`` when its output is not a terminal: one plain line per finished question, condensed
+for long runs."""
 
 from __future__ import annotations
 
@@ -84,3 +85,54 @@ def test_the_bar_is_for_terminals_and_lines_for_everything_else() -> None:
                                                (7500, "2h05m"), (-3, "0s")])
 def test_durations(seconds: float, text: str) -> None:
     assert _duration(seconds) == text
+
+
+def _finish(progress: RunProgress, lines: ProgressLines, now: list[float], count: int, *, error_at: int = -1,
+            step: float = 0.1) -> None:
+    for index in range(count):
+        now[0] += step
+        status = "error" if index == error_at else "ok"
+        progress.done += status == "ok"
+        progress.errors += status == "error"
+        progress.finished.append((f"q{index}", status))
+        lines(progress)
+
+
+def test_a_long_run_logged_to_a_file_prints_a_line_every_5_percent_every_10_s_and_every_error() -> None:
+    now, out = [0.0], StringIO()
+    lines = ProgressLines(Console(file=out, width=200), clock=lambda: now[0])
+    progress = RunProgress(total=1986)
+    lines(progress)
+    _finish(progress, lines, now, 1986, error_at=7)  # 0.1 s apart: 198.6 s in all
+    text = out.getvalue().splitlines()
+    assert text[0] == ("1986 questions: 0 already done, 1986 to run (a line every 100 questions or 10 s, and every "
+                       "error)")
+    body = [m for m in map(LINE.match, text[1:]) if m]
+    assert len(body) == len(text) - 1 and 20 <= len(body) <= 40  # not 1,986
+    assert [m[3] for m in body].count("error") == 1 and body[-1][1] == "1986"
+
+
+def test_slow_questions_print_every_10_s_and_a_terminal_still_gets_every_line() -> None:
+    now, out = [0.0], StringIO()
+    lines = ProgressLines(Console(file=out, width=200), clock=lambda: now[0])
+    progress = RunProgress(total=100)
+    lines(progress)
+    _finish(progress, lines, now, 30, step=4.0)  # 4 s each: a line every third question (12 s since the last)
+    assert len(out.getvalue().splitlines()) == 1 + 10
+
+    terminal = StringIO()
+    lines = ProgressLines(Console(file=terminal, width=200, force_terminal=True), clock=lambda: now[0])
+    progress = RunProgress(total=1986)
+    lines(progress)
+    _finish(progress, lines, now, 300)
+    shown = terminal.getvalue().splitlines()
+    assert len(shown) == 301 and "a line every" not in shown[0]
+
+
+def test_a_small_run_logged_to_a_file_keeps_one_line_per_question() -> None:
+    now, out = [0.0], StringIO()
+    lines = ProgressLines(Console(file=out, width=200), clock=lambda: now[0])
+    progress = RunProgress(total=80, skipped_done=30)  # 50 to run: not condensed
+    lines(progress)
+    _finish(progress, lines, now, 50)
+    assert len(out.getvalue().splitlines()) == 51

@@ -29,7 +29,9 @@ def test_a_run_ends_with_where_its_results_are_and_what_to_run_next(tmp_path: Pa
     assert f"official exports: {tmp_path / 'runs' / run_id} (hypotheses.jsonl" in text
     assert (tmp_path / "runs" / run_id / "metrics.json").is_file()  # it says where they are, and they are there
     assert "note: the judge is the scripted test model (scripted/om-eval)" in text
-    assert "next: om-eval report · om-eval show smoke <question id> · om-eval view" in text
+    # The run wrote to another folder than results/, so each command is told where.
+    where = f"--results {tmp_path}"
+    assert f"next: om-eval report {where} · om-eval show {where} smoke <question id> · om-eval view {where} " in text
 
 
 class _FakeProvider:

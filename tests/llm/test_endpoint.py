@@ -224,3 +224,36 @@ def test_a_5xx_and_a_dropped_connection_are_retried_over_http() -> None:
         httpd.server_close()
     assert reply.text == "You moved to Lisbon." and httpd.attempts == 3
     assert client.ledger.records[-1].retries == 2
+
+
+def test_a_priced_endpoint_is_priced_and_its_price_changes_no_identity(tmp_path: Path, server: ChatServer) -> None:
+    from omegaconf import OmegaConf
+
+    from om_eval.experiment.spec import spec_from_config
+
+    served = ["model@models.actor=openai_compatible", "models.actor.model=openai/qwen2.5-coder-1.5b",
+              f"models.actor.provider_options.api_base={_base(server)}"]
+    priced = [*served, "+models.actor.provider_options.price.input_per_million=0.2",
+              "+models.actor.provider_options.price.output_per_million=0.6"]
+    plain_spec, priced_spec = (spec_from_config(OmegaConf.to_container(compose_run(tmp_path, *o), resolve=True))
+                               for o in (served, priced))
+    assert plain_spec.config_hash == priced_spec.config_hash  # a price changes what a run costs, not its answers
+    assert build_request(QUESTION, priced_spec.actor).params == build_request(QUESTION, plain_spec.actor).params
+    out = io.StringIO()
+    summary = run_from_config(compose_run(tmp_path, *priced), console=Console(file=out, width=300))
+    assert "unknown" not in out.getvalue()  # neither the forecast nor the summary calls the price unknown
+    with Catalog(tmp_path) as catalog:
+        costs = catalog.query("SELECT cost_usd FROM llm_calls WHERE run_id = ? AND stage = 'actor'",
+                              [summary["run_id"]])
+    assert [round(c["cost_usd"], 12) for c in costs] == [round((12 * 0.2 + 5 * 0.6) / 1e6, 12)] * 7
+
+
+@pytest.mark.parametrize(("price", "message"), [
+    ({"input_per_million": 0.2}, r"must be 'free' or \{input_per_million"),
+    ({"input_per_million": -1, "output_per_million": 0}, r"input_per_million must be a number of dollars >= 0"),
+    ("cheap", r"must be 'free'"),
+])
+def test_a_wrong_price_is_refused_by_name(price: Any, message: str) -> None:
+    with pytest.raises(ConfigError, match=r"models\.actor\.provider_options\.price=.*" + message):
+        ModelSettings(model="openai/m", provider_options={"price": price}).validate("models.actor")
+    ModelSettings(model="openai/m", provider_options={"price": "free"}).validate("models.actor")

@@ -14,7 +14,9 @@ from om_eval.bench.pipeline import hypothesis_hash
 from om_eval.data.loader import LME_FILES
 from om_eval.report.comparability import (
     FULL_SIZE,
+    PROTOCOL,
     comparability,
+    comparability_markdown,
     run_comparability,
     verdict_lines,
 )
@@ -69,7 +71,7 @@ def test_each_failed_condition_is_named(run: dict[str, Any], items: list[dict[st
 def test_the_reasons_say_what_was_found() -> None:
     run = official_run(subset={"first": 50}, identity={"parse": "mastra"})
     lines = "\n".join(verdict_lines(comparability(run, judged(50), LME, reanswered=2)))
-    assert "not comparable (3 conditions failed)" in lines
+    assert "not comparable; departs from 3 conditions:" in lines
     assert '50/500 questions judged; subset {"first": 50}' in lines
     assert "Mastra's parse" in lines and "2 questions were answered afresh more than once" in lines
 
@@ -101,5 +103,39 @@ def test_re_answers_and_verdicts_on_earlier_answers_are_counted_from_the_store(t
         verdict = run_comparability(catalog, run, LME)
     (rerun,) = [c for c in verdict.conditions if c.name == "no re-runs kept for flips"]
     assert not rerun.holds
-    assert rerun.detail == ("1 questions have a verdict on an earlier answer; 1 questions were answered afresh "
+    assert rerun.detail == ("1 question has a verdict on an earlier answer; 1 question was answered afresh "
                             "more than once")
+
+
+def test_counts_agree_with_their_nouns() -> None:
+    one = comparability(official_run(), judged(), LME, regraded=1, reanswered=1)
+    two = comparability(official_run(), judged(), LME, regraded=2, reanswered=3)
+    assert "1 question has a verdict" in one.failed[0].detail and "1 question was answered" in one.failed[0].detail
+    assert "2 questions have a verdict" in two.failed[0].detail and "3 questions were answered" in two.failed[0].detail
+    assert "departs from 1 condition:" in verdict_lines(one)[0]
+
+
+@pytest.mark.parametrize(("judge_model", "expected"), [
+    ({"max_output_tokens": None}, "temperature 0, no output cap"),
+    ({"temperature": None, "max_output_tokens": 1}, "temperature not set, at most 1 output token"),
+    ({}, "temperature 0, at most 10 output tokens"),
+])
+def test_the_judge_model_is_described_in_words(judge_model: dict[str, Any], expected: str) -> None:
+    (condition,) = [c for c in comparability(official_run(judge_model=judge_model), judged(), LME).conditions
+                    if c.name == "official judge model"]
+    assert condition.detail == f"openai/gpt-4o-2024-08-06, {expected}"
+    assert "None" not in condition.detail
+
+
+def test_the_checklist_is_printed_once_and_each_run_names_only_its_departures() -> None:
+    assert [name for name, _ in PROTOCOL] == [c.name for c in comparability(official_run(), judged(), LME).conditions]
+    verdicts = [comparability(official_run(run_id=f"{i}" * 16, label=f"run{i}", identity={"mode": "house"}),
+                              judged(7), LME) for i in range(3)]
+    verdicts.append(comparability(official_run(run_id="f" * 16, label="best"), judged(), LME))
+    text = comparability_markdown(verdicts)
+    for name, asks in PROTOCOL:
+        assert text.count(f"**{name}**: {asks}") == 1, name
+        assert text.count(name) == 1 + 3 * (name in ("official templates", "whole file")), name
+    assert text.count("not comparable; departs from 2 conditions:") == 3
+    assert "- **best** (ffffffff): comparable with published LongMemEval numbers" in text
+    assert "✓" not in text

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from fractions import Fraction
 from statistics import NormalDist
 
@@ -142,6 +143,23 @@ def test_rich_rendering(comparison):
     console.print(comparison_to_rich(comparison))
     text = console.export_text()
     assert "Paired comparison: legacy vs current" in text and "0.1094" in text
+
+
+def test_piped_rich_rendering_fits_80_columns_without_splitting_a_word(comparison, monkeypatch):
+    from om_eval.report._fit import FittedTable
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    renderable = comparison_to_rich(comparison)
+    console = Console(file=io.StringIO())  # not a terminal, as when piped
+    console.print(renderable)
+    text = console.file.getvalue()  # type: ignore[attr-defined]  # the StringIO given above
+    assert console.width == 80 and max(len(line) for line in text.splitlines()) <= 80, text
+    (fitted,) = [part for part in renderable.renderables if isinstance(part, FittedTable)]
+    words = {w for column in (*fitted.keys, *fitted.data) for cell in (column.header, *column.cells)
+             for w in cell.split()}
+    printed = {w for line in text.splitlines() if "│" in line or "┃" in line for w in re.split(r"[│┃\s]+", line) if w}
+    assert printed <= words, sorted(printed - words)
+    assert "(continued)" in text and "McNemar" in printed and "0.1094" in printed
 
 
 def test_judge_difference_is_flagged():

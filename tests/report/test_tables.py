@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -224,7 +225,7 @@ def test_local_judge_runs_are_marked_unranked_and_without_intervals(table):
         assert not any("[" in line for line in table_lines[2:])  # no interval for this run
         footnote = next(line for line in house.splitlines() if line.startswith("> ⚠ local judge"))
         assert LOCAL_JUDGE in footnote and CONDENSED in footnote
-    official = to_markdown(table).split("## Non-official")[0]
+    official = to_markdown(table).split("## Non-official")[0].split("## Official")[1]  # the legend names ⚠
     assert "⚠" not in official and "[0–100]" in official  # trusted runs keep their intervals
 
 
@@ -262,7 +263,7 @@ def test_empty_inputs_and_stray_items():
     assert empty.rows[0].graded.overall.value is None and empty.rows[0].n_items == 0
     assert "–" in to_markdown(empty)
     stray = summary_table([make_run(LEGACY)], items, n_boot=10)
-    assert stray.notes and "24 item(s)" in stray.notes[0]
+    assert stray.notes and "24 items of runs not in this table were ignored" in stray.notes[0]
     assert to_csv(summary_table([], [])).startswith("section,rank,")
 
 
@@ -304,3 +305,64 @@ def test_runs_on_different_data_are_named_and_flagged():
     (note,) = [note for note in table.notes if "different data" in note]
     assert "longmemeval_s_cleaned[first=5] @d6f21ea9" in note
     assert "longmemeval_s_cleaned[first=5] @d6f21ea9" in render(to_rich(table))
+
+
+def cells_line(text: str) -> str:
+    return next(line for line in text.splitlines() if "Cells:" in line)
+
+
+def test_the_legend_says_what_the_cells_hold(table):
+    # mixed: trusted runs show intervals, the local-judge run none, and one run has unjudged answers
+    for wide, interval in ((False, "[95% CI, whole points] n=judged questions"), (True, "[95% CI] (n judged)")):
+        legend = cells_line(to_markdown(table, wide=wide))
+        assert interval in legend and "no interval for runs marked ⚠" in legend and "+k unjudged" in legend
+    # every run has a judge caveat: no cell holds an interval, so the legend names none
+    runs, items = make_runs_items((CURRENT, LEGACY))
+    for run in runs:
+        run["judge_model"] = "scripted/om-eval"
+    caveated = summary_table(runs, items, n_boot=20)
+    for wide in (False, True):
+        text = to_markdown(caveated, wide=wide)
+        assert "CI" not in cells_line(text) and "no interval: every run here is marked ⚠" in cells_line(text)
+        assert "[" not in "".join(line for line in text.splitlines() if line.startswith("| "))
+        assert "Intervals (in the CSV; not printed for ⚠ runs)" in text
+    # hosted judges only, nothing unjudged: intervals everywhere, no caveat or unjudged wording
+    hosted = summary_table(*hosted_sweep(), n_boot=20)
+    legend = cells_line(to_markdown(hosted))
+    assert "[95% CI, whole points]" in legend and "⚠" not in legend
+
+
+def table_words(renderable) -> set[str]:
+    """Every word of every header and cell of the tables of a ``to_rich`` renderable."""
+    from om_eval.report._fit import FittedTable
+
+    return {word for part in renderable.renderables if isinstance(part, FittedTable)
+            for column in (*part.keys, *part.data) for text in (column.header, *column.cells)
+            for word in text.split()}
+
+
+@pytest.mark.parametrize("wide", [False, True])
+@pytest.mark.parametrize("long_label", [False, True])
+def test_piped_output_fits_80_columns_without_splitting_a_word(wide, long_label, monkeypatch):
+    monkeypatch.delenv("COLUMNS", raising=False)
+    runs, items = hosted_sweep(long_label)
+    runs[2]["judge_model"] = "scripted/om-eval"  # a caveat header, and prompt=current keeps an unjudged answer
+    renderable = to_rich(summary_table(runs, items, n_boot=50), wide=wide)
+    buffer = io.StringIO()
+    console = Console(file=buffer)  # not a terminal, as when piped: rich's default width
+    assert console.width == 80
+    console.print(renderable)
+    text = buffer.getvalue()
+    lines = [line for line in text.splitlines() if any(c in line for c in "│┃")]
+    assert lines and max(len(line) for line in text.splitlines()) <= 80, text
+    words = table_words(renderable)
+    printed = {word for line in lines for word in re.split(r"[│┃\s]+", line) if word}
+    assert printed <= words, sorted(printed - words)  # a piece of a split word is no word of the table
+    for label in ("prompt=legacy", "prompt=condensed", "SS-user", "Multi-session", "task-avg"):
+        assert label in printed, label
+
+
+def test_a_wide_console_gets_one_table_per_section(table):
+    text = render(to_rich(table), 200)
+    assert "(continued)" not in text
+    assert "(continued)" in render(to_rich(table, wide=True), 80)
