@@ -36,7 +36,6 @@ from om_eval.bench.pipeline import (
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.common.files import open_lock, safe_file_name, try_lock
-from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
@@ -352,14 +351,14 @@ class RunJob:
         A run with nothing left to do needs no model, so re-opening a finished run works without keys or servers.
         """
         from om_eval.llm.credentials import credentials_message, missing_credentials
+        from om_eval.om.provider_options import endpoint_options
 
         if self._credentials_checked:
             return
         roles = self.spec.role_models()
         missing = {role: (settings.model, names) for role, settings in roles.items()
                    if (names := missing_credentials(settings.model, settings.provider_options))}
-        served = any(s.provider_options.get("api_base") or (s.provider_options.get("litellm") or {}).get("api_base")
-                     for s in roles.values())
+        served = any(endpoint_options(s.provider_options).get("api_base") for s in roles.values())
         if (missing or served) and self._finished():
             missing, served = {}, False
         if missing:
@@ -388,10 +387,11 @@ class RunJob:
 
     def _check_endpoints(self, roles: Mapping[str, Any]) -> None:
         from om_eval.llm.endpoints import check_endpoint
+        from om_eval.om.provider_options import endpoint_options
 
         problems, asked = [], set()
         for role, settings in sorted(roles.items()):
-            ask = (settings.model, json.dumps(redact_secrets(settings.provider_options), sort_keys=True, default=str))
+            ask = (settings.model, endpoint_options(settings.provider_options).get("api_base"))
             if ask in asked:
                 continue
             asked.add(ask)

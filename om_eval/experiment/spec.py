@@ -34,6 +34,7 @@ from om_eval.om.config import (
     ReflectionConfig,
 )
 from om_eval.om.prompts import RETRIEVAL_PROMPT_FILES, prompt_set_hash
+from om_eval.om.provider_options import IN_PROCESS_PREFIXES
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
 NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
@@ -93,7 +94,7 @@ class RunSpec:
     def hosted_models(self) -> list[str]:
         """Models that cost money (everything but ``scripted/`` and ``local/``)."""
         models = {settings.model for settings in self.role_models().values()}
-        return sorted(m for m in models if not m.startswith(("scripted/", "local/")))
+        return sorted(m for m in models if not m.startswith(IN_PROCESS_PREFIXES))
 
     def role_models(self) -> dict[str, ModelSettings]:
         """The settings of every model this run calls, by command-line path (``models.actor``...)."""

@@ -17,9 +17,6 @@ from typing import Any
 from om_eval.llm._litellm import litellm_module
 from om_eval.om.provider_options import IN_PROCESS_PREFIXES, endpoint_options
 
-OFFLINE_PREFIXES = IN_PROCESS_PREFIXES
-"""Models served in this process: they need no credential."""
-
 #: Variables litellm lists together where any one of them will do (the first is the one to suggest).
 ALTERNATIVES = (("GEMINI_API_KEY", "GOOGLE_API_KEY"),)
 
@@ -37,7 +34,7 @@ def missing_credentials(model: str, provider_options: Mapping[str, Any] | None =
         endpoint = endpoint_options(options)
     except ValueError:
         endpoint = {}  # refused with its own message when the settings are validated
-    if model.startswith(OFFLINE_PREFIXES) or endpoint.get("api_key"):
+    if model.startswith(IN_PROCESS_PREFIXES) or endpoint.get("api_key"):  # in-process models need no credential
         return []
     litellm = litellm_module()
     with contextlib.redirect_stdout(io.StringIO()):  # litellm prints its provider list for unknown providers

@@ -8,6 +8,10 @@ from typing import Any
 FREE_PROVIDERS = ("scripted", "local")
 
 
+#: The prices registered with litellm in this process, by litellm model id.
+_REGISTERED: dict[str, tuple[float, float]] = {}
+
+
 def register_price(model: str, price: Any) -> None:
     """Tell litellm's price list what ``model`` costs (a ``provider_options.price``: per million tokens, or
     ``"free"``), so the ledger, the forecast and budgets price its calls instead of calling them unknown."""
@@ -17,6 +21,10 @@ def register_price(model: str, price: Any) -> None:
 
     rates = {"input_per_million": 0.0, "output_per_million": 0.0} if price == FREE else price
     model_id = litellm_model_id(model)
+    known = (float(rates["input_per_million"]), float(rates["output_per_million"]))
+    if _REGISTERED.get(model_id) == known:
+        return  # litellm keeps every registration to replay it: once per price, not once per call
+    _REGISTERED[model_id] = known
     provider = model_id.partition("/")[0] if "/" in model_id else "openai"
     litellm_module().register_model({model_id: {
         "input_cost_per_token": float(rates["input_per_million"]) / 1e6,
