@@ -31,6 +31,8 @@ INTEGRATION_MODULES = (
     "tests/cli/test_runs.py",
     "tests/cli/test_run_names.py",
     "tests/experiment/test_pending_accounting_sweep.py",
+    "tests/experiment/test_memory_systems.py",
+    "tests/memory/test_plugin.py",
 )
 
 

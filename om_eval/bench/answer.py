@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tomllib
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
@@ -169,6 +169,8 @@ class AnswerResult:
     """What the actor was sent; in retrieval mode the whole exchange (its tool calls and the tool's results)."""
     tool_steps: tuple[ToolStep, ...] | None = None
     """Retrieval mode: every recall call (``None`` when the actor had no tool)."""
+    context_tokens: int | None = None
+    """Tokens of the memory shown before the question (its instructions and the question left out)."""
 
 
 async def ask_actor(
@@ -200,12 +202,14 @@ async def answer_question(
     """
     messages = actor_messages(memory, question, renders)
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
+    shown = memory.counter.count_text("".join(m["content"] for m in messages[1:-1]))
     if memory.config.retrieval != "off":
-        return await _answer_with_recall(actor, settings, memory, question, messages, text_hash(joined))
+        result = await _answer_with_recall(actor, settings, memory, question, messages, text_hash(joined))
+        return replace(result, context_tokens=shown)
     reply = await ask_actor(actor, messages, settings, question.question_id)
     return AnswerResult(
         reply.text.strip(), reply.prompt_tokens, reply.completion_tokens, reply.cached, text_hash(joined),
-        tuple(messages),
+        tuple(messages), context_tokens=shown,
     )
 
 

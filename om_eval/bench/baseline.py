@@ -118,7 +118,7 @@ def baseline_prompt_hash() -> str:
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
-def _render(template: str, **values: object) -> str:
+def render_template(template: str, **values: object) -> str:
     """Fill ``{key}`` placeholders in one pass: braces inside a filled-in value (code in a chat) stay as they are."""
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
@@ -133,14 +133,15 @@ def turn_texts(session: HaystackSession, fmt: str) -> list[str]:
     """Each turn as it appears in the prompt (without ``has_answer``)."""
     if fmt == "json":
         return [json.dumps({"role": t.role, "content": t.content}) for t in session.turns]
-    return [_render(baseline_prompts()["nl_turn"], role=t.role, content=t.content.strip()) for t in session.turns]
+    template = baseline_prompts()["nl_turn"]
+    return [render_template(template, role=t.role, content=t.content.strip()) for t in session.turns]
 
 
 def render_session(number: int, session: HaystackSession, fmt: str) -> str:
     """One session block: a numbered header with its date, then its turns (JSON list, or ``role: text`` blocks)."""
     turns = turn_texts(session, fmt)
     content = "[" + ", ".join(turns) + "]" if fmt == "json" else "".join(turns)
-    return _render(baseline_prompts()["session"], number=number, date=session.date_text, content=content)
+    return render_template(baseline_prompts()["session"], number=number, date=session.date_text, content=content)
 
 
 def _fit(text: str, budget: int, counter: TokenCounter, keep: str) -> str:
@@ -206,7 +207,7 @@ def reader_prompt(question: Question, config: BaselineConfig, counter: TokenCoun
     blocks = [render_session(i, s, config.format) for i, s in enumerate(sessions, 1)]
     full = "".join(blocks)
     history = truncate_blocks(blocks, config.history_budget, counter, config.keep)
-    content = _render(baseline_prompts()["prompt"], sessions=history, question_date=question.question_date_text,
+    content = render_template(baseline_prompts()["prompt"], sessions=history, question_date=question.question_date_text,
                       question=question.question)
     return ReaderPrompt(({"role": "user", "content": content},), tuple(sessions), history,
                         counter.count_text(full), counter.count_text(history))
@@ -268,4 +269,5 @@ async def read_and_judge(question: Question, config: BaselineConfig, *, client: 
         gold_answer=question.answer_text, question_date=question.question_date_text,
         actor_prompt=pack_messages(messages), evidence=json.dumps(evidence, ensure_ascii=False),
         judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
+        context_tokens=prompt.shown_tokens,
     )

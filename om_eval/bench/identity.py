@@ -43,7 +43,7 @@ RUN_ID_RULE = IdentityRule(
     name="run id",
     hashed=frozenset({
         *(f"om.{path}" for path in _RUN_HASHED_OM),
-        "prompt.", "models.", "baseline.", "judge.mode", "judge.parse", "judge.no_verdict",
+        "prompt.", "models.", "baseline.", "memory.", "judge.mode", "judge.parse", "judge.no_verdict",
         "dataset.name", "dataset.path", "dataset.synthetic.",
         *(f"dataset.subset.{key}" for key in ("ids", "types", "abstention", "first", "sample", "per_type", "seed")),
     }),
@@ -57,7 +57,9 @@ RUN_ID_RULE = IdentityRule(
     },
     # Nothing here changes results: the data file is pinned by its sha256 (hashed instead of ``verify``), the
     # official judge file likewise (``source``), and a panel only re-judges.
-    left_out=frozenset({"run.", "experiment", "dataset.verify", "judge.source", "judge.panel",
+    # memory_defaults is read into the memory group by its config file; the group is what enters.
+    left_out=frozenset({"run.", "experiment", "dataset.verify", "judge.source", "judge.panel", "memory_defaults",
+                        "memory_defaults.",
                         # A price changes what a run costs, never what it answers.
                         *(f"models.{role}.provider_options.price" for role in ("observer", "reflector", "actor",
                                                                               "judge"))}),

@@ -54,6 +54,19 @@ def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) ->
     return short_hash(canonical_json(payload))
 
 
+def seam_memory_key(spec: Any, system: Any, counter_name: str) -> str:
+    """Identity of a seam system's memory build: its name, options and own identity, the models it calls, the
+    token counter. Credentials never enter."""
+    roles = spec.role_models()
+    models = {role: redact_secrets(asdict(settings)) for role, settings in roles.items()
+              if role in ("models.observer", "models.embedding")}
+    for settings in models.values():
+        settings.get("provider_options", {}).pop("price", None)
+    payload = {"system": system.name, "options": dict(spec.memory_options), "identity": dict(system.identity()),
+               "models": models, "tokens": counter_name}
+    return short_hash(canonical_json(payload))
+
+
 def haystack_hash(question: Question) -> str:
     """Identity of a question's haystack: the same question id in another file (oracle vs S) differs here."""
     sessions = [
@@ -155,12 +168,13 @@ class SharedBuilds:
 
     def __init__(self, keep: int = 4) -> None:
         self.keep = max(1, keep)
-        self._builds: OrderedDict[str, asyncio.Future[MemoryBuild]] = OrderedDict()
+        # MemoryBuild or SystemBuild: any frozen dataclass with a ``reused`` field.
+        self._builds: OrderedDict[str, asyncio.Future[Any]] = OrderedDict()
         self._failures: dict[str, list[Exception]] = {}
         self.builds = 0
         """Builds this object started (replays or snapshot loads), for reports and tests."""
 
-    async def get(self, owner: str, make: Callable[[], Awaitable[MemoryBuild]]) -> MemoryBuild:
+    async def get(self, owner: str, make: Callable[[], Awaitable[Any]]) -> Any:
         while True:  # ends: each pass returns, raises, or waits for a build, and at most two builds fail
             failed = self._failures.get(owner, [])
             if len(failed) >= 2:
@@ -178,8 +192,8 @@ class SharedBuilds:
                 if self._builds.get(owner) is future:
                     del self._builds[owner]
 
-    async def _make(self, owner: str, make: Callable[[], Awaitable[MemoryBuild]]) -> MemoryBuild:
-        future: asyncio.Future[MemoryBuild] = asyncio.get_running_loop().create_future()
+    async def _make(self, owner: str, make: Callable[[], Awaitable[Any]]) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._builds[owner] = future
         while len(self._builds) > self.keep:
             self._builds.popitem(last=False)
@@ -239,6 +253,10 @@ class QuestionRun:
     """Retrieval mode: how many recall calls the actor made (``None``: it had no tool)."""
     recall_steps: str | None = None
     """Retrieval mode: JSON of those calls (:class:`~om_eval.bench.recall_actor.ToolStep`)."""
+    context_tokens: int | None = None
+    """Tokens of the memory the actor was shown (instructions and question left out), with the run's tokenizer."""
+    retrieval: str | None = None
+    """A retrieval system's ranking and recall@k, as JSON (:func:`~om_eval.bench.systems.retrieval_record`)."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""
@@ -317,6 +335,7 @@ async def answer_and_judge(
         evidence=json.dumps(evidence, ensure_ascii=False),
         judge_identity=json.dumps(judge.identity, sort_keys=True),
         judge_official=judge.is_official,
+        context_tokens=answer.context_tokens,
         tool_calls=None if answer.tool_steps is None else len(answer.tool_steps),
         recall_steps=None if answer.tool_steps is None else steps_json(answer.tool_steps),
     )

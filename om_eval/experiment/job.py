@@ -32,7 +32,9 @@ from om_eval.bench.pipeline import (
     SharedBuilds,
     answer_and_judge,
     build_memory,
+    haystack_hash,
     memory_hash,
+    seam_memory_key,
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.common.files import open_lock, safe_file_name, try_lock
@@ -124,13 +126,16 @@ def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
 
 
 def _baseline_label(spec: RunSpec) -> str:
-    """A baseline run's label: a derived one loses the keys that only shape a memory (a baseline builds none), so
-    ``-m prompt=current,legacy baseline=none,oracle`` shows its one oracle run as ``baseline=oracle``."""
+    """A label without the keys of what the run does not use: a baseline builds no memory, so ``-m
+    prompt=current,legacy baseline=none,oracle`` shows its one oracle run as ``baseline=oracle``; a seam system
+    keeps the observer or embedding model only when it calls it."""
     label = spec.run.label or spec.experiment
     if (spec.resolved.get("run") or {}).get("label") is not None:
         return label  # given by the user
-    unused = ("om.", "om=", "prompt=", "prompt.", "model@models.observer=", "model@models.reflector=",
-              "models.observer.", "models.reflector.")
+    models = (spec.resolved.get("models") or {}).keys()
+    unused = ("om.", "om=", "prompt=", "prompt.", "baseline=", "baseline.",
+              *(f"{form}{role}{sep}" for role in ("observer", "reflector", "embedding") if role not in models
+                for form, sep in (("model@models.", "="), ("models.", "."))))
     kept = [word for word in label.split() if not word.lstrip("+~").startswith(unused)]
     return " ".join(kept) or spec.experiment
 
@@ -206,7 +211,10 @@ class RunJob:
             self.counter = make_counter(spec.token_estimator)
         except ValueError as error:
             raise ConfigError(f"om.token_estimator={spec.token_estimator!r} is invalid: {error}") from None
-        self.memory_key = memory_hash(spec.om, spec.replay, self.counter.name)
+        self.system: Any = spec.system() if spec.through_seam else None
+        """The seam's memory system (``None``: OM or a baseline reader, answered by their own paths)."""
+        self.memory_key = (seam_memory_key(spec, self.system, self.counter.name) if self.system is not None
+                           else memory_hash(spec.om, spec.replay, self.counter.name))
         self.benchmark: Benchmark = benchmark_named(spec.dataset.get("benchmark"))
         self.progress = RunProgress()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
@@ -217,9 +225,29 @@ class RunJob:
     @property
     def label(self) -> str:
         """The run's name in reports (a baseline's derived label drops the keys only a memory uses)."""
-        if self.spec.baseline.enabled:
+        if self.spec.baseline.enabled or self.spec.through_seam:
             return _baseline_label(self.spec)
         return self.spec.run.label or self.spec.experiment
+
+    @property
+    def run_memory_key(self) -> str:
+        """What the run records as its memory build: OM's memory hash, ``baseline:<reader>``, or a seam system's
+        ``<name>:<hash>``."""
+        if self.spec.baseline.enabled:
+            return self.spec.baseline.memory_key
+        if self.system is not None:
+            return f"{self.system.name}:{self.memory_key}"
+        return self.memory_key
+
+    def memory_budget(self) -> dict[str, Any]:
+        """The context budget the actor gets, as the report compares it across runs."""
+        spec = self.spec
+        if self.system is not None:
+            return dict(self.system.budget())
+        if spec.baseline.enabled:
+            return {"context_tokens": spec.baseline.history_budget}
+        return {"observation_tokens": spec.om.reflection.observation_tokens,
+                "message_tokens": spec.om.observation.message_tokens}
 
     def run_info(self, dataset: Dataset, judge: Judge | None = None) -> Any:
         from om_eval.store.provenance import git_state, package_versions
@@ -238,10 +266,8 @@ class RunJob:
             created_at=datetime.now(UTC).replace(tzinfo=None),
             config_json=json.dumps(spec.resolved, sort_keys=True, default=str),
             # A baseline records its reader where an OM run records its memory build ("baseline:oracle").
-            memory_key=baseline.memory_key if baseline.enabled else self.memory_key,
-            prompt_hashes=json.dumps({"baseline": baseline_prompt_hash(), "reader": baseline.reader}
-                                     if baseline.enabled else {"om": prompt_set_hash(),
-                                                               "variant": spec.om.prompt_variant}),
+            memory_key=self.run_memory_key,
+            prompt_hashes=json.dumps(self._prompt_hashes()),
             dataset_name=dataset.name,
             dataset_path=dataset.path,
             dataset_sha256=dataset.sha256,
@@ -250,8 +276,8 @@ class RunJob:
             git_sha=sha,
             git_dirty=dirty,
             packages=json.dumps(packages, sort_keys=True),
-            observer_model=None if baseline.enabled else spec.om.observation.model.model,
-            reflector_model=None if baseline.enabled else spec.om.reflection.model.model,
+            observer_model=self._observer_model(),
+            reflector_model=None if baseline.enabled or self.system is not None else spec.om.reflection.model.model,
             actor_model=spec.actor.model,
             judge_model=spec.judge_model.model,
             judge_mode=spec.judge_mode,
@@ -259,7 +285,27 @@ class RunJob:
             official=judge.is_official,
             token_estimator=self._reader_counter().name if baseline.enabled else self.counter.name,
             benchmark=dataset.benchmark,
+            memory_system=spec.memory_system,
+            memory_budget=self.memory_budget(),
         )
+
+    def _prompt_hashes(self) -> dict[str, Any]:
+        spec = self.spec
+        if spec.baseline.enabled:
+            return {"baseline": baseline_prompt_hash(), "reader": spec.baseline.reader}
+        if self.system is not None:
+            from om_eval.bench.systems import seam_actor_prompt_hash
+
+            return {"memory": self.system.name, "identity": dict(self.system.identity()),
+                    "actor": seam_actor_prompt_hash()}
+        return {"om": prompt_set_hash(), "variant": spec.om.prompt_variant}
+
+    def _observer_model(self) -> str | None:
+        if self.spec.baseline.enabled:
+            return None
+        if self.system is not None and "models.observer" not in self.spec.role_models():
+            return None
+        return self.spec.om.observation.model.model
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge,
                    recorder: BatchedRecorder) -> None:
@@ -269,7 +315,7 @@ class RunJob:
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
             "is_abstention": question.is_abstention,
-            "memory_key": baseline.memory_key if baseline.enabled else self.memory_key,
+            "memory_key": self.run_memory_key,
         }
         events: list[dict[str, Any]] = []
         judgments: list[dict[str, Any]] = []
@@ -281,6 +327,9 @@ class RunJob:
                 item.update(observer_calls=0, reflector_calls=0)
                 result = await read_and_judge(question, baseline, client=scoped, reader=self.spec.actor,
                                               judge=judge, counter=self._reader_counter())
+            elif self.system is not None:
+                result = await self._through_seam(question, scoped, ledger, judge)
+                item.update(reused_memory=result.reused_memory)
             else:
                 async def make_build() -> MemoryBuild:
                     async with build_lock(self.results, self.memory_key, question.memory_owner):
@@ -332,6 +381,29 @@ class RunJob:
             self._note(self.progress.errors_seen, item["error"])
         self.progress.finished.append((question.question_id, "ok" if item["status"] == "done" else "error"))
         self.progress.totals = self.progress.totals + totals  # a running sum: re-adding every record is quadratic
+
+    async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge) -> Any:
+        """Build (or share) the question's memory with the seam's system, then answer and judge through it."""
+        from om_eval.bench.systems import SystemBuild, system_answer_and_judge
+        from om_eval.memory.services import HarnessServices
+
+        spec, system = self.spec, self.system
+        roles = spec.role_models()
+        services = HarnessServices(client, roles.get("models.observer"), self.counter,
+                                   embedder=roles.get("models.embedding"), options=spec.memory_options)
+        key = f"{system.name}:{self.memory_key}-{haystack_hash(question)}"
+
+        async def make_build() -> SystemBuild:
+            return SystemBuild(await system.ingest(question, services), key, reused=False)
+
+        build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
+                       else make_build())
+        ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
+        actor = spec.actor
+        if (answer_tokens := getattr(system, "max_output_tokens", None)) is not None:
+            actor = replace(actor, max_output_tokens=answer_tokens)
+        return await system_answer_and_judge(question, system, build, services=services, client=client,
+                                             actor=actor, judge=judge, counter=self.counter, ingest_calls=ingest)
 
     def _reader_counter(self) -> Any:
         """The baseline reader's token counter (built once; OM's counter stays ``self.counter``)."""

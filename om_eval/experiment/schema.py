@@ -126,6 +126,8 @@ class ModelsSchema:
     reflector: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
     actor: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
     judge: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
+    embedding: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
+    """The embedding model of a retrieval memory system (``memory=rag_mastra``, ``rag_lme retriever=embedding``)."""
 
 
 ObservationSchema = schema_of(ObservationConfig, "ObservationSchema")
@@ -215,6 +217,12 @@ class Config:
     dataset: DatasetSchema = field(default_factory=DatasetSchema)
     judge: JudgeSchema = field(default_factory=JudgeSchema)
     baseline: BaselineSchema = field(default_factory=BaselineSchema)  # type: ignore[valid-type]  # made by schema_of
+    memory: Any = field(default_factory=lambda: {"system": "om"})
+    """The memory system under test (``memory=om|simple_om|rag_mastra|rag_lme|full_context|oracle|<plugin>``): its
+    ``system`` and its options; each system checks its own (:mod:`om_eval.memory`)."""
+    memory_defaults: Any = field(default_factory=dict)
+    """Options an experiment gives a memory system, under its name (``memory_defaults.simple_om.buffer_threshold``),
+    read by the system's config file where it says so; ``memory.*`` on the command line still wins."""
     run: RunSchema = field(default_factory=RunSchema)  # type: ignore[valid-type]  # made by schema_of
 
 
@@ -222,4 +230,8 @@ def register_configs() -> None:
     """Register the schema so ``configs/config.yaml`` can name it in its defaults list."""
     store = ConfigStore.instance()
     store.store(name="base_config", node=Config)
+    from om_eval.memory.registry import plugin_defaults, plugin_targets
+
+    for name in plugin_targets():  # an installed plugin is selectable as memory=<name>, with no config file
+        store.store(group="memory", name=name, node={"system": name, **plugin_defaults(name)})
     store.store(group="model", name="base_model", node=ModelSchema)

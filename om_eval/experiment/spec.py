@@ -8,6 +8,12 @@ concurrency, budget, progress display and label. Re-running the same configurati
 resolved config drops what only shapes a memory (``om``, ``prompt``, the observer and reflector models): a sweep
 ``-m prompt=current,legacy baseline=none,oracle`` makes one oracle run, not two identical ones. ``baseline=none``
 (an OM run) drops the ``baseline`` group instead, so every OM run keeps the id it had before baselines existed.
+
+**Memory systems** (``memory=``, :mod:`om_eval.memory`): ``memory=om`` is an OM run and ``memory=full_context|oracle``
+the baseline reader of that name, stored and hashed exactly as before the group existed (same run ids). Any other
+system (built in, or a plugin) is answered through the memory seam: its config keeps the ``memory`` group and drops
+what it does not use (``om``, ``prompt``, ``baseline``, the reflector, and the observer or embedding model unless
+the system calls it).
 """
 
 from __future__ import annotations
@@ -60,6 +66,23 @@ class RunSpec:
     """The resolved config as plain data, secrets redacted (for the run record and the run id)."""
     baseline: BaselineConfig = field(default_factory=BaselineConfig)
     """A baseline reader instead of OM (``reader="none"``: an OM run)."""
+    memory_system: str = "om"
+    """The memory system under test: ``om``, a baseline reader's name, or a system answered through the seam."""
+    memory_options: Mapping[str, Any] = field(default_factory=dict)
+    """The seam system's options (``memory.*`` without ``system``)."""
+    embedding: ModelSettings | None = None
+    """``models.embedding``, when the seam system embeds."""
+
+    @property
+    def through_seam(self) -> bool:
+        """Answered by a memory system through :mod:`om_eval.memory` (not OM, not a baseline reader)."""
+        return self.memory_system not in ("om", *READERS)
+
+    def system(self) -> Any:
+        """The seam's :class:`~om_eval.memory.system.MemorySystem` (built each time: it is cheap and stateless)."""
+        from om_eval.memory.registry import make_system
+
+        return make_system(self.memory_system, self.memory_options)
 
     @property
     def config_hash(self) -> str:
@@ -79,6 +102,11 @@ class RunSpec:
             from om_eval.bench.baseline import baseline_prompt_hash
 
             payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
+        elif self.through_seam:
+            from om_eval.bench.systems import seam_actor_prompt_hash
+
+            payload["prompts"] = {"memory": dict(self.system().identity()), "actor": seam_actor_prompt_hash(),
+                                  "judge": judge_templates}
         else:
             payload["prompts"] = {"om": prompt_set_hash(), "actor": actor_prompt_hash(), "judge": judge_templates}
             if (self.resolved.get("om") or {}).get("retrieval", "off") != "off":  # the tool's words, only then
@@ -99,7 +127,13 @@ class RunSpec:
     def role_models(self) -> dict[str, ModelSettings]:
         """The settings of every model this run calls, by command-line path (``models.actor``...)."""
         roles = {"models.actor": self.actor, "models.judge": self.judge_model}
-        if not self.baseline.enabled:
+        if self.through_seam:
+            system = self.system()
+            if getattr(system, "uses_observer_model", True):
+                roles["models.observer"] = self.om.observation.model
+            if getattr(system, "uses_embedding_model", False) and self.embedding is not None:
+                roles["models.embedding"] = self.embedding
+        elif not self.baseline.enabled:
             roles |= {"models.observer": self.om.observation.model, "models.reflector": self.om.reflection.model}
             if self.om.retrieval_search == "embedding":
                 roles["om.retrieval_embedding_model"] = ModelSettings(model=self.om.retrieval_embedding_model,
@@ -136,7 +170,7 @@ def spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
 
 
 #: Top-level groups of the run config other than ``om``: options named from them are already run-config paths.
-RUN_CONFIG_GROUPS = ("models.", "run.", "judge.", "dataset.", "prompt.", "baseline.")
+RUN_CONFIG_GROUPS = ("models.", "run.", "judge.", "dataset.", "prompt.", "baseline.", "memory.", "memory")
 
 
 def cli_option(option: str) -> str:
@@ -165,6 +199,51 @@ def _for_baseline(cfg: Mapping[str, Any], baseline: BaselineConfig) -> dict[str,
     return kept
 
 
+#: Baseline readers selectable as ``memory=<reader>`` (the ``baseline`` group's readers).
+READERS = ("full_context", "oracle")
+
+
+def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The memory system, its options, and the config as stored and hashed before the baseline rule.
+
+    ``memory=om`` and ``memory=<reader>`` leave a config that is the one of the form they replace (no ``memory``
+    group; a reader's options under ``baseline``), so their run ids are those of ``baseline=``; the embedding
+    model is dropped unless a seam system calls it.
+    """
+    memory = dict(cfg.get("memory") or {"system": "om"})
+    name = str(memory.pop("system", "om"))
+    chosen_reader = (cfg.get("baseline") or {}).get("reader", "none")
+    # memory_defaults is already read into the memory group (its config file interpolates it).
+    kept = {k: v for k, v in cfg.items() if k not in ("memory", "memory_defaults")}
+    models = dict(kept.get("models") or {})
+    embedding = models.pop("embedding", None)
+    kept["models"] = models
+    if name == "om":
+        return name, {}, kept
+    if name in READERS:
+        if chosen_reader not in ("none", name):
+            raise ConfigError(f"memory={name} and baseline={chosen_reader} both choose a reader: keep one (memory=)",
+                              option="memory")
+        kept["baseline"] = {"reader": name, **memory}
+        return name, {}, kept
+    if chosen_reader != "none":
+        raise ConfigError(f"memory={name} and baseline={chosen_reader} both choose what answers: keep one "
+                          f"(memory={chosen_reader} is the reader)", option="memory")
+    from om_eval.memory.registry import make_system
+
+    system = make_system(name, memory)
+    kept = {k: v for k, v in kept.items() if k not in ("om", "prompt", "baseline")}
+    unused = {"reflector"} | (set() if getattr(system, "uses_observer_model", True) else {"observer"})
+    kept["models"] = {k: v for k, v in models.items() if k not in unused}
+    if getattr(system, "uses_embedding_model", False):
+        if embedding is None:
+            raise ConfigError(f"memory={name} embeds text, but the run names no embedding model: set "
+                              "model@models.embedding=<config> (scripted offline)", option="models.embedding")
+        kept["models"]["embedding"] = embedding
+    kept["memory"] = {"system": name, **memory}
+    return name, memory, kept
+
+
 def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], replay: ReplayConfig, *, prompt: str) -> OMConfig:
     """The engine config from the run config's ``om`` group: every engine setting the schema holds there, by name (a
     setting stored before it existed takes its default), plus the ones held elsewhere."""
@@ -184,6 +263,7 @@ def _om_config(om: Mapping[str, Any], models: Mapping[str, Any], replay: ReplayC
 
 
 def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
+    memory_system, memory_options, cfg = _memory_choice(cfg)
     baseline = baseline_from(cfg.get("baseline"))
     cfg = _for_baseline(cfg, baseline)
     om = cfg.get("om") or _om_defaults()  # a baseline's (unused) engine settings: its config has no ``om``
@@ -208,6 +288,9 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         # Secrets never reach the store, the console or the run id (a rotated key is the same run).
         resolved=redact_secrets({k: v for k, v in cfg.items() if k != "hydra"}),
         baseline=baseline,
+        memory_system=memory_system,
+        memory_options=memory_options,
+        embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
     )
 
 
@@ -217,6 +300,7 @@ def describe(spec: RunSpec) -> dict[str, Any]:
         "experiment": spec.experiment,
         "config_hash": spec.config_hash,
         "baseline": spec.baseline.reader,
+        "memory": spec.memory_system,
         "prompt": spec.om.prompt_variant,
         "observer": spec.om.observation.model.model,
         "actor": spec.actor.model,

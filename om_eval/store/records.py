@@ -11,7 +11,7 @@ from typing import Any
 from om_eval.store.rows import event_row, item_row, judgment_row, snapshot_row, to_json, utc
 
 #: Run columns stored as JSON text.
-JSON_RUN_FIELDS = ("prompt_hashes", "packages", "judge_identity")
+JSON_RUN_FIELDS = ("prompt_hashes", "packages", "judge_identity", "memory_budget")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,8 @@ class RunInfo:
     official: bool | None = None
     token_estimator: str | None = None
     benchmark: str | None = None
+    memory_system: str | None = None
+    memory_budget: str | Mapping[str, Any] | None = None
 
     def row(self) -> dict[str, Any]:
         """The row as stored: JSON columns serialised, timestamps in naive UTC."""

@@ -47,7 +47,9 @@ TABLES: dict[str, str] = {
             token_estimator VARCHAR,
             updated_at TIMESTAMP,              -- the latest invocation that registered this run
             registrations VARCHAR,             -- JSON list, one per invocation: {at, git_sha, git_dirty, packages}
-            benchmark VARCHAR                  -- longmemeval | locomo (NULL: stored before it was kept; longmemeval)
+            benchmark VARCHAR,                 -- longmemeval | locomo (NULL: stored before it was kept; longmemeval)
+            memory_system VARCHAR,             -- om | full_context | oracle | simple_om | ... (NULL: stored before)
+            memory_budget VARCHAR              -- JSON: the actor's context budget (top_k, context_tokens...)
         )""",
     "items": """
         CREATE TABLE IF NOT EXISTS items (
@@ -92,6 +94,8 @@ TABLES: dict[str, str] = {
             corrected_label BOOLEAN,           -- the judge's verdict against corrected_answer
             tool_calls INTEGER,                -- retrieval mode: recall calls the actor made; NULL: it had no tool
             recall_steps VARCHAR,              -- JSON list of those calls (bench.recall_actor.ToolStep)
+            context_tokens INTEGER,            -- tokens of the memory the actor was shown (the run's tokenizer)
+            retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (bench.systems)
             PRIMARY KEY (run_id, question_id)
         )""",
     "judgments": """
@@ -176,6 +180,7 @@ TABLES: dict[str, str] = {
             error VARCHAR,
             cache_key VARCHAR,
             started_at DOUBLE,
+            cached_prompt_tokens INTEGER,      -- of prompt_tokens, from the provider's prompt cache; NULL: not said
             PRIMARY KEY (run_id, question_id, seq)
         )""",
 }

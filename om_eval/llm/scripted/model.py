@@ -75,6 +75,7 @@ _DAY_LINE = re.compile(r"^(?P<month>[A-Z][a-z]{2}) (?P<day>\d{1,2}) (?P<year>\d{
 _PART_LINE = re.compile(
     r"^(?P<role>User|Assistant|System|Tool)(?: \((?P<time>\d{1,2}:\d{2} [AP]M)\))?: (?P<text>.*)$"
 )
+_TIMED_MESSAGE = re.compile(r"^\d{1,2}:\d{2} [AP]M: (?P<message>\{.*\})$")
 _THREAD = re.compile(r'<thread id="(?P<id>[^"]+)">\n(?P<body>.*?)\n</thread>', re.DOTALL)
 _SENTENCE = re.compile(r"[^.!?]+[.!?]?")
 _OBS_LINE = re.compile(r"^(?P<indent>\s*)\* (?P<emoji>🔴|🟡|🟢|✅) \((?P<time>\d{2}:\d{2})\) (?P<text>.*)$")
@@ -350,6 +351,8 @@ class ScriptedModel:
         return "yes" if len(wanted & found) >= max(1, (len(wanted) + 1) // 2) else "no"
 
     def _observe(self, messages: list[dict[str, str]], fault: str | None) -> str:
+        if (buffer := _simple_buffer(messages)) is not None:
+            return _simple_facts(buffer)
         texts = load_prompts("observer_request")
         user = "\n\n".join(m["content"] for m in messages if m["role"] == "user")
         history = user.split(texts["history_heading"], 1)[-1].split(texts["task_heading"], 1)[0]
@@ -400,6 +403,21 @@ class ScriptedModel:
         return _best_line(question, lines)
 
 
+def _simple_buffer(messages: Sequence[Mapping[str, str]]) -> str | None:
+    """The buffer text of a request from the simple layer's observer (``memory=simple_om``), else ``None``."""
+    from om_eval.memory.simple import observer_prompts
+
+    heading = observer_prompts()["task"].split("{buffer}", 1)[0]
+    user = messages[-1]["content"] if messages else ""
+    return user[len(heading):] if heading and user.startswith(heading) else None
+
+
+def _simple_facts(buffer: str) -> str:
+    """One fact per buffered text: its first sentence, as the simple layer's observer is asked to write."""
+    facts = [sentence for entry in buffer.split("\n\n") for sentence in _first_sentences(entry, 1, 30)]
+    return "\n".join(facts)
+
+
 def _shared_words(question: str, text: str) -> int:
     return len(_content_words(question.split("Question:", 1)[-1]) & _content_words(text))
 
@@ -447,6 +465,11 @@ def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:
             if _HEADER.match(text):
                 raw_turn = text.startswith("**User")
                 continue
+            if (timed := _TIMED_MESSAGE.match(text)) is not None:  # a recalled message (memory=rag_mastra)
+                recalled = json.loads(timed["message"])
+                if recalled.get("role") == "user":
+                    lines += [part for part in str(recalled.get("content", "")).splitlines() if part.strip()]
+                continue
             if (part := _PART_LINE.match(text)) is not None:
                 raw_turn = part["role"] == "User"
                 text = part["text"]
@@ -461,7 +484,7 @@ def detect_stage(messages: Sequence[ChatMessage]) -> str:
     """Tell observer, reflector, judge, actor and recall (an actor after tool results) requests apart by the headings
     our prompts use."""
     joined = "\n".join(str(m.get("content", "")) for m in messages)
-    if load_prompts("observer_request")["history_heading"] in joined:
+    if load_prompts("observer_request")["history_heading"] in joined or _simple_buffer(messages) is not None:
         return "observer"
     if load_prompts("reflector")["request_heading"] in joined:
         return "reflector"

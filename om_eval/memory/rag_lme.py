@@ -1,0 +1,150 @@
+"""``memory=rag_lme``: the LongMemEval paper's flat retrieval and reading (rag-baselines §2).
+
+Keys are user text only (:mod:`om_eval.bench.retrieval`): each user turn (``granularity=turn``, a hit shows that
+turn and the one after it) or a session's user turns (``granularity=session``, a hit shows the whole session).
+The retriever is ``bm25`` (scored as ``rank_bm25.BM25Okapi`` on tokens split on single spaces, ranked as
+upstream's argsort) or ``embedding`` (cosine similarity through the run's embedding model). The ``top_k`` hits
+are sorted by date and laid out as the long-context reader lays out sessions (:mod:`om_eval.bench.baseline`: a
+numbered header with the date, the turns as JSON), cut to ``context_tokens - max_tokens - 1000`` tokens.
+
+The reader's wording is ours (``om_eval/bench/prompts/baseline.toml``); the upstream reader prompt is not loaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+
+from om_eval.bench.baseline import (
+    RESERVED_TOKENS,
+    baseline_prompt_hash,
+    baseline_prompts,
+    render_template,
+    truncate_blocks,
+)
+from om_eval.bench.retrieval import Granularity, RetrievalDocument, bm25_okapi_scores, rank, retrieval_documents
+from om_eval.data.records import HaystackSession, Question
+from om_eval.memory.options import one_of, reject_unknown, whole_number
+from om_eval.memory.system import MemoryContext, MemoryServices
+from om_eval.om.config import ConfigError
+from om_eval.om.tokens import TokenCounter
+
+RETRIEVERS = ("bm25", "embedding")
+GRANULARITIES = ("turn", "session")
+_OPTIONS = ("retriever", "granularity", "top_k", "context_tokens", "max_tokens")
+
+
+@dataclass(frozen=True)
+class RetrievalIndex:
+    """A question's documents, their sessions, and (embedding retriever) their unit vectors."""
+
+    documents: tuple[RetrievalDocument, ...]
+    sessions: Mapping[int, HaystackSession]
+    vectors: Any = None
+
+
+def _unit(matrix: Any) -> Any:
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def evidence_ids(documents: Sequence[RetrievalDocument], question: Question) -> list[str]:
+    """The documents holding evidence: upstream's id rule where the data follows it (LongMemEval's evidence
+    sessions are named ``answer_...``), otherwise a document is evidence when a turn it shows is marked
+    ``has_answer`` (LoCoMo's ``D<session>:<turn>`` evidence)."""
+    if any("answer" in s.session_id for s in question.sessions):
+        return sorted({d.id for d in documents if "answer" in d.id})
+    return [d.id for d in documents if any(t.has_answer for t in d.value_turns)]
+
+
+class LongMemEvalRetrievalSystem:
+    """Flat retrieval over user-text keys, read as the paper's reader reads it."""
+
+    name = "rag_lme"
+    uses_observer_model = False
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        reject_unknown(self.name, options, _OPTIONS)
+        self.retriever = one_of("retriever", options.get("retriever", "bm25"), RETRIEVERS)
+        self.granularity = one_of("granularity", options.get("granularity", "session"), GRANULARITIES)
+        self.uses_embedding_model = self.retriever == "embedding"
+        self.top_k = whole_number("top_k", options.get("top_k", 10), 1)
+        self.context_tokens = whole_number("context_tokens", options.get("context_tokens", 128_000), 1)
+        self.max_output_tokens = whole_number("max_tokens", options.get("max_tokens", 500), 1)
+        if self.history_budget < 1:
+            raise ConfigError(f"memory.context_tokens={self.context_tokens} leaves no room for the history: it must "
+                              f"exceed memory.max_tokens ({self.max_output_tokens}) + {RESERVED_TOKENS}",
+                              option="memory.context_tokens")
+
+    @property
+    def history_budget(self) -> int:
+        return int(self.context_tokens) - int(self.max_output_tokens) - RESERVED_TOKENS
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"reader": baseline_prompt_hash()}
+
+    def budget(self) -> Mapping[str, Any]:
+        return {"top_k": self.top_k, "context_tokens": self.history_budget, "granularity": self.granularity}
+
+    async def ingest(self, question: Question, services: MemoryServices) -> RetrievalIndex:
+        documents = tuple(retrieval_documents(question, cast(Granularity, self.granularity)))
+        sessions = {s.index: s for s in question.sessions}
+        vectors = None
+        if self.retriever == "embedding":
+            texts = [d.text or " " for d in documents]
+            rows: list[list[float]] = []
+            for start in range(0, len(texts), 128):
+                rows += await services.embed(texts[start:start + 128])
+            vectors = _unit(np.asarray(rows, dtype=float)) if rows else None
+        return RetrievalIndex(documents, sessions, vectors)
+
+    async def _scores(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> list[float]:
+        if self.retriever == "bm25":
+            return bm25_okapi_scores([d.text for d in index.documents], question.question)
+        if index.vectors is None:
+            return []
+        [query] = await services.embed([question.question])
+        return [float(s) for s in index.vectors @ _unit(np.asarray(query, dtype=float))]
+
+    async def context(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> MemoryContext:
+        ranking = rank(await self._scores(index, question, services)) if index.documents else []
+        hits = [index.documents[i] for i in ranking[: self.top_k]]
+        shown = sorted(hits, key=lambda d: (index.sessions[d.session_index].date, d.session_index,
+                                            _position(d, index)))
+        blocks = [self._block(number, document, index) for number, document in enumerate(shown, 1)]
+        history = truncate_blocks(blocks, self.history_budget, cast(TokenCounter, _Counter(services)), "start")
+        prompt = render_template(baseline_prompts()["prompt"], sessions=history,
+                                 question_date=question.question_date_text, question=question.question)
+        ids = [d.id for d in index.documents]
+        return MemoryContext(
+            messages=({"role": "user", "content": prompt},), injected=history,
+            ranked_ids=tuple(ids[i] for i in ranking), correct_ids=tuple(evidence_ids(index.documents, question)),
+            corpus_ids=tuple(ids), detail={"hits": len(hits)},
+        )
+
+    @staticmethod
+    def _block(number: int, document: RetrievalDocument, index: RetrievalIndex) -> str:
+        turns = ", ".join(json.dumps({"role": t.role, "content": t.content}) for t in document.value_turns)
+        session = index.sessions[document.session_index]
+        return render_template(baseline_prompts()["session"], number=number, date=session.date_text,
+                               content=f"[{turns}]")
+
+
+def _position(document: RetrievalDocument, index: RetrievalIndex) -> int:
+    session = index.sessions[document.session_index]
+    first = document.value_turns[0] if document.value_turns else None
+    return next((i for i, t in enumerate(session.turns) if t is first), 0)
+
+
+class _Counter:
+    """The run's tokenizer in the shape :func:`truncate_blocks` reads."""
+
+    def __init__(self, services: MemoryServices) -> None:
+        self.services = services
+
+    def count_text(self, text: str) -> int:
+        return self.services.count_tokens(text)

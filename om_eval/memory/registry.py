@@ -1,0 +1,95 @@
+"""Memory systems by name: the built-in ones, and plugins from the ``om_eval.memory_systems`` entry-point group.
+
+A plugin is a package that declares, in its ``pyproject.toml``::
+
+    [project.entry-points."om_eval.memory_systems"]
+    my_memory = "my_package.memory:MyMemory"
+
+where ``MyMemory(options)`` returns a :class:`~om_eval.memory.system.MemorySystem`. Once installed it runs as
+``om-eval run memory=my_memory memory.some_option=3``, with no change to om-eval: the options it declares in a
+``default_options`` mapping can be set so (others need Hydra's ``+memory.<option>=``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from functools import lru_cache
+from importlib import import_module
+from importlib.metadata import entry_points
+from typing import Any
+
+from om_eval.memory.system import MemorySystem
+from om_eval.om.config import ConfigError
+
+ENTRY_POINT_GROUP = "om_eval.memory_systems"
+
+#: Systems the run answers through its own paths (their run ids and memory keys predate the seam).
+OM = "om"
+READERS = ("full_context", "oracle")
+
+#: Built-in systems answered through the seam, by name: where their factory lives.
+BUILT_IN = {
+    "simple_om": "om_eval.memory.simple:SimpleOMSystem",
+    "rag_mastra": "om_eval.memory.rag_mastra:MastraRecallSystem",
+    "rag_lme": "om_eval.memory.rag_lme:LongMemEvalRetrievalSystem",
+}
+
+Factory = Callable[[Mapping[str, Any]], MemorySystem]
+
+
+def _load(target: str) -> Factory:
+    module, _, attribute = target.partition(":")
+    factory: Factory = getattr(import_module(module), attribute)
+    return factory
+
+
+@lru_cache(maxsize=1)
+def plugin_targets() -> dict[str, str]:
+    """Installed plugins by name (``name -> module:attribute``)."""
+    return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def plugin_defaults(name: str) -> dict[str, Any]:
+    """A plugin's options at their defaults (its factory's ``default_options``), so ``memory.<option>=...`` sets
+    them on the command line as a built-in system's; ``{}`` when it declares none or cannot be loaded (the run
+    then says why)."""
+    try:
+        defaults = getattr(_load(plugin_targets()[name]), "default_options", None)
+    except (ImportError, AttributeError, KeyError):
+        return {}
+    return dict(defaults) if isinstance(defaults, Mapping) else {}
+
+
+def available_systems() -> list[str]:
+    """Every name ``memory=`` accepts."""
+    return sorted({OM, *READERS, *BUILT_IN, *plugin_targets()})
+
+
+def make_system(name: str, options: Mapping[str, Any]) -> MemorySystem:
+    """The system ``name`` built with ``options`` (``memory.*`` without ``system``).
+
+    Raises:
+        ConfigError: no such system, or it rejected its options (the message names the option).
+    """
+    if name in (OM, *READERS):
+        raise ConfigError(f"memory={name} is answered by the run itself, not through the seam", option="memory")
+    target = BUILT_IN.get(name) or plugin_targets().get(name)
+    if target is None:
+        raise ConfigError(f"memory={name!r} is not a memory system: choose one of {', '.join(available_systems())}, "
+                          f"or install a plugin that declares it in the {ENTRY_POINT_GROUP!r} entry-point group",
+                          option="memory")
+    try:
+        factory = _load(target)
+    except (ImportError, AttributeError) as error:
+        raise ConfigError(f"memory={name}: its plugin {target!r} cannot be loaded ({error}); reinstall it",
+                          option="memory") from None
+    try:
+        system = factory(dict(options))
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"memory={name}: {error}", option="memory") from None
+    if not isinstance(system, MemorySystem):
+        raise ConfigError(f"memory={name}: {target} gave {type(system).__name__}, which lacks the MemorySystem "
+                          "methods (name, identity, budget, ingest, context)", option="memory")
+    return system

@@ -1,0 +1,46 @@
+"""What the harness lends a memory system (:class:`~om_eval.memory.system.MemoryServices`), over the run's client."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from om_eval.om.config import ConfigError, ModelSettings
+from om_eval.om.model import ChatModel, Stage
+from om_eval.om.tokens import TokenCounter
+
+
+@dataclass
+class HarnessServices:
+    """The run's models and tokenizer, handed to a memory system; every call lands in the question's ledger."""
+
+    client: Any
+    """An :class:`~om_eval.llm.client.LLMClient` (scoped to the question's ledger)."""
+    observer: ModelSettings | None
+    """``models.observer``: the model :meth:`complete` calls (``None``: the system may call none)."""
+    counter: TokenCounter
+    embedder: ModelSettings | None = None
+    """``models.embedding``: the model :meth:`embed` calls (``None``: the system may embed nothing)."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def count_tokens(self, text: str) -> int:
+        return self.counter.count_text(text)
+
+    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: str = "observer") -> str:
+        if self.observer is None:
+            raise ConfigError("this memory system asked for a model, but the run gives it none (models.observer)",
+                              option="models.observer")
+        model: ChatModel = self.client
+        reply = await model.complete([dict(m) for m in messages], stage=cast(Stage, stage), settings=self.observer)
+        return reply.text
+
+    async def embed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+        name = model or (self.embedder.model if self.embedder is not None else None)
+        if name is None:
+            raise ConfigError("this memory system asked for embeddings, but the run gives it no model "
+                              "(models.embedding)", option="models.embedding")
+        if not texts:
+            return []
+        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage="retrieval")
+        return vectors

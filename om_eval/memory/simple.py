@@ -1,0 +1,137 @@
+"""``memory=simple_om``: the simple observational-memory layer (:mod:`om_eval.simple_om`) as a system under test.
+
+Ingest replays the haystack as a conversation would reach the layer: sessions oldest first, one thread per
+session, the question's haystack as the resource; a user turn arrives as an input item, an assistant turn as the
+model's output. The question is asked on a fresh thread, so with ``scope=resource`` (the default) the actor sees
+every observation, and with ``scope=thread`` it sees none (the layer shares nothing across threads then).
+
+The observer is, by ``memory.observer``: ``llm`` (a short prompt in our words, one fact per line, through the run's
+``models.observer``), ``fallback`` (the layer's own ``Processed N items``) or any ``package.module:function``.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import lru_cache
+from importlib import import_module, resources
+from typing import Any
+
+from om_eval.common.files import short_hash
+from om_eval.data.records import Question
+from om_eval.memory.options import reject_unknown
+from om_eval.memory.system import MemoryContext, MemoryServices
+from om_eval.om.config import ConfigError
+from om_eval.om.prompts import fill
+from om_eval.simple_om import SimpleObservationalMemory
+
+OBSERVERS = ("llm", "fallback")
+_OPTIONS = ("buffer_threshold", "max_observations", "scope", "observer", "budget")
+
+Observer = Callable[[list[str]], "Sequence[str] | Awaitable[Sequence[str]]"]
+
+
+@lru_cache(maxsize=1)
+def observer_prompts() -> dict[str, Any]:
+    return tomllib.loads(resources.files("om_eval.memory.prompts").joinpath("simple_observer.toml")
+                        .read_text("utf-8"))
+
+
+def observer_prompt_hash() -> str:
+    return short_hash(resources.files("om_eval.memory.prompts").joinpath("simple_observer.toml").read_bytes())
+
+
+def observation_lines(reply: str) -> list[str]:
+    """The facts of an observer reply: one per non-empty line, any list marker the model added removed."""
+    facts = []
+    for line in reply.splitlines():
+        text = line.strip().lstrip("-*•").strip()
+        if text:
+            facts.append(text)
+    return facts
+
+
+def llm_observer(services: MemoryServices) -> Observer:
+    """The default observer of a run: the buffer, oldest first, sent to ``models.observer``."""
+    prompts = observer_prompts()
+
+    async def observe(buffer: list[str]) -> list[str]:
+        reply = await services.complete([
+            {"role": "system", "content": prompts["instructions"]},
+            {"role": "user", "content": fill(prompts["task"], buffer="\n\n".join(buffer))},
+        ], stage="observer")
+        return observation_lines(reply)
+
+    return observe
+
+
+def named_observer(target: str) -> Observer:
+    """A callable named ``package.module:function``."""
+    module, _, name = target.partition(":")
+    try:
+        function = getattr(import_module(module), name)
+    except (ImportError, AttributeError, ValueError) as error:
+        raise ConfigError(f"memory.observer={target!r} cannot be loaded ({error}): name a callable as "
+                          "package.module:function, or use llm or fallback", option="memory.observer") from None
+    if not callable(function):
+        raise ConfigError(f"memory.observer={target!r} is not callable", option="memory.observer")
+    observer: Observer = function
+    return observer
+
+
+class SimpleOMSystem:
+    """The simple observational-memory layer, replayed over a question's haystack."""
+
+    name = "simple_om"
+
+    def __init__(self, options: Mapping[str, Any]) -> None:
+        reject_unknown(self.name, options, _OPTIONS)
+        self.observer = str(options.get("observer", "llm"))
+        if self.observer not in OBSERVERS and ":" not in self.observer:
+            raise ConfigError(f"memory.observer={self.observer!r} is invalid: use llm, fallback or "
+                              "package.module:function", option="memory.observer")
+        budget = options.get("budget", (500, 2500))
+        self.settings = {
+            "buffer_threshold": options.get("buffer_threshold", 2000),
+            "max_observations": options.get("max_observations", 50),
+            "scope": options.get("scope", "resource"),
+            "budget": (budget[0], budget[1]) if isinstance(budget, Sequence) and len(budget) == 2 else budget,
+        }
+        SimpleObservationalMemory(**self.settings)  # the layer checks its own settings, naming the bad one
+        self.uses_observer_model = self.observer == "llm"
+
+    def identity(self) -> Mapping[str, Any]:
+        return {"observer_prompt": observer_prompt_hash()} if self.observer == "llm" else {}
+
+    def budget(self) -> Mapping[str, Any]:
+        low, high = self.settings["budget"]
+        return {"context_tokens": high, "context_tokens_min": low,
+                "max_observations": self.settings["max_observations"]}
+
+    def _observer(self, services: MemoryServices) -> Observer | None:
+        if self.observer == "llm":
+            return llm_observer(services)
+        if self.observer == "fallback":
+            return None
+        return named_observer(self.observer)
+
+    async def ingest(self, question: Question, services: MemoryServices) -> SimpleObservationalMemory:
+        memory = SimpleObservationalMemory(**self.settings, observer=self._observer(services),
+                                           count_tokens=services.count_tokens)
+        resource = question.memory_owner
+        for session in question.sessions_by_date():
+            thread = f"{session.session_id}#{session.index}"
+            for turn in session.turns:
+                item = {"type": "message", "role": turn.role, "content": turn.content}
+                if turn.role == "assistant":
+                    await memory.store([item], thread_id=thread, resource_id=resource)
+                else:
+                    await memory.on_item_append(item, thread_id=thread, resource_id=resource)
+        return memory
+
+    async def context(self, memory: SimpleObservationalMemory, question: Question,
+                      services: MemoryServices) -> MemoryContext:
+        block = memory.recall(thread_id=f"question:{question.question_id}", resource_id=question.memory_owner)
+        state = memory.state(thread_id=f"question:{question.question_id}", resource_id=question.memory_owner)
+        return MemoryContext(memory=block, detail={"observations": len(state.observations),
+                                                   "version": state.version})
