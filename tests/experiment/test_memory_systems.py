@@ -1,0 +1,90 @@
+"""Memory systems side by side, offline: ``om-eval run -m experiment=smoke memory=om,simple_om,rag_mastra,rag_lme,
+full_context,oracle`` lands six runs, each answered by its system and measured the same way; a LoCoMo-shaped file
+runs through the seam with one memory per conversation."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from om_eval.store import Catalog
+from tests.locomo_shaped import write_locomo_shaped
+
+SYSTEMS = ("om", "simple_om", "rag_mastra", "rag_lme", "full_context", "oracle")
+#: Run ids pinned before memory= existed (tests/experiment/test_identity_pins.py pins smoke's too).
+SMOKE_ID = "b58148b8abd5246d"
+
+
+def om_eval_run(results: Path, *overrides: str) -> None:
+    command = [sys.executable, "-m", "om_eval.cli", "run", *overrides, f"run.results_dir={results}",
+               f"run.cache_dir={results / 'cache'}", "run.progress=false"]
+    done = subprocess.run(command, capture_output=True, text=True, env=dict(os.environ), timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    results = tmp_path_factory.mktemp("systems")
+    om_eval_run(results, "-m", "experiment=smoke", f"memory={','.join(SYSTEMS)}")
+    with Catalog(results) as catalog:
+        runs = {run["memory_system"]: run for run in catalog.runs()}
+    for run in runs.values():
+        with duckdb.connect(str(results / "store" / f"{run['run_id']}.duckdb"), read_only=True) as con:
+            run["items"] = [dict(zip([d[0] for d in con.description], row)) for row in
+                            con.execute("SELECT * FROM items").fetchall()]
+            run["stages"] = dict(con.execute("SELECT stage, count(*) FROM llm_calls GROUP BY stage").fetchall())
+    return runs
+
+
+def test_six_runs_land_one_per_system(sweep: dict[str, dict]) -> None:
+    assert set(sweep) == set(SYSTEMS)
+    assert {name: run["label"] for name, run in sweep.items()} == {name: f"memory={name}" for name in SYSTEMS}
+    assert sweep["om"]["run_id"] == SMOKE_ID
+    assert all(len(run["items"]) == 7 and {i["status"] for i in run["items"]} == {"done"} for run in sweep.values())
+
+
+def test_every_system_reports_the_memory_it_showed(sweep: dict[str, dict]) -> None:
+    for name, run in sweep.items():
+        shown = [item["context_tokens"] for item in run["items"]]
+        assert all(isinstance(t, int) for t in shown), name
+        assert sum(shown) > 0, name  # each system showed the actor some memory on the mini set
+    # The oracle reader sees only the evidence sessions: never more than the full-context reader.
+    full = {i["question_id"]: i["context_tokens"] for i in sweep["full_context"]["items"]}
+    assert all(i["context_tokens"] <= full[i["question_id"]] for i in sweep["oracle"]["items"])
+
+
+def test_ingest_calls_are_told_from_answer_calls_by_stage(sweep: dict[str, dict]) -> None:
+    assert set(sweep["simple_om"]["stages"]) == {"observer", "actor", "judge"}
+    assert sweep["simple_om"]["stages"]["observer"] == sum(i["observer_calls"] for i in sweep["simple_om"]["items"])
+    assert set(sweep["rag_mastra"]["stages"]) == {"retrieval", "actor", "judge"}  # index and query embeddings
+    assert set(sweep["rag_lme"]["stages"]) == {"actor", "judge"}  # BM25 calls no model
+    assert set(sweep["oracle"]["stages"]) == {"actor", "judge"}
+
+
+def test_retrieval_systems_keep_their_ranking_and_recall(sweep: dict[str, dict]) -> None:
+    for name in ("rag_mastra", "rag_lme"):
+        budget = json.loads(sweep[name]["memory_budget"])
+        assert budget["top_k"] == 10
+        records = [json.loads(i["retrieval"]) for i in sweep[name]["items"]]
+        scored = [r for r, i in zip(records, sweep[name]["items"]) if not i["is_abstention"]]
+        assert scored and all("recall_any@10" in r["metrics"] for r in scored if r["correct"]), name
+    assert all(i["retrieval"] is None for i in sweep["simple_om"]["items"])
+
+
+def test_a_locomo_conversation_is_ingested_once_for_all_its_questions(tmp_path: Path) -> None:
+    path = write_locomo_shaped(tmp_path, conversations=1, sessions=3)
+    om_eval_run(tmp_path, "experiment=smoke", "dataset=locomo", f"dataset.path={path}", "memory=rag_mastra")
+    [store] = (tmp_path / "store").glob("*.duckdb")
+    with duckdb.connect(str(store), read_only=True) as con:
+        items = con.execute("SELECT reused_memory, retrieval FROM items WHERE status = 'done'").fetchall()
+        index_calls = con.execute("SELECT count(*) FROM llm_calls WHERE stage = 'retrieval'").fetchone()[0]
+    assert len(items) > 3 and sum(not reused for reused, _ in items) == 1
+    assert index_calls == 1 + len(items)  # one index of the conversation, one query per question
+    # LoCoMo's evidence (D<session>:<turn>) names the messages a retrieval should find.
+    assert any(json.loads(record)["correct"] for _, record in items)

@@ -1,0 +1,60 @@
+"""memory=rag_lme: BM25 over user-text keys, the top k read by date in the long-context reader's layout."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from om_eval.bench.retrieval import bm25_okapi_scores
+from om_eval.memory.rag_lme import LongMemEvalRetrievalSystem
+from om_eval.om.config import ConfigError
+from tests.memory.helpers import FakeServices, question, session
+
+HAYSTACK = question(
+    session(0, "answer_a", ("user", "I moved to Lisbon last spring.", True), ("assistant", "Nice city."), day=5),
+    session(1, "filler_b", ("user", "Tell me about the weather."), ("assistant", "It varies."), day=1),
+    session(2, "filler_c", ("user", "Which city is sunnier, Lisbon or Porto?"), ("assistant", "Lisbon."), day=9),
+    text="Which city did I move to?",
+)
+
+
+def context(options: dict):
+    system = LongMemEvalRetrievalSystem(options)
+    services = FakeServices()
+    index = asyncio.run(system.ingest(HAYSTACK, services))
+    return asyncio.run(system.context(index, HAYSTACK, services))
+
+
+def test_session_keys_are_ranked_by_bm25_and_shown_by_date() -> None:
+    shown = context({"granularity": "session", "top_k": 2})
+    scores = bm25_okapi_scores(["I moved to Lisbon last spring.", "Tell me about the weather.",
+                                "Which city is sunnier, Lisbon or Porto?"], HAYSTACK.question)
+    best_two = sorted(range(3), key=lambda i: -scores[i])[:2]
+    assert list(shown.ranked_ids[:2]) == [["answer_a", "filler_b", "filler_c"][i] for i in best_two]
+    prompt = shown.messages[0]["content"]
+    # Read by date: the session of day 5 before the one of day 9, numbered in that order.
+    assert prompt.index("I moved to Lisbon") < prompt.index("sunnier") and "### Conversation 2" in prompt
+    assert "Tell me about the weather" not in prompt
+    assert shown.correct_ids == ("answer_a",) and prompt.endswith("Answer:")
+
+
+def test_turn_keys_show_the_turn_after_a_hit() -> None:
+    shown = context({"granularity": "turn", "top_k": 1})
+    # Tokens are split on single spaces, as upstream splits them: "to?" is not "to", so "Which" and "city" win.
+    assert shown.ranked_ids[0] == "filler_c_1"
+    assert '"content": "Lisbon."' in shown.injected and "moved" not in shown.injected
+
+
+def test_the_history_is_cut_to_the_reader_budget() -> None:
+    shown = context({"granularity": "session", "top_k": 3, "context_tokens": 1512, "max_tokens": 500})
+    assert len(shown.injected.split()) <= 12
+
+
+@pytest.mark.parametrize(("options", "named"), [({"retriever": "tfidf"}, "memory.retriever='tfidf'"),
+                                                ({"granularity": "round"}, "memory.granularity='round'"),
+                                                ({"context_tokens": 1000}, "leaves no room"),
+                                                ({"k": 5}, "memory.k is not an option of memory=rag_lme")])
+def test_bad_options_are_named(options: dict, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        LongMemEvalRetrievalSystem(options)
