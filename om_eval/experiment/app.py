@@ -44,9 +44,15 @@ def _note_failed_job(name: str) -> None:
 
 
 def _memory_side(spec: Any) -> str:
-    """What answers from: OM's observer model, or a baseline reader (which builds no memory)."""
+    """What answers from: OM's observer model, a baseline reader (which builds no memory), or a seam system and
+    the models it calls."""
     if spec.baseline.enabled:
         return f"baseline reader {spec.baseline.reader}"
+    if spec.through_seam:
+        roles = spec.role_models()
+        used = [f"{role.split('.')[-1]} {roles[role].model}" for role in ("models.observer", "models.embedding")
+                if role in roles]
+        return " · ".join([f"memory {spec.memory_system}", *used])
     return f"observer {spec.om.observation.model.model}"
 
 

@@ -54,14 +54,58 @@ def _estimate_baseline(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
     return totals
 
 
+#: Texts per embedding request (as the RAG systems send them).
+EMBED_BATCH = 128
+
+
+def _estimate_seam(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
+    """A system answered through the memory seam: what it shows the actor follows its budget (``top_k`` documents
+    of the haystack's average size, or at most ``context_tokens``); ingest calls the observer once per
+    ``buffer_threshold`` tokens of history (``simple_om``) or embeds the history once and each question (RAG)."""
+    roles = spec.role_models()
+    budget = spec.system().budget()
+    options = spec.memory_options
+    totals = {stage: [0, 0, 0] for stage in ("observer", "retrieval", "actor", "judge")}
+    for question in dataset.iter_questions():
+        texts = [t.content for s in question.sessions for t in s.turns]
+        history = math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
+        shown = history
+        if isinstance(top_k := budget.get("top_k"), int):
+            per_document = history / max(1, len(question.sessions) if options.get("granularity") == "session"
+                                         else len(texts))
+            widened = 2 * int(options.get("message_range", 0)) + 1
+            shown = min(history, int(top_k * widened * per_document))
+        if isinstance(limit := budget.get("context_tokens"), int):
+            shown = min(shown, limit)
+        if "models.observer" in roles:
+            threshold = int(options.get("buffer_threshold", 2000))
+            calls = history // threshold
+            totals["observer"][0] += calls
+            totals["observer"][1] += calls * (threshold + ACTOR_PROMPT_TOKENS // 5)
+            totals["observer"][2] += int(calls * threshold / COMPRESSION)
+        if "models.embedding" in roles:
+            totals["retrieval"][0] += math.ceil(len(texts) / EMBED_BATCH) + 1
+            totals["retrieval"][1] += history + math.ceil(len(question.question) / CHARS_PER_TOKEN)
+        totals["actor"][0] += 1
+        totals["actor"][1] += shown + ACTOR_PROMPT_TOKENS
+        totals["actor"][2] += 200
+        totals["judge"][0] += 1
+        totals["judge"][1] += JUDGE_PROMPT_TOKENS
+        totals["judge"][2] += 2
+    return totals
+
+
 def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
     """Per-stage forecast of calls, tokens and dollars for running ``spec`` on ``dataset``."""
     obs_cfg, ref_cfg = spec.om.observation, spec.om.reflection
     totals: dict[str, list[int]] = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
     baseline = getattr(spec, "baseline", None)
+    seam = getattr(spec, "through_seam", False)
     if baseline is not None and baseline.enabled:
         totals = _estimate_baseline(spec, dataset)
-    for history in [] if baseline is not None and baseline.enabled else _history_tokens(dataset):
+    elif seam:
+        totals = _estimate_seam(spec, dataset)
+    for history in [] if seam or (baseline is not None and baseline.enabled) else _history_tokens(dataset):
         observe_calls = max(1, history // obs_cfg.message_tokens) if (history >= obs_cfg.message_tokens
                                                                         or spec.replay.final_flush) else 0
         observed = history if spec.replay.final_flush else observe_calls * obs_cfg.message_tokens
@@ -82,11 +126,14 @@ def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
         totals["judge"][1] += JUDGE_PROMPT_TOKENS
         totals["judge"][2] += 2
     models = {"observer": obs_cfg.model.model, "reflector": ref_cfg.model.model, "actor": spec.actor.model,
-              "judge": spec.judge_model.model}
+              "judge": spec.judge_model.model,
+              "retrieval": spec.embedding.model if getattr(spec, "embedding", None) is not None else ""}
     from om_eval.llm.request import litellm_model_id
 
     estimates = []
     for stage, (calls, prompt, completion) in totals.items():
+        if seam and not calls and stage not in ("actor", "judge"):
+            continue  # a stage this system does not have
         model = litellm_model_id(models[stage])
         cost = call_cost(model, prompt, completion) if calls else 0.0
         estimates.append(StageEstimate(stage, model, calls, prompt, completion, cost))

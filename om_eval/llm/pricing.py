@@ -48,4 +48,9 @@ def call_cost(model: str, prompt_tokens: int | None, completion_tokens: int | No
         )
     except Exception:  # litellm raises a plain Exception for models missing from its price map
         return None
-    return float(prompt_cost) + float(completion_cost)
+    cost = float(prompt_cost) + float(completion_cost)
+    if cost == 0 and prompt_tokens + completion_tokens > 0 and model not in _REGISTERED:
+        # Some entries of the price map are placeholders with zero prices (gemini-3-pro-preview in litellm
+        # 1.106): a hosted model is not free because its price is missing. A price set as "free" is registered.
+        return None
+    return cost

@@ -62,3 +62,20 @@ def test_forecast_of_a_baseline_reader_has_no_memory_calls_and_oracle_reads_less
                      "baseline.context_tokens=2000")
     cut = {e.stage: e for e in estimate_run(small, dataset)}["actor"]
     assert cut.prompt_tokens <= 7 * (2000 - 500 - 1000 + 1500)  # each history cut to its budget
+
+
+def test_forecast_of_seam_systems_names_their_ingest_stages_and_follows_their_budget(tmp_path: Path) -> None:
+    dataset = load_run_dataset({"name": "mini"})
+
+    def stages(*overrides: str) -> dict:
+        spec = spec_for(tmp_path, "experiment=smoke", "model@models.actor=gpt-4o", *overrides)
+        return {e.stage: e for e in estimate_run(spec, dataset)}
+
+    rag = stages("memory=rag_mastra", "model@models.embedding=text-embedding-3-small")
+    assert set(rag) == {"retrieval", "actor", "judge"} and rag["retrieval"].calls == 14  # an index and a query each
+    assert rag["retrieval"].cost_usd and rag["actor"].cost_usd
+    one = stages("memory=rag_mastra", "memory.top_k=1", "memory.message_range=0")["actor"]
+    assert one.prompt_tokens < rag["actor"].prompt_tokens
+    simple = stages("memory=simple_om", "memory.buffer_threshold=40")
+    assert set(simple) == {"observer", "actor", "judge"} and simple["observer"].calls >= 7
+    assert set(stages("memory=rag_lme")) == {"actor", "judge"}  # BM25 costs nothing
