@@ -256,7 +256,7 @@ class QuestionRun:
     context_tokens: int | None = None
     """Tokens of the memory the actor was shown (instructions and question left out), with the run's tokenizer."""
     retrieval: str | None = None
-    """A retrieval system's ranking and recall@k, as JSON (:func:`~om_eval.bench.systems.retrieval_record`)."""
+    """A retrieval system's ranking and recall@k, as JSON (:func:`~om_eval.memory.answering.retrieval_record`)."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""

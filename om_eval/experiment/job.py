@@ -294,7 +294,7 @@ class RunJob:
         if spec.baseline.enabled:
             return {"baseline": baseline_prompt_hash(), "reader": spec.baseline.reader}
         if self.system is not None:
-            from om_eval.bench.systems import seam_actor_prompt_hash
+            from om_eval.memory.answering import seam_actor_prompt_hash
 
             return {"memory": self.system.name, "identity": dict(self.system.identity()),
                     "actor": seam_actor_prompt_hash()}
@@ -384,7 +384,7 @@ class RunJob:
 
     async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge) -> Any:
         """Build (or share) the question's memory with the seam's system, then answer and judge through it."""
-        from om_eval.bench.systems import SystemBuild, system_answer_and_judge
+        from om_eval.memory.answering import SystemBuild, system_answer_and_judge
         from om_eval.memory.services import HarnessServices
 
         spec, system = self.spec, self.system

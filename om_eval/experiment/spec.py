@@ -103,7 +103,7 @@ class RunSpec:
 
             payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
         elif self.through_seam:
-            from om_eval.bench.systems import seam_actor_prompt_hash
+            from om_eval.memory.answering import seam_actor_prompt_hash
 
             payload["prompts"] = {"memory": dict(self.system().identity()), "actor": seam_actor_prompt_hash(),
                                   "judge": judge_templates}

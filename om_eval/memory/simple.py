@@ -11,19 +11,16 @@ The observer is, by ``memory.observer``: ``llm`` (a short prompt in our words, o
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from functools import lru_cache
-from importlib import import_module, resources
+from importlib import import_module
 from typing import Any
 
-from om_eval.common.files import short_hash
 from om_eval.data.records import Question
 from om_eval.memory.options import reject_unknown
 from om_eval.memory.system import MemoryContext, MemoryServices
 from om_eval.om.config import ConfigError
-from om_eval.om.prompts import fill
 from om_eval.simple_om import SimpleObservationalMemory
+from om_eval.simple_om.llm_observer import llm_observer, observer_prompt_hash
 
 OBSERVERS = ("llm", "fallback")
 _OPTIONS = ("buffer_threshold", "max_observations", "scope", "observer", "budget")
@@ -31,38 +28,13 @@ _OPTIONS = ("buffer_threshold", "max_observations", "scope", "observer", "budget
 Observer = Callable[[list[str]], "Sequence[str] | Awaitable[Sequence[str]]"]
 
 
-@lru_cache(maxsize=1)
-def observer_prompts() -> dict[str, Any]:
-    return tomllib.loads(resources.files("om_eval.memory.prompts").joinpath("simple_observer.toml")
-                        .read_text("utf-8"))
+def run_observer(services: MemoryServices) -> Observer:
+    """The default observer of a run: the chat-model observer over the run's ``models.observer``."""
 
+    async def complete(messages: Sequence[Mapping[str, str]]) -> str:
+        return await services.complete(messages, stage="observer")
 
-def observer_prompt_hash() -> str:
-    return short_hash(resources.files("om_eval.memory.prompts").joinpath("simple_observer.toml").read_bytes())
-
-
-def observation_lines(reply: str) -> list[str]:
-    """The facts of an observer reply: one per non-empty line, any list marker the model added removed."""
-    facts = []
-    for line in reply.splitlines():
-        text = line.strip().lstrip("-*•").strip()
-        if text:
-            facts.append(text)
-    return facts
-
-
-def llm_observer(services: MemoryServices) -> Observer:
-    """The default observer of a run: the buffer, oldest first, sent to ``models.observer``."""
-    prompts = observer_prompts()
-
-    async def observe(buffer: list[str]) -> list[str]:
-        reply = await services.complete([
-            {"role": "system", "content": prompts["instructions"]},
-            {"role": "user", "content": fill(prompts["task"], buffer="\n\n".join(buffer))},
-        ], stage="observer")
-        return observation_lines(reply)
-
-    return observe
+    return llm_observer(complete)
 
 
 def named_observer(target: str) -> Observer:
@@ -110,7 +82,7 @@ class SimpleOMSystem:
 
     def _observer(self, services: MemoryServices) -> Observer | None:
         if self.observer == "llm":
-            return llm_observer(services)
+            return run_observer(services)
         if self.observer == "fallback":
             return None
         return named_observer(self.observer)

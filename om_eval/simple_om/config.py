@@ -1,4 +1,4 @@
-"""The layer's settings as one frozen, validated object (spec: docs/simple-om-layer.md, "Configuration").
+"""The layer's settings as one frozen, validated object (docs/memory-systems.md has the rules).
 
 Every error names the argument, the value given and what to pass instead, because these settings usually arrive
 from a sweep's config file, far from the code that rejects them.

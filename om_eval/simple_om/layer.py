@@ -1,4 +1,4 @@
-"""The simple observational-memory layer: buffer, distil, cap, recall (docs/simple-om-layer.md, rules 1-7).
+"""The simple observational-memory layer: buffer, distil, cap, recall (its rules 1-7: docs/memory-systems.md).
 
 One mutable state per scope key (the resource id or the thread id). A hook call holds its key's
 :class:`asyncio.Lock` from buffering to distillation, so two concurrent calls on one key cannot hand the same

@@ -95,7 +95,7 @@ TABLES: dict[str, str] = {
             tool_calls INTEGER,                -- retrieval mode: recall calls the actor made; NULL: it had no tool
             recall_steps VARCHAR,              -- JSON list of those calls (bench.recall_actor.ToolStep)
             context_tokens INTEGER,            -- tokens of the memory the actor was shown (the run's tokenizer)
-            retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (bench.systems)
+            retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (memory.answering)
             PRIMARY KEY (run_id, question_id)
         )""",
     "judgments": """

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from om_eval.memory.simple import SimpleOMSystem, observation_lines
+from om_eval.memory.simple import SimpleOMSystem
 from om_eval.om.config import ConfigError
+from om_eval.simple_om.llm_observer import observation_lines
 from tests.memory.helpers import FakeServices, question, session
 
 HAYSTACK = question(

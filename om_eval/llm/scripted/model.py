@@ -45,6 +45,7 @@ from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
 from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
+from om_eval.simple_om.llm_observer import buffer_of
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
 ERROR_FAULTS = {
@@ -351,7 +352,7 @@ class ScriptedModel:
         return "yes" if len(wanted & found) >= max(1, (len(wanted) + 1) // 2) else "no"
 
     def _observe(self, messages: list[dict[str, str]], fault: str | None) -> str:
-        if (buffer := _simple_buffer(messages)) is not None:
+        if (buffer := buffer_of(messages)) is not None:
             return _simple_facts(buffer)
         texts = load_prompts("observer_request")
         user = "\n\n".join(m["content"] for m in messages if m["role"] == "user")
@@ -401,15 +402,6 @@ class ScriptedModel:
             question = question.split("\nAnswer", 1)[0]
             lines = _inline_history_lines(history)
         return _best_line(question, lines)
-
-
-def _simple_buffer(messages: Sequence[Mapping[str, str]]) -> str | None:
-    """The buffer text of a request from the simple layer's observer (``memory=simple_om``), else ``None``."""
-    from om_eval.memory.simple import observer_prompts
-
-    heading = observer_prompts()["task"].split("{buffer}", 1)[0]
-    user = messages[-1]["content"] if messages else ""
-    return user[len(heading):] if heading and user.startswith(heading) else None
 
 
 def _simple_facts(buffer: str) -> str:
@@ -484,7 +476,7 @@ def detect_stage(messages: Sequence[ChatMessage]) -> str:
     """Tell observer, reflector, judge, actor and recall (an actor after tool results) requests apart by the headings
     our prompts use."""
     joined = "\n".join(str(m.get("content", "")) for m in messages)
-    if load_prompts("observer_request")["history_heading"] in joined or _simple_buffer(messages) is not None:
+    if load_prompts("observer_request")["history_heading"] in joined or buffer_of(messages) is not None:
         return "observer"
     if load_prompts("reflector")["request_heading"] in joined:
         return "reflector"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from om_eval.bench.retrieval import evaluate_retrieval
-from om_eval.bench.systems import actor_input, as_context, house_messages, retrieval_record
+from om_eval.memory.answering import actor_input, as_context, house_messages, retrieval_record
 from om_eval.memory.system import MemoryContext
 from tests.memory.helpers import WordCounter, question, session
 
