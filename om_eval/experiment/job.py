@@ -531,6 +531,8 @@ class RunJob:
         self.check_credentials()
         dataset = dataset or self.load_dataset()
         judge = self.judge()  # a judge that cannot be built must fail before any store file exists
+        if self.system is not None and (prepare := getattr(self.system, "prepare", None)) is not None:
+            prepare()  # likewise a system that reads a file at run time (the paper's reader prompt)
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None

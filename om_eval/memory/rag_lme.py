@@ -7,7 +7,8 @@ upstream's argsort) or ``embedding`` (cosine similarity through the run's embedd
 are sorted by date and laid out as the long-context reader lays out sessions (:mod:`om_eval.bench.baseline`: a
 numbered header with the date, the turns as JSON), cut to ``context_tokens - max_tokens - 1000`` tokens.
 
-The reader's wording is ours (``om_eval/bench/prompts/baseline.toml``); the upstream reader prompt is not loaded.
+The reader's wording is ours (``om_eval/bench/prompts/baseline.toml``) by default; ``memory.reader=official`` reads
+the paper's own reader prompt from the pinned LongMemEval commit at run time (:mod:`om_eval.bench.official_reader`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ from om_eval.bench.baseline import (
     render_template,
     truncate_blocks,
 )
+from om_eval.bench.official_reader import (
+    RUN_GENERATION,
+    OfficialReader,
+    OfficialReaderError,
+    load_official_reader,
+)
 from om_eval.bench.retrieval import Granularity, RetrievalDocument, bm25_okapi_scores, rank, retrieval_documents
 from om_eval.data.records import HaystackSession, Question
 from om_eval.memory.options import one_of, reject_unknown, whole_number
@@ -35,7 +42,8 @@ from om_eval.om.tokens import TokenCounter
 
 RETRIEVERS = ("bm25", "embedding")
 GRANULARITIES = ("turn", "session")
-_OPTIONS = ("retriever", "granularity", "top_k", "context_tokens", "max_tokens")
+READERS = ("house", "official")
+_OPTIONS = ("retriever", "granularity", "top_k", "context_tokens", "max_tokens", "reader", "reader_source")
 
 
 @dataclass(frozen=True)
@@ -72,6 +80,10 @@ class LongMemEvalRetrievalSystem:
         self.retriever = one_of("retriever", options.get("retriever", "bm25"), RETRIEVERS)
         self.granularity = one_of("granularity", options.get("granularity", "session"), GRANULARITIES)
         self.uses_embedding_model = self.retriever == "embedding"
+        self.reader = one_of("reader", options.get("reader", "house"), READERS)
+        source = options.get("reader_source")
+        self.reader_source = None if source is None else str(source)
+        self._official: OfficialReader | None = None
         self.top_k = whole_number("top_k", options.get("top_k", 10), 1)
         self.context_tokens = whole_number("context_tokens", options.get("context_tokens", 128_000), 1)
         self.max_output_tokens = whole_number("max_tokens", options.get("max_tokens", 500), 1)
@@ -85,7 +97,15 @@ class LongMemEvalRetrievalSystem:
         return int(self.context_tokens) - int(self.max_output_tokens) - RESERVED_TOKENS
 
     def identity(self) -> Mapping[str, Any]:
-        return {"reader": baseline_prompt_hash()}
+        return {"reader": baseline_prompt_hash() if self.reader == "house" else f"official:{RUN_GENERATION.sha256}"}
+
+    def prepare(self) -> None:
+        """Load the paper's reader prompt before any question (``memory.reader=official``)."""
+        if self.reader == "official" and self._official is None:
+            try:
+                self._official = load_official_reader(self.reader_source)
+            except OfficialReaderError as error:
+                raise ConfigError(f"memory.reader=official: {error}", option="memory.reader_source") from None
 
     def budget(self) -> Mapping[str, Any]:
         return {"top_k": self.top_k, "context_tokens": self.history_budget, "granularity": self.granularity}
@@ -111,14 +131,18 @@ class LongMemEvalRetrievalSystem:
         return [float(s) for s in index.vectors @ _unit(np.asarray(query, dtype=float))]
 
     async def context(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> MemoryContext:
+        self.prepare()
         ranking = rank(await self._scores(index, question, services)) if index.documents else []
         hits = [index.documents[i] for i in ranking[: self.top_k]]
-        shown = sorted(hits, key=lambda d: (index.sessions[d.session_index].date, d.session_index,
-                                            _position(d, index)))
+        # By date only, as upstream sorts (stable: hits of one date keep their rank order).
+        shown = sorted(hits, key=lambda d: index.sessions[d.session_index].date)
         blocks = [self._block(number, document, index) for number, document in enumerate(shown, 1)]
         history = truncate_blocks(blocks, self.history_budget, cast(TokenCounter, _Counter(services)), "start")
-        prompt = render_template(baseline_prompts()["prompt"], sessions=history,
-                                 question_date=question.question_date_text, question=question.question)
+        if self._official is not None:
+            prompt = self._official.prompt(history, question.question_date_text, question.question)
+        else:
+            prompt = render_template(baseline_prompts()["prompt"], sessions=history,
+                                     question_date=question.question_date_text, question=question.question)
         ids = [d.id for d in index.documents]
         return MemoryContext(
             messages=({"role": "user", "content": prompt},), injected=history,
@@ -126,18 +150,13 @@ class LongMemEvalRetrievalSystem:
             corpus_ids=tuple(ids), detail={"hits": len(hits)},
         )
 
-    @staticmethod
-    def _block(number: int, document: RetrievalDocument, index: RetrievalIndex) -> str:
-        turns = ", ".join(json.dumps({"role": t.role, "content": t.content}) for t in document.value_turns)
+    def _block(self, number: int, document: RetrievalDocument, index: RetrievalIndex) -> str:
+        # json.dumps of the turn list, as upstream dumps it (has_answer removed).
+        turns = json.dumps([{"role": t.role, "content": t.content} for t in document.value_turns])
         session = index.sessions[document.session_index]
-        return render_template(baseline_prompts()["session"], number=number, date=session.date_text,
-                               content=f"[{turns}]")
-
-
-def _position(document: RetrievalDocument, index: RetrievalIndex) -> int:
-    session = index.sessions[document.session_index]
-    first = document.value_turns[0] if document.value_turns else None
-    return next((i for i, t in enumerate(session.turns) if t is first), 0)
+        if self._official is not None:
+            return self._official.chunk(number, session.date_text, turns)
+        return render_template(baseline_prompts()["session"], number=number, date=session.date_text, content=turns)
 
 
 class _Counter:

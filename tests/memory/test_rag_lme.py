@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -58,3 +59,40 @@ def test_the_history_is_cut_to_the_reader_budget() -> None:
 def test_bad_options_are_named(options: dict, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         LongMemEvalRetrievalSystem(options)
+
+
+def test_the_official_reader_prompt_is_read_from_the_pinned_file(tmp_path, monkeypatch) -> None:
+    """With a LongMemEval clone (LONGMEMEVAL_REPO), the paper's own reader prompt lays the hits out."""
+    import os
+    import subprocess
+
+    from om_eval.bench.official_reader import RUN_GENERATION
+
+    repo = os.environ.get("LONGMEMEVAL_REPO")
+    if not repo:
+        pytest.skip("set LONGMEMEVAL_REPO=<a clone of xiaowu0162/LongMemEval or its git dir> to read its reader")
+    source = tmp_path / RUN_GENERATION.path
+    source.parent.mkdir(parents=True)
+    if (Path(repo) / RUN_GENERATION.path).is_file():
+        source.write_bytes((Path(repo) / RUN_GENERATION.path).read_bytes())
+    else:
+        from om_eval.bench.upstream import PINNED_COMMIT
+
+        source.write_bytes(subprocess.run(["git", f"--git-dir={repo}", "show",
+                                           f"{PINNED_COMMIT}:{RUN_GENERATION.path}"], capture_output=True,
+                                          check=True).stdout)
+    shown = context({"granularity": "session", "top_k": 2, "reader": "official", "reader_source": str(tmp_path)})
+    prompt = shown.messages[0]["content"]
+    assert "### Session 1:" in prompt and prompt.rstrip().endswith("Answer:")
+    assert '\n[{"role": "user", "content": "I moved to Lisbon last spring."}' in prompt
+
+
+def test_a_reader_file_that_is_not_the_pinned_one_is_refused(tmp_path) -> None:
+    from om_eval.bench.official_reader import RUN_GENERATION
+
+    fake = tmp_path / RUN_GENERATION.path
+    fake.parent.mkdir(parents=True)
+    fake.write_text("answer = 'History Chats:\\n\\n{}\\n{}\\n{}\\nAnswer:'\n")
+    system = LongMemEvalRetrievalSystem({"reader": "official", "reader_source": str(tmp_path)})
+    with pytest.raises(ConfigError, match="differs from the pinned"):
+        system.prepare()

@@ -10,32 +10,34 @@ CLI) never runs. Why a module of its own: fetching, pinning and the AST guard ar
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import string
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from om_eval.common.files import atomic_write, cache_folder
+from om_eval.bench.upstream import (
+    PINNED_COMMIT,
+    UpstreamFile,
+    fetch_url,
+    read_local,
+    read_pinned,
+)
+from om_eval.bench.upstream import sha256_of as _sha256
 
 PromptBuilder = Callable[..., str]
 """``(task, question, answer, response, abstention=False) -> str``, the upstream signature."""
 
 # -------------------------------------------------------------------------------------- official templates
 
-PINNED_COMMIT = "9e0b455f4ef0e2ab8f2e582289761153549043fc"
 PINNED_SHA256 = "ecce9c4c79dc89d99534ac17b383a5cbb5b9f0c69ee98adaf0684742e3d95251"
-UPSTREAM_FILE = "src/evaluation/evaluate_qa.py"
-RAW_URL = f"https://raw.githubusercontent.com/xiaowu0162/LongMemEval/{PINNED_COMMIT}/{UPSTREAM_FILE}"
+EVALUATE_QA = UpstreamFile("src/evaluation/evaluate_qa.py", PINNED_SHA256, "the official judge templates",
+                           "judge.source")
+UPSTREAM_FILE = EVALUATE_QA.path
+RAW_URL = EVALUATE_QA.url
 FUNCTION_NAME = "get_anscheck_prompt"
 PARAMETERS = ("task", "question", "answer", "response", "abstention")
-#: Environment switches that forbid the download (the first is om-eval's own; the second is commonly set by
-#: people who mean "no network", and the test suite sets it).
-OFFLINE_ENV = ("OM_EVAL_OFFLINE", "HF_HUB_OFFLINE")
 
 #: The builtins the extracted function gets, and nothing else. ``template.format(...)`` is a method of the
 #: template literal and looks up no builtin; the body's only global lookup is the exception it raises for an
@@ -105,65 +107,20 @@ class OfficialTemplates:
         return self.builder(task, question, answer, response, abstention)
 
 
-def _default_cache_dir() -> Path:
-    return cache_folder("longmemeval")
-
-
-def _offline() -> bool:
-    return any(os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"} for name in OFFLINE_ENV)
-
-
 def _fetch(url: str, timeout: float) -> bytes:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return response.read()
-
-
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return fetch_url(url, timeout)
 
 
 def _read_local(source: str | os.PathLike[str]) -> tuple[bytes, str]:
-    path = Path(source).expanduser()
-    if path.is_dir():
-        candidate = path / UPSTREAM_FILE
-        if not candidate.is_file():
-            raise OfficialTemplateError(
-                f"{path} is a directory without {UPSTREAM_FILE}: pass a clone of xiaowu0162/LongMemEval (at commit "
-                f"{PINNED_COMMIT}) or the path of evaluate_qa.py itself"
-            )
-        path = candidate
-    elif not path.is_file():
-        raise OfficialTemplateError(f"{path} does not exist: pass a LongMemEval clone or its {UPSTREAM_FILE}")
-    return path.read_bytes(), str(path)
+    return read_local(EVALUATE_QA, source, OfficialTemplateError)
 
 
 def _read_pinned(
     expected: str | None, cache_dir: Path | None, offline: bool | None, timeout: float
 ) -> tuple[bytes, str]:
-    cached = (cache_dir or _default_cache_dir()) / f"LongMemEval-{PINNED_COMMIT}-evaluate_qa.py"
-    if cached.is_file():
-        data = cached.read_bytes()
-        if expected is None or _sha256(data) == expected:
-            return data, str(cached)
-    if offline if offline is not None else _offline():
-        raise OfficialTemplateError(
-            f"the official judge templates are not cached at {cached} and downloads are off "
-            f"({' / '.join(OFFLINE_ENV)} or offline=True). Fetch {RAW_URL} once with network, or pass "
-            "judge.source=<a LongMemEval clone or its evaluate_qa.py>"
-        )
-    try:
-        data = _fetch(RAW_URL, timeout)
-    except (urllib.error.URLError, OSError) as error:
-        raise OfficialTemplateError(
-            f"could not download the official judge templates from {RAW_URL} ({error}); pass "
-            "judge.source=<a LongMemEval clone or its evaluate_qa.py> instead"
-        ) from error
-    actual = _sha256(data)
-    if expected is not None and actual != expected:
-        raise TemplateHashMismatch(RAW_URL, expected, actual)
-    if actual == PINNED_SHA256:
-        atomic_write(cached, data)
-    return data, RAW_URL
+    # Looked up at call time, so a test can stand in for the download.
+    return read_pinned(EVALUATE_QA, expected, cache_dir, offline, timeout, OfficialTemplateError,
+                       fetch=lambda url, seconds: _fetch(url, seconds))
 
 
 def _check_function(node: ast.FunctionDef, where: str) -> None:
