@@ -22,7 +22,7 @@ from om_eval.data.locomo import (
     haystack_id,
     read_locomo,
 )
-from om_eval.data.locomo_audit import AUDIT_SHA256, corrected, load_audit
+from om_eval.data.locomo_audit import match_audit, read_audit
 from om_eval.data.reading import sha256_file
 from om_eval.data.records import (
     Dataset,
@@ -134,7 +134,8 @@ def locomo_dataset(
             downloaded once into the data cache).
         corrections: ``None`` (the gold answers as published) or ``locomo_audit`` (the audit's corrected answers
             kept beside them, so reports show raw and corrected scores; its evidence fixes used by the oracle).
-        audit_path: the audit file (default ``$LOCOMO_AUDIT_PATH``, else its pinned download).
+        audit_path: the audit file (default ``$LOCOMO_AUDIT_PATH``, else its pinned download); with
+            corrections, an audit that is not this file's is refused (:func:`om_eval.data.locomo_audit.match_audit`).
     """
     if corrections is not None and corrections not in CORRECTIONS:
         raise option_error("dataset.corrections", f"={corrections!r} is invalid: use null (as published) or "
@@ -143,10 +144,9 @@ def locomo_dataset(
     fixes: dict[str, LocomoQuestion] = {}
     extras: dict[str, Any] = {"speaker_roles": speaker_roles, "corrections": corrections}
     if corrections == "locomo_audit":
-        audit = load_audit(audit_path, verify=verify)
-        asked = [q for c in conversations for q in c.questions]
-        fixes = {q.id: q for q in corrected(asked, audit) if q.id in audit}
-        extras["audit_sha256"] = AUDIT_SHA256
+        audit_file, audit = read_audit(audit_path, verify=verify)
+        fixes = match_audit(audit, conversations, source=audit_file.name, against=found.name)
+        extras["audit_sha256"] = sha256_file(audit_file)
     entries = [QuestionEntry(q.id, CATEGORY_NAMES[q.category], position, haystack_id(c.index), q.adversarial)
                for position, (c, q) in enumerate((c, q) for c in conversations for q in c.questions)]
     return Dataset("locomo", str(found), sha256_file(found), subset=None, entries=entries,

@@ -252,5 +252,8 @@ def read_pinned_json(
                           verify=verify, given_by=given_by, url=url)
     try:
         return found, json.loads(found.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise DatasetValidationError(str(found), f"not JSON: {error}") from None
+    except RecursionError:
+        raise DatasetValidationError(str(found), f"nests too deeply to be a {what}: it is damaged, or not one"
+                                     ) from None
