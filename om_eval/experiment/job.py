@@ -133,7 +133,7 @@ def _baseline_label(spec: RunSpec) -> str:
     if (spec.resolved.get("run") or {}).get("label") is not None:
         return label  # given by the user
     models = (spec.resolved.get("models") or {}).keys()
-    unused = ("om.", "om=", "prompt=", "prompt.", "baseline=", "baseline.",
+    unused = ("om.", "om=", "prompt=", "prompt.", *(("baseline=", "baseline.") if spec.through_seam else ()),
               *(f"{form}{role}{sep}" for role in ("observer", "reflector", "embedding") if role not in models
                 for form, sep in (("model@models.", "="), ("models.", "."))))
     kept = [word for word in label.split() if not word.lstrip("+~").startswith(unused)]

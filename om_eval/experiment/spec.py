@@ -288,7 +288,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         # Secrets never reach the store, the console or the run id (a rotated key is the same run).
         resolved=redact_secrets({k: v for k, v in cfg.items() if k != "hydra"}),
         baseline=baseline,
-        memory_system=memory_system,
+        memory_system=baseline.reader if baseline.enabled else memory_system,
         memory_options=memory_options,
         embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
     )

@@ -63,3 +63,9 @@ def test_a_seam_run_keeps_its_id_when_an_unused_model_changes(tmp_path: Path) ->
 def test_contradictions_and_unknown_names_are_refused(tmp_path: Path, overrides: tuple[str, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         spec(tmp_path, *overrides)
+
+
+def test_the_baseline_form_records_its_reader_as_the_memory_system(tmp_path: Path) -> None:
+    assert spec(tmp_path, "baseline=oracle").memory_system == "oracle"
+    assert spec(tmp_path, "memory=full_context").memory_system == "full_context"
+    assert spec(tmp_path).memory_system == "om"
