@@ -41,7 +41,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from om_eval.cli.report import load_runs
+    from om_eval.cli.report import load_runs, stage_calls
     from om_eval.report import summary_table
     from om_eval.report.plots import write_figures
 
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
     out = Path(args.out or Path(args.results) / "plots")
-    table = summary_table(runs, items, n_boot=args.n_boot, seed=args.seed)
+    table = summary_table(runs, items, calls=stage_calls(args.results, runs), n_boot=args.n_boot, seed=args.seed)
     for path in write_figures(table, out, fmt=args.format, dpi=args.dpi, notes=args.notes):
         print(path)
     return 0

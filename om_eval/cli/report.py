@@ -58,6 +58,7 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
         panel_report,
         quality_markdown,
     )
+    from om_eval.report.systems import budget_warnings
     from om_eval.store import Catalog
 
     floors, panels, qualities, verdicts = [], [], [], []
@@ -73,7 +74,7 @@ def judge_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
             quality = judge_quality(catalog, run["run_id"], benchmark)
             if quality:
                 qualities.append(f"Run {run['run_id'][:12]}:\n\n" + quality_markdown(quality, benchmark))
-    text = comparability_markdown(verdicts) + "\n"
+    text = comparability_markdown(verdicts, budget_warnings(runs)) + "\n"
     text += "## Judge-free floor\n\nThe gold answer found word for word in the answer: no judge can move it.\n\n"
     text += "\n".join(floors) + "\n"
     if panels:
@@ -109,6 +110,15 @@ def load_runs(results: str, prefixes: list[str] | None,
                 raise SystemExit(2) from None
         items = catalog.items([r["run_id"] for r in runs]) if runs else []
     return runs, items
+
+
+def stage_calls(results: Any, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The runs' model calls summed per run and stage (their ingest, answer and judge cost in the table)."""
+    from om_eval.report.systems import stage_usage
+    from om_eval.store import Catalog
+
+    with Catalog(results, warn=False) as catalog:
+        return stage_usage(catalog, [r["run_id"] for r in runs])
 
 
 def _with_suspects(results: Any, table: Any, items: list[dict[str, Any]]) -> Any:
@@ -148,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     if not runs:
         console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
-    table = _with_suspects(args.results, summary_table(runs, items, n_boot=args.n_boot, seed=args.seed), items)
+    table = _with_suspects(args.results, summary_table(runs, items, calls=stage_calls(args.results, runs),
+                                                       n_boot=args.n_boot, seed=args.seed), items)
     from dataclasses import replace
 
     from om_eval.report.departures import departure_notes

@@ -189,11 +189,17 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     return lines
 
 
-def comparability_markdown(verdicts: Sequence[Verdict]) -> str:
-    """The report's section: the protocol's conditions once, then one verdict per run."""
+def comparability_markdown(verdicts: Sequence[Verdict], budgets: Sequence[str] = ()) -> str:
+    """The report's section: the protocol's conditions once, then one verdict per run.
+
+    ``budgets``: the lines that say which runs compared here had different memory budgets
+    (:func:`om_eval.report.systems.budget_warnings`), printed after the checklist.
+    """
     lines = ["## Comparability with published numbers", "",
              "A run is comparable with published LongMemEval numbers when it meets every condition of the official "
              "protocol (checked in om_eval/report/comparability.py):", "", *checklist_lines(), ""]
+    if budgets:
+        lines += [*(f"⚠ {line}" for line in budgets), ""]
     for verdict in verdicts:
         lines += verdict_lines(verdict)
     return "\n".join(lines) + "\n"

@@ -17,6 +17,7 @@ from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.judging.probes import PROBE_KINDS
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
 from om_eval.report.agreement import judge_name
+from om_eval.report.systems import retrieval_text
 from om_eval.store.catalog import Catalog
 
 __all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail", "run_details"]
@@ -41,7 +42,7 @@ _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "go
                 "actor_prompt_tokens", "actor_completion_tokens", "cost_usd", "finished_at", "observed_message_tokens",
                 "observation_cycles",
                 "raw_tail_tokens", "haystack_id", "score",
-                "corrected_answer", "corrected_score", "corrected_label", "tool_calls")
+                "corrected_answer", "corrected_score", "corrected_label", "tool_calls", "context_tokens")
 _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
                "actor_model", "judge_model", "judge_mode", "official", "benchmark")
 
@@ -223,7 +224,7 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
     messages = unpack_messages(item.get("actor_prompt"))
     return {
         "run": {name: run.get(name) for name in _RUN_FIELDS},
-        "item": {name: item.get(name) for name in _ITEM_FIELDS},
+        "item": {**{name: item.get(name) for name in _ITEM_FIELDS}, "retrieval": retrieval_text(item.get("retrieval"))},
         "evidence": evidence,
         "memory": _generations(snapshot),
         "events": events,

@@ -30,7 +30,7 @@ from om_eval.report.plotting.bars import categories_notes
 from om_eval.report.plotting.canvas import DPI, FORMATS, figure_bytes, format_of
 from om_eval.report.plotting.colours import PALETTE, variant_color, variant_colors
 from om_eval.report.plotting.notes import HEADING, NOTES_FILE, render_notes
-from om_eval.report.plotting.scatter import CONTEXT, TOKENS, Axis, cost_axis, scatter_figure, scatter_notes
+from om_eval.report.plotting.scatter import TOKENS, Axis, context_axis, cost_axis, scatter_figure, scatter_notes
 from om_eval.report.tables import ReportTable, summary_table
 
 __all__ = ["DPI", "FIGURE_NAMES", "FORMATS", "NOTES_FILE", "PALETTE", "accuracy_vs_context_figure",
@@ -100,14 +100,16 @@ def plot_accuracy_vs_tokens(source: Source, path: str | os.PathLike[str], *, n_b
 
 def accuracy_vs_context_figure(source: Source, *, n_boot: int = 1000, seed: int = 0) -> Any:
     """The figure of :func:`plot_accuracy_vs_context`, drawn but not saved."""
-    return scatter_figure(_table(source, n_boot, seed), CONTEXT)
+    table = _table(source, n_boot, seed)
+    return scatter_figure(table, context_axis(table))
 
 
 def plot_accuracy_vs_context(source: Source, path: str | os.PathLike[str], *, n_boot: int = 1000, seed: int = 0,
                              dpi: int = DPI) -> Path:
-    """Task-averaged accuracy against the actor's mean prompt tokens per question (memory, raw tail and
-    instructions: what a memory system costs at answer time), with the Pareto frontier as for
-    :func:`plot_accuracy_vs_tokens`."""
+    """Task-averaged accuracy against the mean context tokens per question: the memory each run showed its actor
+    (``items.context_tokens``), or, when a run stored before it was recorded is in the table, the actor's whole
+    prompt (memory, raw tail and instructions) for every run (:func:`~om_eval.report.plotting.scatter.context_axis`);
+    with the Pareto frontier as for :func:`plot_accuracy_vs_tokens`."""
     return _save(accuracy_vs_context_figure(source, n_boot=n_boot, seed=seed), path, dpi)
 
 
@@ -146,7 +148,7 @@ def write_figures(table: ReportTable, out: str | os.PathLike[str], *, fmt: str =
     if fmt not in FORMATS:
         raise ValueError(f"format {fmt!r}: use one of {', '.join(FORMATS)}")
     folder = Path(out)
-    axes: dict[str, Axis] = {"accuracy_vs_observation_tokens": TOKENS, "accuracy_vs_actor_context": CONTEXT,
+    axes: dict[str, Axis] = {"accuracy_vs_observation_tokens": TOKENS, "accuracy_vs_actor_context": context_axis(table),
                              "cost_vs_accuracy": cost_axis(table)}
     written, captions = [], []
     for name in FIGURE_NAMES:

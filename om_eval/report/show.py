@@ -76,6 +76,10 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     raw_tail = item.get("raw_tail_tokens")
     console.print(f"observer: {calls if calls is not None else '?'} calls, {per_call} message tokens per call · raw "
                   f"messages shown to the actor: {'?' if raw_tail is None else f'{raw_tail:,}'} tokens")
+    if item.get("context_tokens") is not None:
+        console.print(f"memory shown to the actor: {item['context_tokens']:,} tokens")
+    if item.get("retrieval"):
+        console.print(f"retrieval: {escape(str(item['retrieval']))}")
 
     console.print(Rule("Where the evidence went"))
     evidence = detail["evidence"]

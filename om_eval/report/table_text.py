@@ -13,8 +13,17 @@ from om_eval.bench.benchmark import DEFAULT_BENCHMARK, Benchmark, default_benchm
 from om_eval.bench.scoring import answerable_categories, answerable_title
 from om_eval.report import _format as fmt
 from om_eval.report._fit import Column, FittedTable
+from om_eval.report._systems_text import (
+    RECALL_NOTE,
+    SYSTEMS_NOTE,
+    memory_fields,
+    memory_note,
+    retrieval_table,
+    retrieval_title,
+    system_fields,
+    system_rows,
+)
 from om_eval.report.tables import (
-    _BASELINE_PREFIX,
     CAVEAT_MARK,
     Accuracy,
     ReportTable,
@@ -30,9 +39,6 @@ __all__ = ["display_name", "to_csv", "to_markdown", "to_rich"]
 
 #: Run headers of the compact table wrap at spaces to this width (a label is never cut).
 _HEADER_WIDTH = 22
-_BASELINE_NOTE = ("memory: OM = answered through Observational Memory; baseline = LongMemEval's own reader, "
-                  "answering from the raw sessions with no memory built (full context: the whole haystack, cut to "
-                  "the reader's context window; oracle: the evidence sessions only).")
 
 
 def display_name(row: RunSummary) -> str:
@@ -130,7 +136,7 @@ def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = No
     columns: list[tuple[str, bool, Any]] = [
         ("#", True, None),
         ("variant", False, display_name),
-        *((("memory", False, memory_name),) if table.has_baselines else ()),
+        *((("memory", False, memory_name),) if table.shows_memory else ()),
         ("run", False, lambda r: r.short_id),
         ("dataset", False, lambda r: r.dataset),
         ("judge", False, lambda r: f"{r.judge_mode or '?'} ({r.judge_model or '?'})"),
@@ -150,6 +156,7 @@ def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = No
             ("strict overall", True, lambda r: _cell(r, r.strict.overall, with_n=False, sep=sep)),
             ("strict task-avg", True, lambda r: _cell(r, r.strict.task_averaged, with_n=False, sep=sep)),
         ]
+    columns += [(name, True, cell) for name, cell in system_rows(table)]
     columns += [
         *_MEMORY_ROWS,
         ("cost $", True, lambda r: fmt.dollars(r.cost_usd)),
@@ -184,7 +191,7 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         (["run", *(r.short_id for r in rows)], False),
         (["dataset", *(r.dataset for r in rows)], False),
         (["judge", *(r.judge_model or "?" for r in rows)], False),
-        *(((["memory", *(memory_name(r) for r in rows)], False),) if table.has_baselines else ()),
+        *(((["memory", *(memory_name(r) for r in rows)], False),) if table.shows_memory else ()),
         (["judged/n", *(_judged(r) for r in rows)], True),
     ]
     statistics = _statistics(section.benchmark)
@@ -204,6 +211,9 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         body[-1] = (body[-1][0], True)
         body.append((["strict task-avg", *(_cell(r, r.strict.task_averaged, with_n=False, compact=True)
                                             for r in rows)], False))
+    if systems := system_rows(table):
+        body[-1] = (body[-1][0], True)
+        body += [([name, *(cell(r) for r in rows)], False) for name, cell in systems]
     if any(r.mean_observations is not None for r in rows):
         body[-1] = (body[-1][0], True)
         body += [([name, *(cell(r) for r in rows)], False) for name, _, cell in _MEMORY_ROWS]
@@ -250,8 +260,12 @@ def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
     else:
         lines.append("Strict accuracies of every type, cost, unpriced calls, observation tokens and compression: "
                      "the wide table (`om-eval report --wide`); the CSV always has every column.")
-    if table.has_baselines:
-        lines.append(_BASELINE_NOTE)
+    if table.shows_memory:
+        lines.append(memory_note(table))
+    if table.compares_memory:
+        lines.append(SYSTEMS_NOTE)
+    if table.has_recall:
+        lines.append(RECALL_NOTE)
     return lines
 
 
@@ -315,6 +329,10 @@ def to_markdown(table: ReportTable, *, title: str | None = None, wide: bool = Fa
             headers, body = _compact(table, section)
             lines += fmt.md_table(headers, [cells for cells, _ in body], [False] + [True] * len(section.rows))
         lines.append("")
+        if retrieval := retrieval_table(section):
+            headers, cells = retrieval
+            lines += [f"### {retrieval_title(table, section)}", ""]
+            lines += fmt.md_table(headers, cells, [False] + [True] * (len(headers) - 1)) + [""]
     lines += [line for note in caveat_notes(table.rows) for line in (f"> {note}", "")]
     lines += [line for legend in _legends(table) for line in (legend, "")]
     return "\n".join(lines)
@@ -333,7 +351,7 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
     record = {
         "section": section.key, "rank": "" if rank is None else str(rank), "label": row.label,
         "variant": row.variant,
-        **({"memory": f"{_BASELINE_PREFIX}{row.reader}" if row.reader else "om"} if memory else {}),
+        **(memory_fields(row) if memory else {}),
         "run_id": row.run_id, "judge_mode": row.judge_mode or "",
         "judge_model": row.judge_model or "", "judge_caveat": row.caveat or "",
         "official": fmt.csv_number(row.official), "n_items": str(row.n_items), "n_ok": str(row.n_ok),
@@ -360,7 +378,9 @@ def _csv_record(section: Section, rank: int | None, row: RunSummary, memory: boo
         "mean_observations": fmt.csv_number(row.mean_observations, 4),
         "mean_observer_call_tokens": fmt.csv_number(row.mean_observer_call_tokens, 2),
         "mean_raw_tail_tokens": fmt.csv_number(row.mean_raw_tail_tokens, 2),
+        "mean_context_tokens": fmt.csv_number(row.mean_context_tokens, 2),
     })
+    record.update(system_fields(benchmark, row))
     return record
 
 
@@ -397,7 +417,7 @@ def to_csv(table: ReportTable, path_or_buffer: str | os.PathLike[str] | IO[str] 
     within a section only, empty for a run with a ``judge_caveat`` (whose intervals are kept here). Writes to
     ``path_or_buffer`` when given, and returns the text either way.
     """
-    records = [_csv_record(s, rank, row, table.has_baselines)
+    records = [_csv_record(s, rank, row, table.shows_memory)
                for s in table.sections for rank, row in zip(section_ranks(s), s.rows)]
     if records:
         fields = list(dict.fromkeys(name for record in records for name in record))  # benchmarks' columns differ
@@ -462,6 +482,13 @@ def to_rich(table: ReportTable, *, title: str | None = None, wide: bool = False)
             parts.append(FittedTable(section.title, (names,), runs,
                                      tuple("bold" if cells[0] == "task-avg" else None for cells, _ in body),
                                      tuple(end for _, end in body)))
+        if retrieval := retrieval_table(section):
+            headers, rows = retrieval
+            recall = [Column(header, tuple(cells[i] for cells in rows), i > 0) for i, header in enumerate(headers)]
+            parts.append(FittedTable(retrieval_title(table, section), tuple(recall[:1]), tuple(recall[1:]),
+                                     tuple("bold" if cells[0] == "overall" else None for cells in rows),
+                                     tuple(i == len(section.benchmark.categories) - 1 or cells[0] == "k"
+                                           for i, cells in enumerate(rows))))
         parts += [Text(note, style="yellow") for note in section.notes]
     parts += [Text(note, style="yellow") for note in caveat_notes(table.rows)]
     parts += [Text(line, style="dim") for line in (*_explanation(table, wide=wide), *_legends(table))]

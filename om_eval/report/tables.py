@@ -36,12 +36,17 @@ would lend a precision that a judge which is often wrong does not have (the CSV 
 section and row order is fixed, and floats are printed with fixed decimals: the same rows and options give
 byte-identical markdown and CSV.
 
-**Baseline readers are listed beside OM runs, and marked.** A run stored with ``memory_key`` ``baseline:<reader>``
-(``om-eval run baseline=full_context|oracle``) answered from the raw sessions, with no memory. It is ranked with
-the other runs of its section; whenever a table holds one, the compact table gains a ``memory`` row, the wide
-table a ``memory`` column (``OM``, ``baseline: full context``, ``baseline: oracle``), the CSV a ``memory`` column
-(``om``, ``baseline:full_context``, ``baseline:oracle``), and a note says what the readers saw. Tables without a
-baseline are unchanged.
+**Memory systems are listed side by side, and named.** A run answered through OM, a baseline reader (stored with
+``memory_key`` ``baseline:<reader>``: it answered from the raw sessions, with no memory) or a system of the memory
+seam (``om-eval run memory=simple_om|rag_mastra|rag_lme|<plugin>``). It is ranked with the other runs of its
+section; whenever a table holds a run not answered by OM, the compact table gains a ``memory`` row, the wide table
+a ``memory`` column (``OM``, ``baseline: full context``, ``RAG (Mastra recall, top 10)``...: see
+:mod:`om_eval.report.systems`), the CSV ``memory`` (``om``, ``baseline:full_context``, ``rag_mastra``...),
+``memory_name`` and ``memory_budget`` columns, and a note says what each system showed the actor. When the table
+compares more than one memory system, both layouts add the mean context tokens (the memory the actor was shown,
+``items.context_tokens``) and the ingest and answer cost (``llm_calls`` summed by stage group, given as ``calls``);
+runs that retrieved get recall_any@k at their own k, overall and per category. The CSV always has these columns.
+Tables of OM runs only are unchanged.
 
 Costs: ``cost_usd`` is the sum of the *known* spend of the run's questions; calls whose price is unknown are
 counted (``unknown_cost_calls``), never guessed. ``mean_observation_tokens`` and ``mean_compression_ratio``
@@ -65,6 +70,17 @@ from om_eval.bench.benchmark import (
 from om_eval.bench.metrics import metric_report, score_means, wilson_interval
 from om_eval.bench.scoring import answerable_metrics
 from om_eval.report import _format as fmt
+from om_eval.report.systems import (
+    OM,
+    READERS,
+    RecallAtK,
+    StageUsage,
+    memory_budget_of,
+    memory_name_of,
+    memory_system_of,
+    recall_at_k,
+    usage_by_run,
+)
 
 __all__ = [
     "BASELINE_READERS",
@@ -105,18 +121,22 @@ _CAVEAT_NOTES = {
 
 
 #: How a baseline reader is named in tables and plots (``runs.memory_key`` is ``baseline:<reader>``).
-BASELINE_READERS = {"full_context": "full context", "oracle": "oracle"}
+BASELINE_READERS = READERS
 _BASELINE_PREFIX = "baseline:"
 
 
 def _reader_of(run: Mapping[str, Any]) -> str | None:
     key = run.get("memory_key")
-    return key[len(_BASELINE_PREFIX):] if isinstance(key, str) and key.startswith(_BASELINE_PREFIX) else None
+    if isinstance(key, str) and key.startswith(_BASELINE_PREFIX):
+        return key[len(_BASELINE_PREFIX):]
+    system = memory_system_of(run)
+    return system if system in READERS else None
 
 
 def memory_name(row: RunSummary) -> str:
-    """``OM``, or the baseline reader a run used (``baseline: full context``, ``baseline: oracle``)."""
-    return "OM" if row.reader is None else f"baseline: {BASELINE_READERS.get(row.reader, row.reader)}"
+    """The name of the memory system a run answered through: ``OM``, ``baseline: full context``, ``simple OM``,
+    ``RAG (Mastra recall, top 10)``... (:func:`om_eval.report.systems.memory_name_of`)."""
+    return row.memory
 
 
 def judge_caveat(run: Mapping[str, Any] | RunSummary) -> str | None:
@@ -234,7 +254,19 @@ class RunSummary:
     """The aggregate over the answerable categories (LoCoMo's categories 1-4); ``None`` for a benchmark without."""
     corrected_answerable: Answerable | None = None
     """The same against the corrected gold answers (``None`` without corrections)."""
-    """Questions whose gold a correction changed: their share is the ceiling of the raw scores."""
+    system: str = OM
+    """The memory system it answered through (``om``, ``full_context``, ``rag_mastra``, a plugin's name...)."""
+    memory: str = "OM"
+    """That system's name as shown (:func:`memory_name`)."""
+    budget: Mapping[str, Any] = field(default_factory=dict)
+    """The context budget it stored (``runs.memory_budget``); empty for runs made before budgets were kept."""
+    mean_context_tokens: float | None = None
+    """Tokens of the memory the actor was shown, per question (``items.context_tokens``; ``None`` for older runs)."""
+    usage: Mapping[str, StageUsage] | None = None
+    """Calls, tokens and known spend per stage group (``ingest``, ``answer``, ``judge``:
+    :func:`om_eval.report.systems.stage_group`); ``None`` when the table was built without the run's calls."""
+    recall: RecallAtK | None = None
+    """recall_any@k at its own k, for a run that retrieved (``items.retrieval``); ``None`` otherwise."""
 
     @property
     def ceiling(self) -> float | None:
@@ -252,6 +284,10 @@ class RunSummary:
     @property
     def cost_per_question(self) -> float | None:
         return self.cost_usd / self.n_items if self.n_items else None
+
+    def stage(self, group: str) -> StageUsage | None:
+        """The usage of one stage group (``ingest``, ``answer``, ``judge``); ``None`` when calls were not given."""
+        return None if self.usage is None else self.usage.get(group, StageUsage())
 
 
 @dataclass(frozen=True)
@@ -299,8 +335,24 @@ class ReportTable:
 
     @property
     def has_baselines(self) -> bool:
-        """True when a run is a baseline reader (the tables then say which runs used OM)."""
+        """True when a run is a baseline reader."""
         return any(row.reader is not None for row in self.rows)
+
+    @property
+    def shows_memory(self) -> bool:
+        """True when a run did not answer through OM (the tables then name each run's memory system)."""
+        return any(row.system != OM for row in self.rows)
+
+    @property
+    def compares_memory(self) -> bool:
+        """True when the runs answered through more than one memory system (or one system under names its budget
+        changes): the tables then add context tokens, ingest and answer cost."""
+        return len({row.memory for row in self.rows}) > 1
+
+    @property
+    def has_recall(self) -> bool:
+        """True when a run retrieved and has recall_any@k."""
+        return any(row.recall is not None for row in self.rows)
 
     def run(self, run_id: str) -> RunSummary:
         for row in self.rows:
@@ -407,7 +459,8 @@ def _answerable(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]], confide
 
 
 def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short_id: str, label: str,
-               n_boot: int, seed: int, confidence: float) -> RunSummary:
+               n_boot: int, seed: int, confidence: float,
+               usage: Mapping[str, StageUsage] | None = None) -> RunSummary:
     benchmark = benchmark_of_run(run)
     keys = benchmark.category_keys
     by_id = benchmark.name == DEFAULT_BENCHMARK
@@ -424,6 +477,7 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         corrected_own = _own(benchmark, fixed)
         corrected_answerable = _answerable(benchmark, fixed, confidence)
     _, official, mode = _section_of(run)
+    budget = memory_budget_of(run)
     return RunSummary(
         run_id=str(run["run_id"]),
         short_id=short_id,
@@ -457,6 +511,12 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         n_corrected=n_corrected,
         answerable=_answerable(benchmark, rows, confidence),
         corrected_answerable=corrected_answerable,
+        system=memory_system_of(run),
+        memory=memory_name_of(run),
+        budget=budget,
+        mean_context_tokens=_mean(i.get("context_tokens") for i in items),
+        usage=usage,
+        recall=recall_at_k(items, budget.get("top_k"), benchmark),
     )
 
 
@@ -490,8 +550,9 @@ def section_ranks(section: Section) -> list[int | None]:
     return out
 
 
-def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str, Any]], *, n_boot: int = 1000,
-                  seed: int = 0, confidence: float = 0.95) -> ReportTable:
+def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str, Any]], *,
+                  calls: Iterable[Mapping[str, Any]] | None = None, n_boot: int = 1000, seed: int = 0,
+                  confidence: float = 0.95) -> ReportTable:
     """One row per run: per-type accuracy with CI and n, overall, task-averaged, abstention, cost, memory size.
 
     Args:
@@ -499,7 +560,10 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
             ``judge_model`` are read).
         items: rows of the ``items`` table for those runs (``run_id``, ``question_id``, ``question_type``,
             ``label``, ``judge_status``, ``cost_usd``, ``unknown_cost_calls``, ``observation_tokens``,
-            ``compression_ratio``). Items of runs not listed are ignored and counted in ``notes``.
+            ``compression_ratio``, ``context_tokens``, ``retrieval``). Items of runs not listed are ignored and
+            counted in ``notes``.
+        calls: the runs' model calls, as sums per run and stage (:func:`om_eval.report.systems.stage_usage`) or
+            plain ``llm_calls`` rows: each run's ingest, answer and judge cost. ``None``: not shown.
         n_boot, seed, confidence: the percentile bootstrap (the same seed for every run).
 
     Returns:
@@ -524,6 +588,7 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
             by_run[str(rid)].append(item)
         else:
             stray += 1
+    usage = usage_by_run(calls) if calls is not None else None
     short = _short_ids(run_ids)
     variants = [str(r.get("label") or short[rid]) for r, rid in zip(runs, run_ids)]
     labels = {rid: v if variants.count(v) == 1 else f"{v} ({short[rid]})" for rid, v in zip(run_ids, variants)}
@@ -537,7 +602,8 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
             key = f"{benchmark.name}:{key}"
         regimes[key] = (official, mode, benchmark)
         grouped.setdefault(key, []).append(
-            _summarise(run, by_run[rid], short[rid], labels[rid], n_boot, seed, confidence))
+            _summarise(run, by_run[rid], short[rid], labels[rid], n_boot, seed, confidence,
+                       None if usage is None else usage.get(rid, {})))
 
     sections = []
     several = len({b.name for _, _, b in regimes.values()}) > 1

@@ -1,6 +1,7 @@
 """``om-eval view``: the stored runs as one self-contained HTML page, from the summary down to one question.
 
-The page has four parts: a runs table (models, judge, n, accuracies, cost), accuracy bars per question type,
+The page has four parts: a runs table (memory system, models, judge, n, accuracies, cost), accuracy bars per
+question type, the accuracy against context tokens and cost (with ingest and answer cost and recall@k per run),
 judge agreement (Cohen's kappa) for runs graded by more than one judge, and a question browser: a list of
 every question with a correct/wrong mark per run, and for the chosen question the whole
 :func:`~om_eval.report.detail.question_detail` of one run, or of two runs side by side.
@@ -52,6 +53,7 @@ from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
 from om_eval.report.plots import variant_colors
+from om_eval.report.systems import ANSWER, INGEST, OM, budget_warnings, stage_usage
 from om_eval.report.tables import (
     CAVEAT_MARK,
     Accuracy,
@@ -264,7 +266,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
     """
     run_ids = [str(r["run_id"]) for r in runs]
     items = catalog.items(run_ids) if run_ids else []
-    table = summary_table(runs, items, n_boot=n_boot, seed=seed)
+    table = summary_table(runs, items, calls=stage_usage(catalog, run_ids), n_boot=n_boot, seed=seed)
     rows = table.rows
     colors = variant_colors([row.variant for row in rows])
     by_id = {str(r["run_id"]): r for r in runs}
@@ -294,8 +296,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
             "color": colors[row.variant], "caveat": row.caveat, "judge": _judge_name(row),
             "memory": memory_name(row),
             "dataset": run.get("dataset_name"),
-            "models": {role: run.get(f"{role}_model")  # a baseline reader calls no observer or reflector
-                       for role in (("actor",) if row.reader else ("observer", "reflector", "actor"))},
+            "models": _models(run, row),
             "n_items": row.n_items, "n_expected": row.n_expected, "complete": row.complete,
             "task_averaged": _accuracy(row.graded.task_averaged, not row.caveat),
             "overall": _accuracy(row.graded.overall, not row.caveat),
@@ -312,9 +313,21 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
                  "line_chars": LINE_CHARS},
         "agreement": [_pair(pair) for pair in agreement_rows(catalog, [by_id[row.run_id] for row in rows])],
         "panels": [panel for row in rows if (panel := _panel(catalog, by_id[row.run_id], row)) is not None],
+        "budgets": budget_warnings([by_id[row.run_id] for row in rows]),
         "n_boot": n_boot, "seed": seed,
     }
     return data, table
+
+
+def _models(run: Mapping[str, Any], row: RunSummary) -> dict[str, Any]:
+    """The models a run called, by role: OM's observer, reflector and actor; a baseline reader's actor alone; a
+    seam system's actor and whichever of the others it recorded (RAG calls no observer or reflector)."""
+    roles: tuple[str, ...] = ("observer", "reflector", "actor")
+    if row.reader is not None:
+        roles = ("actor",)
+    elif row.system != OM:
+        roles = tuple(role for role in roles if role == "actor" or run.get(f"{role}_model"))
+    return {role: run.get(f"{role}_model") for role in roles}
 
 
 def _short(text: Any, limit: int) -> str:
@@ -389,12 +402,23 @@ def _acc(acc: Accuracy, row: RunSummary) -> dict[str, str]:
     return {"text": _pct(acc.value), "ci": ci}
 
 
-def _run_row(row: RunSummary, run: Mapping[str, Any], color: str) -> dict[str, Any]:
+def _memory_title(row: RunSummary) -> str:
+    """What the memory badge of a run says when pointed at."""
+    if row.reader is not None:
+        return "answered from the raw sessions, no memory built"
+    if row.system == OM:
+        return "answered through Observational Memory"
+    budget = ", ".join(f"{key} {value}" for key, value in sorted(row.budget.items()))
+    return f"memory system {row.system}" + (f" (budget: {budget})" if budget else "")
+
+
+def _run_row(row: RunSummary, run: Mapping[str, Any], color: str, shows_memory: bool) -> dict[str, Any]:
     models = tuple((name, model or "?") for name, model in run["models"].items())
     one_model = models[0][1] if len(models) > 1 and len({model for _, model in models}) == 1 else None
     return {
         "run_id": row.run_id, "short_id": row.short_id, "color": color, "label": row.label,
-        "memory": memory_name(row) if row.reader is not None else None, "dataset": run.get("dataset") or "?",
+        "memory": memory_name(row) if shows_memory else None, "memory_title": _memory_title(row),
+        "dataset": run.get("dataset") or "?",
         "models": models, "one_model": one_model, "judge": _judge_name(row),
         "section": "official" if row.official else "non-official", "caveat": row.caveat,
         "judged": f"{row.n_ok}/{row.n_items}",
@@ -442,8 +466,9 @@ def _agreement_rows(pairs: Sequence[Mapping[str, Any]], labels: Mapping[str, str
             for pair in pairs]
 
 
-def _run_notes(table: ReportTable, skipped_files: Sequence[str]) -> list[str]:
-    notes = [*table.notes, *(n for s in table.sections for n in s.notes), *caveat_notes(table.rows)]
+def _run_notes(table: ReportTable, skipped_files: Sequence[str], budgets: Sequence[str] = ()) -> list[str]:
+    notes = [*table.notes, *(n for s in table.sections for n in s.notes), *caveat_notes(table.rows),
+             *(f"{CAVEAT_MARK} {line}" for line in budgets)]
     if skipped_files:
         notes.append(f"{len(skipped_files)} run file(s) could not be opened and are left out (a job may be writing "
                       f"them): {', '.join(skipped_files)}.")
@@ -469,20 +494,34 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         title=title, runs=data["runs"], n_questions=len(data["questions"]),
         regimes=[s.title for s in table.sections] if table.mixed else [],
         run_head=("run", "label", "dataset", "models", "judge", "n", "task-avg", "overall", "abstention", "cost $"),
-        run_rows=[_run_row(row, runs[row.run_id], colors[row.variant]) for row in table.rows],
-        run_notes=_run_notes(table, skipped_files), n_boot=table.n_boot, seed=table.seed, caveat_mark=CAVEAT_MARK,
+        run_rows=[_run_row(row, runs[row.run_id], colors[row.variant], table.shows_memory) for row in table.rows],
+        run_notes=_run_notes(table, skipped_files, data.get("budgets", ())), n_boot=table.n_boot, seed=table.seed,
+        caveat_mark=CAVEAT_MARK,
         bar_groups=_bar_groups(table, colors),
         agreement_head=("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B"),
         agreement=_agreement_rows(data["agreement"], labels),
         panels=data["panels"],
         tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],
+        tradeoff_recall=table.has_recall,
         tradeoff_images=_tradeoff_images(table),
         data_json=_script_json(data),
     )
 
 
+def _stage_cost(row: RunSummary, group: str) -> str:
+    usage = row.stage(group)
+    if usage is None or not row.n_items:
+        return "n/a"
+    return f"${usage.cost_usd / row.n_items:.4f}" + (f" +{usage.unpriced_calls} unpriced" if usage.unpriced_calls
+                                                     else "")
+
+
 def _tradeoff_row(row: RunSummary, color: str) -> dict[str, Any]:
-    return {"short_id": row.short_id, "label": row.label, "color": color,
+    recall = row.recall
+    return {"short_id": row.short_id, "label": row.label, "color": color, "memory": memory_name(row),
+            "memory_context": fmt.tokens(row.mean_context_tokens),
+            "ingest": _stage_cost(row, INGEST), "answer": _stage_cost(row, ANSWER),
+            "recall": "n/a" if recall is None else f"{_pct(recall.value)} (k={recall.k}, n={recall.n})",
             "context": fmt.tokens(row.mean_actor_context_tokens),
             "observations": fmt.tokens(row.mean_observation_tokens),
             "cost": "n/a" if row.cost_per_question is None else f"${row.cost_per_question:.4f}",
@@ -499,7 +538,7 @@ def _tradeoff_images(table: ReportTable) -> list[dict[str, str]]:
     )
 
     images = []
-    for alt, figure in (("Task-averaged accuracy against mean actor context tokens", accuracy_vs_context_figure),
+    for alt, figure in (("Task-averaged accuracy against mean context tokens", accuracy_vs_context_figure),
                         ("Task-averaged accuracy against known cost per question", cost_vs_accuracy_figure)):
         png = figure_png(figure(table, n_boot=table.n_boot, seed=table.seed))
         images.append({"alt": alt, "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")})

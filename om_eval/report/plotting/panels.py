@@ -6,8 +6,10 @@ panel per benchmark (:func:`panels`), each with its own accuracy axis named afte
 **A mark only where it tells runs apart** (:class:`Marks`, decided once from every run of the table, so all
 figures agree). A judge caveat (:func:`~om_eval.report.tables.judge_caveat`) is written after a run's legend
 entry unless every run has the same one, and its bars are hatched ``//`` (its points hollow) only when other runs
-have none; a baseline reader's bars are hatched ``||`` only beside OM runs. What applies to every run goes into
-the notes instead (:func:`marks_notes`).
+have none; a baseline reader's bars are hatched ``||`` only beside runs with a memory. A run's memory system
+(:func:`~om_eval.report.tables.memory_name`) follows its label in brackets when the runs answered through more than
+one (``[RAG (Mastra recall, top 10)]``; a baseline reader always reads ``[oracle reader]``). What applies to every
+run goes into the notes instead (:func:`marks_notes`).
 
 **Scoring regimes.** A panel *mixes* regimes when its runs were scored under more than one (official and
 non-official, or two judge modes); only then is the regime named in the legend and the "compare only within one"
@@ -25,6 +27,7 @@ from om_eval.bench.benchmark import Benchmark
 from om_eval.report import _format as fmt
 from om_eval.report.plotting.canvas import safe_text
 from om_eval.report.plotting.colours import variant_colors
+from om_eval.report.systems import OM
 from om_eval.report.tables import BASELINE_READERS, CAVEAT_MARK, Accuracy, ReportTable, RunSummary
 
 __all__ = ["BASELINE_HATCH", "CAVEAT_HATCH", "Marks", "Panel", "legend_columns", "legend_name", "marks_notes",
@@ -37,8 +40,8 @@ BASELINE_HATCH = "||"
 #: Legend entries are wrapped at spaces to this many characters.
 LABEL_WIDTH = 44
 _NBSP = "\u00a0"
-#: Phrases a line break must not split: a judge caveat, and "(+n calls unpriced)".
-_KEEP_TOGETHER = re.compile(re.escape(CAVEAT_MARK) + r" \S+ \S+|\(\+[^)]*\)")
+#: Phrases a line break must not split: a judge caveat, "(+n calls unpriced)" and a short "[memory system]".
+_KEEP_TOGETHER = re.compile(re.escape(CAVEAT_MARK) + r" \S+ \S+|\(\+[^)]*\)|\[[^\]]{1,34}\]")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,8 @@ class Marks:
     """Hatch their bars ``//`` and draw their points hollow."""
     baseline_hatch: bool
     """Hatch a baseline reader's bars ``||``."""
+    memory_suffix: bool = False
+    """Write ``[<memory system>]`` after the legend entry of runs that are not baseline readers."""
 
     @classmethod
     def of(cls, table: ReportTable) -> Marks:
@@ -80,7 +85,7 @@ class Marks:
         caveats = [r.caveat for r in rows]
         readers = [r.reader is not None for r in rows]
         return cls(caveat_suffix=len(set(caveats)) > 1, caveat_hatch=any(caveats) and not all(caveats),
-                   baseline_hatch=any(readers) and not all(readers))
+                   baseline_hatch=any(readers) and not all(readers), memory_suffix=table.compares_memory)
 
 
 def panels(table: ReportTable) -> tuple[Panel, ...]:
@@ -112,6 +117,8 @@ def legend_name(row: RunSummary, panel: Panel, marks: Marks) -> str:
         name += f" ({_regime_name(row.official, row.judge_mode or 'unrecorded')})"
     if row.reader is not None:
         name += f" [{BASELINE_READERS.get(row.reader, row.reader).replace(' ', '-')} reader]"
+    elif marks.memory_suffix:
+        name += f" [{row.memory}]"
     if row.caveat and marks.caveat_suffix:
         name += f" {CAVEAT_MARK} {row.caveat}"
     return safe_text(name)
@@ -157,6 +164,11 @@ def marks_notes(table: ReportTable, marks: Marks, *, bars: bool) -> list[str]:
     if table.has_baselines:
         hatch = f" (bars hatched {BASELINE_HATCH})" if marks.baseline_hatch and bars else ""
         notes.append(f"[… reader] = a baseline answering from the raw sessions, no memory{hatch}")
+    if marks.memory_suffix:
+        notes.append("[…] after a label = the memory system the run answered through")
+    elif table.shows_memory and not table.has_baselines:
+        systems = sorted({r.memory for r in rows if r.system != OM})
+        notes.append(f"every run answered through {', '.join(systems)}")
     return notes
 
 

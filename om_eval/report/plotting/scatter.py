@@ -33,7 +33,8 @@ from om_eval.report.plotting.panels import (
 )
 from om_eval.report.tables import CAVEAT_MARK, ReportTable, RunSummary
 
-__all__ = ["CONTEXT", "TOKENS", "Axis", "cost_axis", "frontier", "scatter_figure", "scatter_notes"]
+__all__ = ["CONTEXT", "MEMORY_CONTEXT", "TOKENS", "Axis", "context_axis", "cost_axis", "frontier", "scatter_figure",
+           "scatter_notes"]
 
 #: A group of runs one frontier joins: (official, judge mode, judge caveat).
 Group = tuple[bool, str, str | None]
@@ -67,6 +68,18 @@ CONTEXT = Axis("Mean actor context per question (prompt tokens)", "actor context
                "the actor's mean prompt tokens per question (memory, unobserved raw messages, instructions)",
                lambda r: r.mean_actor_context_tokens, "a smaller actor context", 100.0,
                "no run recorded the actor's prompt tokens")
+MEMORY_CONTEXT = Axis("Mean context tokens per question (memory shown to the actor)", "context tokens",
+                      "the mean tokens of the memory the actor was shown per question (items.context_tokens, counted "
+                      "with each run's tokenizer)", lambda r: r.mean_context_tokens, "a smaller context", 100.0,
+                      "every run showed the actor an empty memory")
+
+
+def context_axis(table: ReportTable) -> Axis:
+    """The context tokens of the memory each run showed its actor (:data:`MEMORY_CONTEXT`, the measure memory
+    systems are compared on) when every run recorded them; else, for a table with runs stored before they were,
+    the actor's whole prompt (:data:`CONTEXT`), so that one axis never mixes the two."""
+    rows = table.rows
+    return MEMORY_CONTEXT if rows and all(r.mean_context_tokens is not None for r in rows) else CONTEXT
 
 
 def _calls(n: int) -> str:
