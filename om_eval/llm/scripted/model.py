@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from om_eval.llm.scripted.recall import offers_recall, plan_calls, tool_result_lines
+from om_eval.llm.scripted.recall import TOOL_FAULTS, offers_recall, plan_calls, tool_result_lines
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
@@ -56,8 +56,7 @@ ERROR_FAULTS = {
     "bad_request": 400,
     "auth_error": 401,
 }
-#: Faults of an actor offered the recall tool (:mod:`om_eval.llm.scripted.recall`).
-TOOL_FAULTS = ("tool_junk", "tool_forever")
+#: Faults of an actor offered the recall tool: :data:`om_eval.llm.scripted.recall.TOOL_FAULTS`.
 FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", "cut_off", *TOOL_FAULTS,
           *ERROR_FAULTS)
 #: Lines of the previous observations a ``repeat`` fault copies.

@@ -9,8 +9,15 @@ A fixed two-step plan, so the tool loop is exercised end to end without a langua
 2. After a thread list, it reads the first page of each listed thread (up to :data:`MAX_THREAD_READS`).
 
 Then it answers from its memory lines as the actor always does, and from the raw lines the tool returned when
-those hold no answer. Two faults
-test the loop: ``tool_junk`` (arguments that are not JSON) and ``tool_forever`` (it never stops calling).
+those hold no answer. Faults test the loop (:data:`TOOL_FAULTS`): ``tool_junk`` (arguments that are not JSON) and
+``tool_forever`` (it never stops calling), and the hostile calls of the fault drill (:data:`HOSTILE_FAULTS`), each
+made once, in place of the plan's first step:
+
+* ``tool_huge_page``: ``{"page": 10**400}``, a number no float holds;
+* ``tool_deep_mode``: ``mode`` nested :data:`DEEP_MODE_LEVELS` lists deep (parses, but deep for anything recursive);
+* ``tool_deep_array``: arguments that are an array :data:`DEEP_ARRAY_LEVELS` levels deep (too deep to parse);
+* ``tool_long_cursor``: a range-looking cursor of :data:`LONG_CURSOR_CHARS` characters (the tool echoes cursors);
+* ``tool_flood``: :data:`FLOOD_CALLS` calls in one reply, each reading the current conversation.
 """
 
 from __future__ import annotations
@@ -24,6 +31,12 @@ from om_eval.om.model import ToolCall
 
 TOOL_NAME = "recall"
 MAX_THREAD_READS = 6
+HOSTILE_FAULTS = ("tool_huge_page", "tool_deep_mode", "tool_deep_array", "tool_long_cursor", "tool_flood")
+TOOL_FAULTS = ("tool_junk", "tool_forever", *HOSTILE_FAULTS)
+DEEP_MODE_LEVELS = 900
+DEEP_ARRAY_LEVELS = 100_000
+LONG_CURSOR_CHARS = 20_000
+FLOOD_CALLS = 10_000
 _GROUP = re.compile(r"^## Group `(?P<id>[^`]+)`\n_range: `(?P<range>[^`]*)`_\n(?P<body>.*?)(?=^## Group `|\Z)",
                     re.MULTILINE | re.DOTALL)
 _HEADER = re.compile(r"^\*\*(?P<role>[a-z]+)(?: \([^)]*\))?\*\* \[[^\]]*\]:$")
@@ -80,6 +93,8 @@ def plan_calls(messages: Sequence[Mapping[str, Any]], question: str, score: Call
         return [ToolCall(f"call_{step}_0", TOOL_NAME, "{mode: threads")]
     if fault == "tool_forever":
         return [_call(step, 0, {"mode": "threads"})]
+    if fault in HOSTILE_FAULTS and step == 0:
+        return hostile_calls(fault)
     if step == 0:
         context = "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "system")
         groups = [(score(question, g["body"]), g["range"], g.start()) for g in _GROUP.finditer(context)]
@@ -98,6 +113,23 @@ def plan_calls(messages: Sequence[Mapping[str, Any]], question: str, score: Call
         ids = [found["id"] for text in listed for found in _THREAD_ID.finditer(_threads_text(text))]
         return [_call(1, i, {"threadId": t, "limit": 20}) for i, t in enumerate(ids[:MAX_THREAD_READS])]
     return []
+
+
+def hostile_calls(fault: str) -> list[ToolCall]:
+    """The calls of a hostile fault (see the module docstring), built as text so no parser of ours is needed."""
+    if fault == "tool_huge_page":
+        return [ToolCall("call_0_0", TOOL_NAME, '{"page":1' + "0" * 400 + "}")]
+    if fault == "tool_deep_mode":
+        mode = "[" * DEEP_MODE_LEVELS + '"threads"' + "]" * DEEP_MODE_LEVELS
+        return [ToolCall("call_0_0", TOOL_NAME, '{"mode":' + mode + "}")]
+    if fault == "tool_deep_array":
+        return [ToolCall("call_0_0", TOOL_NAME, "[" * DEEP_ARRAY_LEVELS + "]" * DEEP_ARRAY_LEVELS)]
+    if fault == "tool_long_cursor":
+        half = LONG_CURSOR_CHARS // 2
+        return [_call(0, 0, {"cursor": "a" * half + ":" + "z" * (LONG_CURSOR_CHARS - half - 1)})]
+    if fault == "tool_flood":
+        return [_call(0, i, {"mode": "messages"}) for i in range(FLOOD_CALLS)]
+    raise ValueError(f"{fault!r} is not a hostile fault: use one of {', '.join(HOSTILE_FAULTS)}")
 
 
 def _threads_text(content: str) -> str:

@@ -26,8 +26,9 @@ PART_TYPES = ("text", "tool-call", "tool-result", "reasoning", "image", "file")
 
 # -- arguments ------------------------------------------------------------------------------------------------------
 
-_INTEGER_BOUNDS = {"page": (-MAX_PAGE, MAX_PAGE), "limit": (1, MAX_MESSAGES_LIMIT), "partIndex": (0, None),
-                   "charOffset": (0, None)}
+INTEGER_BOUNDS = {"page": (-MAX_PAGE, MAX_PAGE), "limit": (1, MAX_MESSAGES_LIMIT), "partIndex": (0, None),
+                  "charOffset": (0, None)}
+"""The integer properties and their (minimum, maximum) in 1.31's schema (``None``: no maximum)."""
 _ENUMS = {"mode": ("messages", "threads"), "anchor": ("start", "end"), "detail": ("low", "high"),
           "partType": PART_TYPES}
 _NON_EMPTY = ("threadId", "cursor", "toolName", "query")
@@ -53,12 +54,12 @@ def _is_number(value: Any) -> bool:
 
 
 def _property_errors(name: str, value: Any, search: bool = False) -> list[str]:
-    if name in _INTEGER_BOUNDS:
+    if name in INTEGER_BOUNDS:
         errors = []
-        if not _is_number(value) or not float(value).is_integer():
+        if not _is_number(value) or not (isinstance(value, int) or float(value).is_integer()):
             errors.append("must be integer")
         if _is_number(value):
-            low, high = _INTEGER_BOUNDS[name]
+            low, high = INTEGER_BOUNDS[name]
             if high is not None and value > high:
                 errors.append(f"must be <= {high}")
             if value < low:

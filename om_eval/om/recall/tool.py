@@ -14,6 +14,10 @@ given as a cursor, a cursor from another thread, arguments outside the schema) a
 groups (``mode="search"``) is an om-eval option kept apart (:mod:`om_eval.om.recall.search`); here, as in 1.31 without
 a vector store, the mode is not offered.
 
+One difference, on purpose: an argument the tool repeats back (a cursor in a range hint, an error or the result's
+``cursor``) is cut after 200 characters (:func:`~om_eval.om.recall.limits.shown`), where 1.31 repeats it whole, three
+times in a range hint. No message id comes near that length, so only a hostile cursor reads differently.
+
 Storage is :class:`RecallHistory`: threads and messages in the order they were saved, read the way Mastra's
 in-memory store and ``Memory.recall`` read them (sorted by time with ties in saved order, a page taken, then shown
 oldest first, system reminders dropped after paging). ``tests/om/recall/test_differential.py`` compares every output
@@ -31,6 +35,7 @@ from typing import Any
 from om_eval.om.js.dates import parse_js_date
 from om_eval.om.js.json import js_number, js_stringify
 from om_eval.om.js.text import js_trim
+from om_eval.om.recall.limits import shown
 from om_eval.om.recall.parts import (
     MAX_RESULT_TOKENS,
     Detail,
@@ -177,8 +182,8 @@ def _range_ids(cursor: str) -> tuple[str, str] | None:
 
 
 def _range_hint(cursor: str, ids: tuple[str, str]) -> str:
-    return (f'The cursor "{cursor}" looks like a range. Use one of the individual message IDs as the cursor '
-            f'instead: start="{ids[0]}" or end="{ids[1]}".')
+    return (f'The cursor "{shown(cursor)}" looks like a range. Use one of the individual message IDs as the cursor '
+            f'instead: start="{shown(ids[0])}" or end="{shown(ids[1])}".')
 
 
 def _resolve_cursor(history: RecallHistory, cursor: str, access: _Access) -> Message | str:
@@ -200,7 +205,7 @@ def _resolve_cursor(history: RecallHistory, cursor: str, access: _Access) -> Mes
                 break
     if message is None or (access.resource_id and history.resource_of(message) != access.resource_id) or (
             access.enforce_thread and access.thread_scope and message.thread_id != access.thread_scope):
-        raise RecallError(f"Could not resolve cursor message: {cursor}")
+        raise RecallError(f"Could not resolve cursor message: {shown(cursor)}")
     return message
 
 
@@ -241,8 +246,9 @@ def _filtered(parts: list[FormattedPart], part_type: str | None, tool_name: str 
 
 def _page_result(text: str, count: int, cursor: str, page: int, limit: int, detail: str, has_next: bool,
                  has_prev: bool, truncated: bool = False, token_offset: int = 0) -> dict[str, Any]:
-    return {"messages": text, "count": count, "cursor": cursor, "page": page, "limit": limit, "detail": detail,
-            "hasNextPage": has_next, "hasPrevPage": has_prev, "truncated": truncated, "tokenOffset": token_offset}
+    return {"messages": text, "count": count, "cursor": shown(cursor), "page": page, "limit": limit,
+            "detail": detail, "hasNextPage": has_next, "hasPrevPage": has_prev, "truncated": truncated,
+            "tokenOffset": token_offset}
 
 
 def _from_start(history: RecallHistory, thread_id: str, resource_id: str | None, page: int, limit: int, detail: Detail,
@@ -289,8 +295,9 @@ def _around_cursor(history: RecallHistory, thread_id: str, resource_id: str | No
         return _page_result(anchor, 0, cursor, page, limit, detail, False, False)
     other_thread = anchor.thread_id if anchor.thread_id and anchor.thread_id != thread_id else None
     if other_thread and thread_scope:
-        text = (f'Cursor does not belong to the active thread. Expected thread "{thread_id}" but cursor "{cursor}" '
-                f'belongs to "{anchor.thread_id}". Pass threadId="{anchor.thread_id}" to browse that thread.')
+        text = (f'Cursor does not belong to the active thread. Expected thread "{thread_id}" but cursor '
+                f'"{shown(cursor)}" belongs to "{anchor.thread_id}". Pass threadId="{anchor.thread_id}" to browse that '
+                'thread.')
         return _page_result(text, 0, cursor, page, limit, detail, False, False)
     forward = page > 0
     page_index = max(abs(page), 1) - 1
@@ -396,7 +403,7 @@ def _chunk_result(text: str, part: FormattedPart, char_offset: int, continue_as:
         result["nextCharOffset"] = chunk.next_char_offset
         if chunk.next_char_offset:
             cursor, index = continue_as
-            result["note"] = (f'To continue this part, call recall cursor="{cursor}" partIndex={index} '
+            result["note"] = (f'To continue this part, call recall cursor="{shown(cursor)}" partIndex={index} '
                               f'detail="high" charOffset={chunk.next_char_offset}.')
     return result
 
@@ -408,7 +415,7 @@ def _one_part(history: RecallHistory, resource_id: str | None, cursor: str, part
         raise RecallError(resolved)
     parts = format_parts(resolved, "high")
     if not parts:
-        raise RecallError(f"Message {cursor} has no visible content (it may be an internal system message). "
+        raise RecallError(f"Message {shown(cursor)} has no visible content (it may be an internal system message). "
                           "Try a neighboring message ID instead.")
     target = next((p for p in reversed(parts) if p.part_index == part_index), None)
     if target is not None:
@@ -419,11 +426,11 @@ def _one_part(history: RecallHistory, resource_id: str | None, cursor: str, part
         upcoming = next((m for m in following if has_visible_parts(m)), None)
         first = format_parts(upcoming, "high")[0] if upcoming and format_parts(upcoming, "high") else None
         if first is not None:
-            note = (f"Part index {part_index} not found in message {cursor}; showing partIndex {first.part_index} "
-                    f"from next message {first.message_id}.\n\n")
+            note = (f"Part index {part_index} not found in message {shown(cursor)}; showing partIndex "
+                    f"{first.part_index} from next message {first.message_id}.\n\n")
             return _chunk_result(note + first.text, first, char_offset or 0, (cursor, part_index))
     indices = ", ".join(str(p.part_index) for p in parts)
-    raise RecallError(f"Part index {part_index} not found in message {cursor}. Available indices: {indices}")
+    raise RecallError(f"Part index {part_index} not found in message {shown(cursor)}. Available indices: {indices}")
 
 
 def recall(history: RecallHistory, arguments: Mapping[str, Any], *, thread_id: str | None, resource_id: str | None,
