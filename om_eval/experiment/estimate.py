@@ -65,7 +65,7 @@ def _estimate_seam(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
     roles = spec.role_models()
     budget = spec.system().budget()
     options = spec.memory_options
-    totals = {stage: [0, 0, 0] for stage in ("observer", "retrieval", "actor", "judge")}
+    totals = {stage: [0, 0, 0] for stage in ("observer", "retrieval", "query", "actor", "judge")}
     for question in dataset.iter_questions():
         texts = [t.content for s in question.sessions for t in s.turns]
         history = math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
@@ -84,8 +84,10 @@ def _estimate_seam(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
             totals["observer"][1] += calls * (threshold + ACTOR_PROMPT_TOKENS // 5)
             totals["observer"][2] += int(calls * threshold / COMPRESSION)
         if "models.embedding" in roles:
-            totals["retrieval"][0] += math.ceil(len(texts) / EMBED_BATCH) + 1
-            totals["retrieval"][1] += history + math.ceil(len(question.question) / CHARS_PER_TOKEN)
+            totals["retrieval"][0] += math.ceil(len(texts) / EMBED_BATCH)
+            totals["retrieval"][1] += history
+            totals["query"][0] += 1
+            totals["query"][1] += math.ceil(len(question.question) / CHARS_PER_TOKEN)
         totals["actor"][0] += 1
         totals["actor"][1] += shown + ACTOR_PROMPT_TOKENS
         totals["actor"][2] += 200
@@ -128,6 +130,7 @@ def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
     models = {"observer": obs_cfg.model.model, "reflector": ref_cfg.model.model, "actor": spec.actor.model,
               "judge": spec.judge_model.model,
               "retrieval": spec.embedding.model if getattr(spec, "embedding", None) is not None else ""}
+    models["query"] = models["retrieval"]
     from om_eval.llm.request import litellm_model_id
 
     estimates = []

@@ -36,7 +36,7 @@ from om_eval.bench.official_reader import (
 from om_eval.bench.retrieval import Granularity, RetrievalDocument, bm25_okapi_scores, rank, retrieval_documents
 from om_eval.data.records import HaystackSession, Question
 from om_eval.memory.options import one_of, reject_unknown, whole_number
-from om_eval.memory.system import MemoryContext, MemoryServices
+from om_eval.memory.system import QUERY_STAGE, MemoryContext, MemoryServices
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import TokenCounter
 
@@ -127,7 +127,7 @@ class LongMemEvalRetrievalSystem:
             return bm25_okapi_scores([d.text for d in index.documents], question.question)
         if index.vectors is None:
             return []
-        [query] = await services.embed([question.question])
+        [query] = await services.embed([question.question], stage=QUERY_STAGE)
         return [float(s) for s in index.vectors @ _unit(np.asarray(query, dtype=float))]
 
     async def context(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> MemoryContext:

@@ -27,7 +27,7 @@ import numpy as np
 from om_eval.common.files import short_hash
 from om_eval.data.records import Question
 from om_eval.memory.options import reject_unknown, whole_number
-from om_eval.memory.system import MemoryContext, MemoryServices
+from om_eval.memory.system import QUERY_STAGE, MemoryContext, MemoryServices
 from om_eval.om.prompts import fill
 
 #: Longest message embedded whole; a longer one is embedded in chunks of at most this many characters.
@@ -172,7 +172,7 @@ class MastraRecallSystem:
         return sorted((index.messages[i] for i in chosen), key=lambda m: (m.at, m.session, m.position))
 
     async def context(self, index: RecallIndex, question: Question, services: MemoryServices) -> MemoryContext:
-        [query] = await services.embed([question.question])
+        [query] = await services.embed([question.question], stage=QUERY_STAGE)
         hits = self.ranked_messages(index, query)
         shown = self.widened(index, hits)
         prompts = recall_prompts()

@@ -35,12 +35,13 @@ class HarnessServices:
         reply = await model.complete([dict(m) for m in messages], stage=cast(Stage, stage), settings=self.observer)
         return reply.text
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"
+                    ) -> list[list[float]]:
         name = model or (self.embedder.model if self.embedder is not None else None)
         if name is None:
             raise ConfigError("this memory system asked for embeddings, but the run gives it no model "
                               "(models.embedding)", option="models.embedding")
         if not texts:
             return []
-        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage="retrieval")
+        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage=stage)
         return vectors

@@ -19,8 +19,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from om_eval.data.records import Question
 
-#: Stages whose calls build a memory (ingest cost); every other stage answers or grades (answer cost).
+#: Stages whose calls build a memory (ingest cost); every other stage answers or grades (answer cost). Embedding a
+#: question to search with is stage ``query``: an answer cost, paid on every question.
 INGEST_STAGES = ("observer", "reflector", "retrieval")
+QUERY_STAGE = "query"
 
 
 @dataclass(frozen=True)
@@ -65,9 +67,10 @@ class MemoryServices(Protocol):
         """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``)."""
         ...
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"
+                    ) -> list[list[float]]:
         """One vector per text from ``model`` (default the run's ``models.embedding``), cached, in the ledger under
-        the ``retrieval`` stage."""
+        ``stage``: ``retrieval`` to build an index (ingest), ``query`` for what a question searches with."""
         ...
 
 

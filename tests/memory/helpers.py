@@ -48,7 +48,8 @@ class FakeServices:
         self.completions.append(list(messages))
         return self.replies.pop(0) if self.replies else ""
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"
+                    ) -> list[list[float]]:
         self.embedded.append(list(texts))
         vocabulary = ["lisbon", "city", "move", "moved", "dog", "bake", "sourdough", "weather"]
         return [[float(text.lower().count(word)) for word in vocabulary] + [0.01] for text in texts]
