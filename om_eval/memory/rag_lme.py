@@ -92,6 +92,11 @@ class LongMemEvalRetrievalSystem:
                               f"exceed memory.max_tokens ({self.max_output_tokens}) + {RESERVED_TOKENS}",
                               option="memory.context_tokens")
 
+    def correct_ids(self, question: Question) -> list[str]:
+        """This question's evidence documents. Read from the question, not from the index: a LoCoMo conversation's
+        index is built once, from its first question, and shared by all of them (the ids are the same)."""
+        return evidence_ids(retrieval_documents(question, cast(Granularity, self.granularity)), question)
+
     @property
     def history_budget(self) -> int:
         return int(self.context_tokens) - int(self.max_output_tokens) - RESERVED_TOKENS
@@ -146,7 +151,7 @@ class LongMemEvalRetrievalSystem:
         ids = [d.id for d in index.documents]
         return MemoryContext(
             messages=({"role": "user", "content": prompt},), injected=history,
-            ranked_ids=tuple(ids[i] for i in ranking), correct_ids=tuple(evidence_ids(index.documents, question)),
+            ranked_ids=tuple(ids[i] for i in ranking), correct_ids=tuple(self.correct_ids(question)),
             corpus_ids=tuple(ids), detail={"hits": len(hits)},
         )
 

@@ -116,6 +116,12 @@ def stored_messages(question: Question) -> list[StoredMessage]:
     return messages
 
 
+def evidence_message_ids(question: Question) -> list[str]:
+    """The ids of the messages that hold this question's evidence. Read from the question, not from the index: a
+    LoCoMo conversation's index is built once, from its first question, and shared by all of them."""
+    return [m.id for m in stored_messages(question) if m.has_answer]
+
+
 class MastraRecallSystem:
     """Per-message embeddings, cosine top-k, neighbours widened, laid out by day."""
 
@@ -185,7 +191,7 @@ class MastraRecallSystem:
         return MemoryContext(
             messages=tuple(messages), injected=block,
             ranked_ids=tuple(index.messages[i].id for i in hits),
-            correct_ids=tuple(m.id for m in index.messages if m.has_answer),
+            correct_ids=tuple(evidence_message_ids(question)),
             corpus_ids=tuple(m.id for m in index.messages),
             detail={"hits": len(hits), "shown_messages": len(shown)},
         )
