@@ -153,19 +153,23 @@ class MastraRecallSystem:
             vectors += await services.embed(chunks[start:start + EMBED_BATCH])
         return RecallIndex(tuple(messages), tuple(owners), _unit_rows(vectors))
 
-    def ranked_messages(self, index: RecallIndex, query_vector: Sequence[float]) -> list[int]:
-        """Message indices of the ``top_k`` nearest chunks, best first (a message once, at its best chunk)."""
+    def ranked_messages(self, index: RecallIndex, query_vector: Sequence[float]) -> tuple[list[int], list[int]]:
+        """Every message by its nearest chunk, best first (each once), and the hits: the messages of the ``top_k``
+        nearest chunks. The whole ranking is kept for recall@k beyond ``top_k``; only the hits are shown."""
         if not index.chunk_owner:
-            return []
+            return [], []
         query = _unit_rows([query_vector])[0]
         scores = index.vectors @ query
-        order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))[: self.top_k]
+        order = sorted(range(len(scores)), key=lambda i: (-float(scores[i]), i))
         ranked: list[int] = []
+        seen: set[int] = set()
+        hits = len({index.chunk_owner[chunk] for chunk in order[: self.top_k]})
         for chunk in order:
             owner = index.chunk_owner[chunk]
-            if owner not in ranked:
+            if owner not in seen:
+                seen.add(owner)
                 ranked.append(owner)
-        return ranked
+        return ranked, ranked[:hits]
 
     def widened(self, index: RecallIndex, hits: Sequence[int]) -> list[StoredMessage]:
         """The hits and their neighbours in the same session, each once, in time order."""
@@ -179,7 +183,7 @@ class MastraRecallSystem:
 
     async def context(self, index: RecallIndex, question: Question, services: MemoryServices) -> MemoryContext:
         [query] = await services.embed([question.question], stage=QUERY_STAGE)
-        hits = self.ranked_messages(index, query)
+        ranking, hits = self.ranked_messages(index, query)
         shown = self.widened(index, hits)
         prompts = recall_prompts()
         block = fill(prompts["block"], messages=self.render(shown)) if shown else ""
@@ -190,7 +194,7 @@ class MastraRecallSystem:
                     {"role": "user", "content": question.question}]
         return MemoryContext(
             messages=tuple(messages), injected=block,
-            ranked_ids=tuple(index.messages[i].id for i in hits),
+            ranked_ids=tuple(index.messages[i].id for i in ranking),
             correct_ids=tuple(evidence_message_ids(question)),
             corpus_ids=tuple(m.id for m in index.messages),
             detail={"hits": len(hits), "shown_messages": len(shown)},
