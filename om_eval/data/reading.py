@@ -20,6 +20,11 @@ import ijson
 _CHUNK = 1 << 20
 
 
+class PinnedFileNotFoundError(FileNotFoundError):
+    """A pinned input file (LoCoMo, its audit) was not given and could not be downloaded; the message says how to
+    give it."""
+
+
 class DatasetValidationError(ValueError):
     """A record breaks the LongMemEval schema. ``question_id``/``field`` locate it (``None`` when unknown)."""
 
@@ -206,7 +211,7 @@ def fetch_pinned(url: str, file_name: str, sha256: str, *, what: str, timeout: f
         with urllib.request.urlopen(url, timeout=timeout) as response:
             data = response.read()
     except (urllib.error.URLError, OSError) as error:
-        raise FileNotFoundError(f"{what}: could not download {url} ({error}); give its path instead") from None
+        raise PinnedFileNotFoundError(f"{what}: could not download {url} ({error}); give its path instead") from None
     actual = hashlib.sha256(data).hexdigest()
     if actual != sha256:
         raise DatasetValidationError(url, f"downloaded sha256 {actual} is not the pinned {sha256}: not kept")
@@ -228,15 +233,15 @@ def locate_pinned(
         try:
             return fetch_pinned(url, file_name, sha256, what=what)
         except FileNotFoundError as error:
-            raise FileNotFoundError(f"{what} not given ({given_by}) and {error}") from None
+            raise PinnedFileNotFoundError(f"{what} not given ({given_by}) and {error}") from None
     if not chosen:
-        raise FileNotFoundError(f"{what} not given: set {given_by} to {file_name} ({origin}; its licence is CC "
+        raise PinnedFileNotFoundError(f"{what} not given: set {given_by} to {file_name} ({origin}; its licence is CC "
                                 "BY-NC 4.0, so om-eval ships no copy)")
     found = Path(chosen)
     if found.is_dir():
         found = found / file_name
     if not found.is_file():
-        raise FileNotFoundError(f"{what} {found} does not exist (from {given_by})")
+        raise PinnedFileNotFoundError(f"{what} {found} does not exist (from {given_by})")
     if verify and found.name == file_name and (actual := sha256_file(found)) != sha256:
         raise DatasetValidationError(str(found), f"sha256 {actual} is not the pinned {sha256} ({origin}); pass "
                                      "verify=false to use another version knowingly")

@@ -53,7 +53,9 @@ def _memory_side(spec: Any) -> str:
         used = [f"{role.split('.')[-1]} {roles[role].model}" for role in ("models.observer", "models.embedding")
                 if role in roles]
         return " · ".join([f"memory {spec.memory_system}", *used])
-    return f"observer {spec.om.observation.model.model}"
+    prompts = spec.mastra_prompts
+    shown = f" · Mastra's prompts (@mastra/memory {prompts.version}/{prompts.variant})" if prompts is not None else ""
+    return f"observer {spec.om.observation.model.model}{shown}"
 
 
 def _label(spec: Any) -> str:
@@ -111,8 +113,10 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
         f"{spec.actor.model} · judge {spec.judge_mode}:{spec.judge_model.model} · store "
         f"{Path(spec.run.results_dir) / 'store' / (job.run_id + '.duckdb')}"
     )
-    # Before anything starts, in this order: credentials (seconds), the data, the judge's templates, the forecast.
+    # Before anything starts, in this order: credentials (seconds), Mastra's prompts (prompt=mastra_exact: the cache,
+    # else Node once), the data, the judge's templates, the forecast.
     job.check_credentials()
+    job.prepare_prompts()
     dataset = job.load_dataset()
     job.judge()
     if spec.hosted_models:
@@ -325,13 +329,14 @@ def _fixable_errors() -> tuple[type[Exception], ...]:
         DatasetNotFoundError,
         DatasetValidationError,
     )
+    from om_eval.data.reading import PinnedFileNotFoundError
     from om_eval.llm.local import LocalModelError
     from om_eval.om.config import ConfigError
     from om_eval.om.tokens import TokenizerUnavailableError
     from om_eval.store.files import StoreError
 
     return (ConfigError, DatasetNotFoundError, DatasetIntegrityError, DatasetValidationError, OfficialTemplateError,
-            LocalModelError, TokenizerUnavailableError, StoreError)
+            LocalModelError, TokenizerUnavailableError, StoreError, PinnedFileNotFoundError)
 
 
 def _run_job(cfg: Any) -> dict[str, Any] | None:

@@ -136,3 +136,19 @@ def test_data_check_reads_the_real_locomo_file() -> None:
     assert "(the pinned locomo10.json)" in output
     assert "LoCoMo conversations: 10, questions: 1986" in output and "question_id" not in output
     assert "evidence ids naming no turn, ignored (another id of the question does): 2" in output
+
+
+def test_an_audit_that_cannot_be_found_is_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Corrections asked for, no audit given and no network: one line saying how to give it, no traceback."""
+    import urllib.request
+
+    def no_network(*args: object, **kwargs: object) -> None:
+        raise OSError("no network")
+
+    monkeypatch.delenv("LOCOMO_AUDIT_PATH", raising=False)
+    monkeypatch.setenv("OM_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(urllib.request, "urlopen", no_network)
+    path = write_locomo_shaped(tmp_path, conversations=1)
+    result = invoke(tmp_path, "dataset=locomo", f"dataset.path={path}", "dataset.corrections=locomo_audit")
+    _assert_refused(tmp_path, result.code, result.output, "LoCoMo audit not given ($LOCOMO_AUDIT_PATH",
+                    "give its path instead")
