@@ -39,6 +39,7 @@ def sweep(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
             run["items"] = [dict(zip([d[0] for d in con.description], row)) for row in
                             con.execute("SELECT * FROM items").fetchall()]
             run["stages"] = dict(con.execute("SELECT stage, count(*) FROM llm_calls GROUP BY stage").fetchall())
+        run["results"] = results
     return runs
 
 
@@ -77,6 +78,24 @@ def test_retrieval_systems_keep_their_ranking_and_recall(sweep: dict[str, dict])
         scored = [r for r, i in zip(records, sweep[name]["items"]) if not i["is_abstention"]]
         assert scored and all("recall_any@10" in r["metrics"] for r in scored if r["correct"]), name
     assert all(i["retrieval"] is None for i in sweep["simple_om"]["items"])
+
+
+def om_eval_command(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "om_eval.cli", *args], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=300, check=False)
+
+
+@pytest.mark.parametrize("system", ["simple_om", "rag_mastra"])
+def test_rejudge_show_and_export_treat_a_seam_run_as_any_run(sweep: dict[str, dict], system: str) -> None:
+    run = sweep[system]
+    where = ("--results", str(run["results"]))
+    rejudged = om_eval_command("rejudge", *where, run["run_id"], "judge=panel", "judge.panel=[house,lenient]")
+    assert rejudged.returncode == 0, rejudged.stdout[-2000:] + rejudged.stderr[-2000:]
+    assert "7 answers graded by lenient" in rejudged.stdout
+    shown = om_eval_command("show", *where, run["run_id"], run["items"][0]["question_id"])
+    assert shown.returncode == 0 and "memory shown to the actor" in shown.stdout, shown.stdout[-2000:]
+    exported = om_eval_command("export", *where, run["run_id"])
+    assert exported.returncode == 0 and (run["results"] / "exports" / f"{run['run_id']}.zip").is_file()
 
 
 def test_a_locomo_conversation_is_ingested_once_for_all_its_questions(tmp_path: Path) -> None:
