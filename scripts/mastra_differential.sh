@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Differential tests of om-eval's OM against Mastra's @mastra/memory 1.10.0, run by Node: the text helpers
-# (tests/om/test_mastra_differential.py) and the engine replayed pair by pair (tests/om/test_mastra_engine_differential.py).
+# (tests/om/test_mastra_differential.py), the engine replayed pair by pair (tests/om/test_mastra_engine_differential.py)
+# and, under prompt=mastra_exact, every request compared whole with the package's (test_mastra_exact_differential.py).
 #
 #   scripts/mastra_differential.sh            # installs the packages once per $OM_EVAL_CACHE_DIR (else per run)
 #   OM_EVAL_CACHE_DIR=~/.cache/om-eval scripts/mastra_differential.sh -k engine -x
@@ -16,7 +17,8 @@ python="${PYTHON:-.venv/bin/python}"
 [ -x "$python" ] || python=python3
 
 start=$(date +%s)
-"$python" -m pytest -m mastra -rA -q tests/om/test_mastra_differential.py tests/om/test_mastra_engine_differential.py "$@"
+"$python" -m pytest -m mastra -rA -q tests/om/test_mastra_differential.py tests/om/test_mastra_engine_differential.py \
+  tests/om/test_mastra_exact_differential.py "$@"
 status=$?
 echo "mastra differential: $(( $(date +%s) - start )) s, pytest exit code ${status}"
 exit "$status"

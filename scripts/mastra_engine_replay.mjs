@@ -10,6 +10,9 @@
 // (tests/om/engine_mock.py). After the last pair, a final question is put to the memory in a new thread (resource
 // scope) or in the last thread (thread scope), and the messages the actor would receive are recorded.
 //
+// With "recordPrompts": true in the config, each call also records the prompt the model was handed (its system,
+// user and assistant messages as the model receives them), for tests/om/test_mastra_exact_differential.py.
+//
 // Input (stdin, JSON): {"config": {...OM options...}, "conversations": [{"resource": id, "sessions": [{"thread":
 // id, "createdAt": iso, "messages": [{id, role, text, createdAt}]}], "question": {thread, text, createdAt, now}}]}.
 // Output (stdout, JSON): per conversation, the events of each pair and the actor's messages.
@@ -112,7 +115,9 @@ const calls = [];
 function standIn(modelId, kind, reply) {
   const generate = async (options) => {
     const text = promptText(options.prompt);
-    calls.push({ kind, tags: [...new Set([...text.matchAll(TAG)].map((m) => m[1]))] });
+    const call = { kind, tags: [...new Set([...text.matchAll(TAG)].map((m) => m[1]))] };
+    if (config.recordPrompts) call.prompt = options.prompt; // prompt=mastra_exact: the whole request, compared
+    calls.push(call);
     return {
       content: [{ type: "text", text: reply(text) }], finishReason: "stop",
       usage: { inputTokens: 10, outputTokens: 20, totalTokens: 30 }, warnings: [],

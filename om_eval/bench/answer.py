@@ -27,7 +27,6 @@ from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
 from om_eval.om.context import (
     ContextInputs,
-    actor_memory_messages,
     format_other_conversations,
 )
 from om_eval.om.dates import format_boundary
@@ -49,7 +48,7 @@ def actor_prompt_hash() -> str:
 
 def memory_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
     """OM's context for the question date, in the memory's scope and layout."""
-    return actor_memory_messages(actor_view(memory, question), memory.config.context_layout)
+    return memory.wording.actor_memory_messages(actor_view(memory, question), memory.config.context_layout)
 
 
 def history_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:

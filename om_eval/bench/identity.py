@@ -37,6 +37,7 @@ _LATER_OM_SETTINGS = {
     "retrieval_embedding_model": "openai/text-embedding-3-small",
     "retrieval_instructions": None,
     "observation.activation_counts_reminder": False,
+    "observation.buffer_ignores_new_reflection": False,
 }
 
 RUN_ID_RULE = IdentityRule(
@@ -54,11 +55,16 @@ RUN_ID_RULE = IdentityRule(
         "dataset.corrections": None,
         "dataset.audit_path": None,
         "dataset.subset.haystacks": None,
+        # prompt=mastra_exact's release (its resolved value: naming it or not is one run) and Observer variant.
+        "prompt.mastra_version": None,
+        "prompt.mastra_variant": "current",
     },
     # Nothing here changes results: the data file is pinned by its sha256 (hashed instead of ``verify``), the
     # official judge file likewise (``source``), and a panel only re-judges.
     # memory_defaults is read into the memory group by its config file; the group is what enters.
+    # prompt.source: where the package comes from; it is checked against the pinned hashes, so it is the same text.
     left_out=frozenset({"run.", "experiment", "dataset.verify", "judge.source", "judge.panel", "memory_defaults",
+                        "prompt.source",
                         "memory_defaults.",
                         # A price changes what a run costs, never what it answers.
                         *(f"models.{role}.provider_options.price" for role in ("observer", "reflector", "actor",

@@ -26,6 +26,7 @@ from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
 from om_eval.om.config import ModelSettings, OMConfig
+from om_eval.om.exact.pack import PromptPack
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
 from om_eval.om.prompts import PROMPT_FILES, prompt_set_hash
@@ -40,14 +41,16 @@ if TYPE_CHECKING:
 MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 
 
-def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str) -> str:
+def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str, prompts: str | None = None) -> str:
     """Identity of a memory build: same hash, same memory (given a deterministic, cached observer).
 
     The settings that enter are chosen by :data:`~om_eval.bench.identity.MEMORY_KEY_RULE`; credentials never do.
+    ``prompts``: the identity of the prompts the models read when they are not om-eval's own (a Mastra pack's,
+    :func:`~om_eval.om.wording.pack_identity`); om-eval's own are hashed from their files.
     """
     payload = {
         **MEMORY_KEY_RULE.view({"om": redact_secrets(om_config.to_dict()), "replay": asdict(replay)}),
-        "prompts": prompt_set_hash(MEMORY_PROMPTS),
+        "prompts": prompts or prompt_set_hash(MEMORY_PROMPTS),
         "tokens": counter_name,
         "engine_revision": ENGINE_REVISION,
     }
@@ -129,21 +132,25 @@ async def build_memory(
     replay: ReplayConfig | None = None,
     store: Snapshots | None = None,
     token_counter: TokenCounter | None = None,
+    prompts: PromptPack | None = None,
 ) -> MemoryBuild:
     """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise (stored under
-    the question's :attr:`~om_eval.data.records.Question.memory_owner`, so questions sharing a haystack share it)."""
+    the question's :attr:`~om_eval.data.records.Question.memory_owner`, so questions sharing a haystack share it).
+    ``prompts``: the Mastra pack of ``prompt=mastra_exact`` (its identity enters the memory key)."""
     replay = replay or ReplayConfig()
     counter = token_counter or default_counter()
-    key = f"{memory_hash(om_config, replay, counter.name)}-{haystack_hash(question)}"
+    key = f"{memory_hash(om_config, replay, counter.name, prompts.identity if prompts else None)}-" \
+          f"{haystack_hash(question)}"
     saved = store.get(key, question.memory_owner) if store is not None else None
     if saved is not None:
         memory = ObservationalMemory.from_snapshot(
-            saved["snapshot"], observer=observer, reflector=reflector, token_counter=counter
+            saved["snapshot"], observer=observer, reflector=reflector, token_counter=counter, prompts=prompts
         )
         stats = ReplayStats(**{**saved["stats"], "reflection_errors": list(saved["stats"]["reflection_errors"])})
         return MemoryBuild(memory, stats, key, reused=True)
     memory, stats = await replay_question(
-        question, om_config, observer=observer, reflector=reflector, replay=replay, token_counter=counter
+        question, om_config, observer=observer, reflector=reflector, replay=replay, token_counter=counter,
+        prompts=prompts,
     )
     if store is not None:
         store.put(key, question.memory_owner, {"snapshot": memory.snapshot(), "stats": asdict(stats)})
@@ -351,10 +358,12 @@ async def run_question(
     replay: ReplayConfig | None = None,
     store: SnapshotStore | None = None,
     token_counter: TokenCounter | None = None,
+    prompts: PromptPack | None = None,
 ) -> QuestionRun:
     """Replay (or reuse) memory, answer and judge one question."""
     build = await build_memory(
-        question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter
+        question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter,
+        prompts=prompts,
     )
     return await answer_and_judge(question, build, client=client, actor=actor, judge=judge, replay=replay)
 

@@ -24,6 +24,7 @@ from om_eval.bench.accounting import (
 )
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, OMConfig, option_error
+from om_eval.om.exact.pack import PromptPack
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel
 from om_eval.om.outcomes import ObservationOutcome
@@ -175,10 +176,11 @@ async def replay_question(
     replay: ReplayConfig | None = None,
     token_counter: TokenCounter | None = None,
     on_progress: Callable[[int, int], None] | None = None,
+    prompts: PromptPack | None = None,
 ) -> tuple[ObservationalMemory, ReplayStats]:
     """Feed ``question``'s haystack into a fresh memory and return it with statistics.
 
-    ``on_progress(done, total)`` is called after each session.
+    ``on_progress(done, total)`` is called after each session. ``prompts``: the pack of ``prompt=mastra_exact``.
     """
     replay = replay or ReplayConfig()
     observation = om_config.observation
@@ -197,7 +199,7 @@ async def replay_question(
     counter = token_counter or default_counter()
     memory = ObservationalMemory(
         config, observer=observer, reflector=reflector, resource_id=f"resource_{question.memory_owner}",
-        token_counter=counter,
+        token_counter=counter, prompts=prompts,
     )
     stats = ReplayStats()
     sessions = _ordered(question, replay)

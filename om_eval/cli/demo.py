@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from om_eval.data.conversation import make_conversation
 from om_eval.om.config import (
+    PARAPHRASE_VARIANTS,
     ConfigError,
     ModelSettings,
     ObservationConfig,
@@ -52,7 +53,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     demo.add_argument("--pairs", type=int, help="user/assistant pairs per session (local: 3, otherwise 6)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the synthetic conversation")
     demo.add_argument("--scope", choices=("resource", "thread"), default="resource")
-    demo.add_argument("--variant", choices=("current", "current_v1_3", "legacy", "condensed"),
+    demo.add_argument("--variant", choices=PARAPHRASE_VARIANTS,
                       help="observer prompt variant (local: condensed, otherwise current)")
     demo.add_argument("--message-tokens", type=int, help="observation threshold (local: 1200, otherwise 6000)")
     demo.add_argument("--observation-tokens", type=int, help="reflection threshold (local: 1500, otherwise 3000)")

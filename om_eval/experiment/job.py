@@ -44,6 +44,7 @@ from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.om.config import ConfigError
+from om_eval.om.exact import PackError, PromptPack
 from om_eval.om.prompts import prompt_set_hash
 from om_eval.om.rules import rules_for
 from om_eval.om.tokens import make_counter
@@ -213,8 +214,10 @@ class RunJob:
             raise ConfigError(f"om.token_estimator={spec.token_estimator!r} is invalid: {error}") from None
         self.system: Any = spec.system() if spec.through_seam else None
         """The seam's memory system (``None``: OM or a baseline reader, answered by their own paths)."""
+        prompts = spec.mastra_prompts.identity if spec.mastra_prompts is not None else None
         self.memory_key = (seam_memory_key(spec, self.system, self.counter.name) if self.system is not None
-                           else memory_hash(spec.om, spec.replay, self.counter.name))
+                           else memory_hash(spec.om, spec.replay, self.counter.name, prompts))
+        self._pack: PromptPack | None = None
         self.benchmark: Benchmark = benchmark_named(spec.dataset.get("benchmark"))
         self.progress = RunProgress()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
@@ -298,7 +301,32 @@ class RunJob:
 
             return {"memory": self.system.name, "identity": dict(self.system.identity()),
                     "actor": seam_actor_prompt_hash()}
+        if spec.mastra_prompts is not None:  # Mastra's own prompts: the package, release and integrity they came from
+            return spec.mastra_prompts.provenance()
+        # om-eval's paraphrase: the hash of its prompt files (the form every earlier run stored, so it resumes).
         return {"om": prompt_set_hash(), "variant": spec.om.prompt_variant}
+
+    def prepare_prompts(self) -> None:
+        """Load ``prompt=mastra_exact``'s pack before anything else starts (a pack that cannot be had fails the run
+        at once, not each question); a finished run needs none."""
+        if self.spec.mastra_prompts is not None and not self._finished():
+            self.prompt_pack()
+
+    def prompt_pack(self) -> PromptPack | None:
+        """``prompt=mastra_exact``'s pack, loaded once per job (from the cache, else rendered once: Node and the
+        registry or ``prompt.source``); ``None`` for om-eval's own words."""
+        choice = self.spec.mastra_prompts
+        if choice is None or self.spec.baseline.enabled or self.system is not None:
+            return None
+        if self._pack is None:
+            try:
+                self._pack = choice.load()
+            except PackError as error:
+                raise ConfigError(f"prompt=mastra_exact cannot be used: {error}") from None
+            if self._pack.identity != choice.identity:  # the pins hold the digest, so this cannot drift silently
+                raise ConfigError(f"the @mastra/memory {choice.version} pack is {self._pack.identity}, the run id was "
+                                  f"made for {choice.identity}")
+        return self._pack
 
     def _observer_model(self) -> str | None:
         if self.spec.baseline.enabled:
@@ -334,7 +362,7 @@ class RunJob:
                 async def make_build() -> MemoryBuild:
                     async with build_lock(self.results, self.memory_key, question.memory_owner):
                         return await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                                  store=held, token_counter=self.counter)
+                                                  store=held, token_counter=self.counter, prompts=self.prompt_pack())
 
                 build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
                                else make_build())
@@ -529,6 +557,7 @@ class RunJob:
         from om_eval.store.writer import RunStore
 
         self.check_credentials()
+        self.prepare_prompts()
         dataset = dataset or self.load_dataset()
         judge = self.judge()  # a judge that cannot be built must fail before any store file exists
         if self.system is not None and (prepare := getattr(self.system, "prepare", None)) is not None:

@@ -145,6 +145,15 @@ OMSchema = schema_of(OMConfig, "OMSchema", extra=(
 @dataclass
 class PromptSchema:
     variant: str = "current"
+    """om-eval's wordings (``current``, ``current_v1_3``, ``legacy``, ``condensed``) or ``mastra_exact``."""
+    mastra_version: Optional[str] = None
+    """``prompt=mastra_exact``: the @mastra/memory release whose prompts are used (1.3.0, 1.10.0, 1.31.0); null
+    takes the release whose engine rules ``om=`` follows (1.3.0 under om=benchmark_era, 1.31.0 under om=v1_31)."""
+    mastra_variant: str = "current"
+    """``prompt=mastra_exact``: the release's Observer variant (1.3.0 also has legacy and condensed)."""
+    source: Optional[str] = None
+    """``prompt=mastra_exact``: a tarball or unpacked folder of the package to read instead of the npm registry
+    (checked against the same pinned hashes)."""
 
 
 @dataclass

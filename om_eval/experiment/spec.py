@@ -39,8 +39,36 @@ from om_eval.om.config import (
     PromptVariant,
     ReflectionConfig,
 )
+from om_eval.om.exact import RELEASES, PromptPack, load_pack
+from om_eval.om.exact.pins import PACKAGE
 from om_eval.om.prompts import RETRIEVAL_PROMPT_FILES, prompt_set_hash
 from om_eval.om.provider_options import IN_PROCESS_PREFIXES
+from om_eval.om.wording import pack_identity, release_conflicts, release_for
+
+
+@dataclass(frozen=True)
+class MastraPrompts:
+    """``prompt=mastra_exact``: the ``@mastra/memory`` release whose own prompts a run uses, its Observer variant,
+    and where its package comes from (``None``: the npm registry, once; :func:`om_eval.om.exact.load_pack`)."""
+
+    version: str
+    variant: str = "current"
+    source: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """What the run id and the memory key hold for these prompts (release, variant, pinned pack digest)."""
+        return pack_identity(self.version, self.variant)
+
+    def provenance(self) -> dict[str, str]:
+        """What a run records of them (``runs.prompt_hashes``): package, version, variant, integrity, identity."""
+        return {"om": self.identity, "package": PACKAGE, "version": self.version, "variant": self.variant,
+                "integrity": RELEASES[self.version].integrity}
+
+    def load(self) -> PromptPack:
+        """The pack, from the cache, else rendered once (Node; the registry or :attr:`source`)."""
+        return load_pack(self.version, self.source, variant=self.variant)
+
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
 NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
@@ -72,6 +100,8 @@ class RunSpec:
     """The seam system's options (``memory.*`` without ``system``)."""
     embedding: ModelSettings | None = None
     """``models.embedding``, when the seam system embeds."""
+    mastra_prompts: MastraPrompts | None = None
+    """``prompt=mastra_exact``: the release whose own prompts the models read (``None``: om-eval's words)."""
 
     @property
     def through_seam(self) -> bool:
@@ -108,7 +138,9 @@ class RunSpec:
             payload["prompts"] = {"memory": dict(self.system().identity()), "actor": seam_actor_prompt_hash(),
                                   "judge": judge_templates}
         else:
-            payload["prompts"] = {"om": prompt_set_hash(), "actor": actor_prompt_hash(), "judge": judge_templates}
+            # Mastra's own prompts are named by their pack (release, variant, pinned digest) in place of ours.
+            om_prompts = self.mastra_prompts.identity if self.mastra_prompts is not None else prompt_set_hash()
+            payload["prompts"] = {"om": om_prompts, "actor": actor_prompt_hash(), "judge": judge_templates}
             if (self.resolved.get("om") or {}).get("retrieval", "off") != "off":  # the tool's words, only then
                 payload["prompts"]["recall"] = prompt_set_hash(RETRIEVAL_PROMPT_FILES)
         benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
@@ -271,6 +303,11 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
     models = {"observer": cfg["models"]["actor"], "reflector": cfg["models"]["actor"], **cfg["models"]}
     replay = ReplayConfig(**om["replay"])
     om_config = _om_config(om, models, replay, prompt=(cfg.get("prompt") or {"variant": "current"})["variant"])
+    mastra_prompts = None
+    if cfg.get("prompt") is not None and not baseline.enabled:  # a baseline (and a seam system) has no prompt group
+        mastra_prompts = _mastra_prompts(cfg["prompt"], om_config)
+        if mastra_prompts is not None:  # the release named as chosen, so that naming it or not is one run
+            cfg = {**cfg, "prompt": {**cfg["prompt"], "mastra_version": mastra_prompts.version}}
     run = RunOptions(**cfg["run"])
     return RunSpec(
         experiment=cfg.get("experiment", "custom"),
@@ -291,7 +328,39 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         memory_system=baseline.reader if baseline.enabled else memory_system,
         memory_options=memory_options,
         embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
+        mastra_prompts=mastra_prompts,
     )
+
+
+def _mastra_prompts(prompt: Mapping[str, Any], om: OMConfig) -> MastraPrompts | None:
+    """``prompt=mastra_exact``'s choice, checked against the engine settings (no pack is loaded here); ``None`` for
+    om-eval's own words, which take none of its keys."""
+    version, variant, source = prompt.get("mastra_version"), prompt.get("mastra_variant") or "current", \
+        prompt.get("source")
+    if om.prompt_variant != "mastra_exact":
+        given = [f"prompt.{name}={value}" for name, value in (("mastra_version", version), ("source", source))
+                 if value is not None] + ([f"prompt.mastra_variant={variant}"] if variant != "current" else [])
+        if given:
+            raise ConfigError(f"{', '.join(given)} only applies to prompt=mastra_exact (prompt.variant="
+                              f"{om.prompt_variant} is om-eval's own wording)", option="prompt.variant")
+        return None
+    derived = release_for(om)
+    chosen = str(version) if version is not None else derived
+    if chosen not in RELEASES:
+        raise ConfigError(f"prompt.mastra_version={chosen} is not pinned in om-eval: use one of "
+                          f"{', '.join(RELEASES)}", option="prompt.mastra_version")
+    if variant not in RELEASES[chosen].variants:
+        raise ConfigError(f"prompt.mastra_variant={variant} is not a prompt variant of @mastra/memory {chosen} (it has "
+                          f"{', '.join(RELEASES[chosen].variants)})", option="prompt.mastra_variant")
+    conflicts = release_conflicts(om, chosen)
+    if conflicts:
+        settings = "; ".join(c.describe(cli_option) for c in conflicts)
+        hint = (f"use prompt.mastra_version={derived}, the release om= follows, or change those settings"
+                if derived != chosen else f"set those settings as @mastra/memory {chosen} has them")
+        raise ConfigError(f"prompt.mastra_version={chosen} does not fit the engine: {settings}; {hint} "
+                          "(om=benchmark_era is 1.3.0's engine, om=default 1.10.0's, om=v1_31 1.31.0's)",
+                          option="prompt.mastra_version")
+    return MastraPrompts(chosen, variant, None if source is None else str(source))
 
 
 def describe(spec: RunSpec) -> dict[str, Any]:
@@ -301,7 +370,8 @@ def describe(spec: RunSpec) -> dict[str, Any]:
         "config_hash": spec.config_hash,
         "baseline": spec.baseline.reader,
         "memory": spec.memory_system,
-        "prompt": spec.om.prompt_variant,
+        "prompt": (f"mastra_exact {spec.mastra_prompts.version}/{spec.mastra_prompts.variant}"
+                   if spec.mastra_prompts is not None else spec.om.prompt_variant),
         "observer": spec.om.observation.model.model,
         "actor": spec.actor.model,
         "judge": f"{spec.judge_mode}:{spec.judge_model.model}",

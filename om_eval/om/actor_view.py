@@ -12,7 +12,6 @@ from datetime import datetime
 
 from om_eval.om.context import (
     ContextInputs,
-    actor_memory_messages,
     format_other_conversations,
 )
 from om_eval.om.engine_state import EngineState
@@ -46,7 +45,8 @@ class ActorView(EngineState):
         1.x lists them (:meth:`listed_threads`); pass a fresh ``thread_id`` (or None) to see all threads that way.
         With no observations yet there are no memory messages at all (1.x injects nothing then).
         """
-        memory_messages = actor_memory_messages(self.context_inputs(now, thread_id), self.config.context_layout)
+        memory_messages = self.wording.actor_memory_messages(self.context_inputs(now, thread_id),
+                                                             self.config.context_layout)
         return ActorContext(memory_messages, self.history_messages(thread_id))
 
     def history_messages(self, thread_id: str | None = None) -> list[dict[str, str]]:

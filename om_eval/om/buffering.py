@@ -19,8 +19,6 @@ from om_eval.om.observer import (
     ObserverCall,
     ObserverRequest,
     call_observer,
-    render_observer_request,
-    render_observer_system_prompt,
 )
 from om_eval.om.outcomes import ObservationOutcome
 from om_eval.om.parsing import (
@@ -92,6 +90,7 @@ class Buffering(EngineState):
         # The context may have shrunk since the last pass (§1.8 step 4).
         record.last_buffered_at_tokens = min(record.last_buffered_at_tokens, pending)
         outcome = None
+        known = record.buffered_reflection
         if record.buffered_observation_chunks and observation_due(pending, threshold):
             outcome = self._activate(key, pending, threshold)
             if outcome is not None:
@@ -99,7 +98,9 @@ class Buffering(EngineState):
         # A failure is recorded as an event; with no activation there is no outcome to carry it.
         with contextlib.suppress(Exception):
             await self._maybe_reflect_async(key, after_observation=False)
-        await self._maybe_buffer(key, self.pending_tokens(key), threshold)
+        buffered = self.record(key).buffered_reflection
+        unseen = buffered if buffered != known and self.config.observation.buffer_ignores_new_reflection else None
+        await self._maybe_buffer(key, self.pending_tokens(key), threshold, unseen_reflection=unseen)
         # The first step ends by showing the observations, and with them 1.x's continuation reminder.
         if self.record(key).active_observations:
             self._reminded.add(key)
@@ -197,12 +198,15 @@ class Buffering(EngineState):
             return self._activate_observations_resource(pending, threshold, buffer_tokens, block_after)
         return self._activate_observations(key, pending, threshold, buffer_tokens, block_after)
 
-    async def _maybe_buffer(self, key: str, pending: int, threshold: int) -> None:
+    async def _maybe_buffer(self, key: str, pending: int, threshold: int, *,
+                            unseen_reflection: str | None = None) -> None:
         """Start a buffering pass when pending tokens crossed a new interval (§1.8 step 8).
 
         As 1.10 does, the boundary remembered is the *unbuffered* part of the pending tokens (pending minus the
         message tokens chunks already cover), while the trigger compares the whole pending count with it: after
         the first chunk a pass is tried at almost every interval, and skipped when under half an interval is new.
+        ``unseen_reflection``: a buffered reflection the pass does not see yet
+        (``observation.buffer_ignores_new_reflection``).
         """
         record = self._ensure_record(key)
         if not should_trigger_async_buffer(pending, record.last_buffered_at_tokens, self.config.buffer_tokens or 0,
@@ -211,9 +215,9 @@ class Buffering(EngineState):
         covered = sum(c.message_tokens for c in record.buffered_observation_chunks)
         record.last_buffered_at_tokens = max(0, pending - covered)
         if self.resource_scope:
-            await self._buffer_observations_resource()
+            await self._buffer_observations_resource(unseen_reflection)
         else:
-            await self._buffer_observations(key)
+            await self._buffer_observations(key, unseen_reflection)
 
     def _drop_passed_messages(self, record: OMRecord, key: str) -> None:
         """``after_cursor`` (1.10): messages no chunk covers that the observation cursor has passed leave the
@@ -240,7 +244,7 @@ class Buffering(EngineState):
     def _buffered_ids(self, record: OMRecord) -> set[str]:
         return {i for chunk in record.buffered_observation_chunks for i in chunk.message_ids}
 
-    async def _buffer_observations(self, key: str) -> BufferedChunk | None:
+    async def _buffer_observations(self, key: str, unseen_reflection: str | None = None) -> BufferedChunk | None:
         """One buffering pass: observe the messages no chunk covers yet into a new chunk (§1.10).
 
         Candidates are chosen by id (unobserved and in no chunk), not by the time cursor, for the same reason
@@ -260,21 +264,26 @@ class Buffering(EngineState):
         if not buffer_has_enough(candidate_tokens, self.config.buffer_tokens or 0):
             return None
         obs = self.config.observation
-        previous, truncated = self._previous(record, [c.observations for c in record.buffered_observation_chunks])
+        previous, truncated = self._previous(record, [c.observations for c in record.buffered_observation_chunks],
+                                             unseen_reflection=unseen_reflection)
         request = ObserverRequest(
             history=self._history(candidates),
             previous_observations=previous,
             previous_truncated=truncated,
             hints={"": self._hints_for(key)} if self.rules.buffered_call_shows_hints else {},
             skip_continuation_hints=True,
+            messages={"": candidates},
+            line_history=self.rules.history_lines,
+            thread_title=obs.thread_title,
+            hint_tags=self._hint_tags(buffered=True),
         )
-        system = render_observer_system_prompt(
+        system = self.wording.observer_system_prompt(
             self.config.prompt_variant, multi_thread=False, instruction=obs.instruction, thread_title=obs.thread_title,
             hint_tags=self._hint_tags(buffered=True),
         )
         try:
             call = await call_observer(
-                self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+                self.observer, obs.model, system, self.wording.observer_request(request, obs.request_layout),
                 multi_thread=False, previous_observations=previous, new_messages=request.history,
                 **self._observer_rules(buffered=True),
             )
@@ -391,7 +400,7 @@ class Buffering(EngineState):
             for t, p in parts.items() if p.observations
         )
 
-    async def _buffer_observations_resource(self) -> BufferedChunk | None:
+    async def _buffer_observations_resource(self, unseen_reflection: str | None = None) -> BufferedChunk | None:
         """One resource-scope buffering pass: every thread's messages that no chunk covers, observed in batches
         (``max_tokens_per_batch``) into one chunk with a part per thread. Failures are recorded as
         ``observation_buffer_failed`` and never raised; a failed pass stores nothing."""
@@ -412,7 +421,7 @@ class Buffering(EngineState):
         calls: list[ObserverCall] = []
         try:
             if self.config.observation.batch_mode == "parallel":
-                previous = self._previous(record, prior)
+                previous = self._previous(record, prior, unseen_reflection=unseen_reflection)
                 results = await asyncio.gather(
                     *(self._observe_batch(b, sent, previous, buffered=True) for b in batches), return_exceptions=True
                 )
@@ -425,7 +434,8 @@ class Buffering(EngineState):
             else:  # each batch sees the parts of the batches before it
                 for batch in batches:
                     extra = [*prior, self._chunk_text(parts)] if parts else prior
-                    calls.append(await self._observe_batch(batch, sent, self._previous(record, extra), buffered=True))
+                    calls.append(await self._observe_batch(batch, sent, self._previous(
+                        record, extra, unseen_reflection=unseen_reflection), buffered=True))
                     parts.update(self._chunk_parts(batch, sent, calls[-1]))
         except Exception as error:  # the calls that did answer were paid for: count them
             replies = [r for call in calls for r in call.replies] + list(getattr(error, "replies", ()))

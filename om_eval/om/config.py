@@ -25,14 +25,17 @@ from om_eval.om.thresholds import (
 )
 
 Scope = Literal["thread", "resource"]
-PromptVariant = Literal["current", "current_v1_3", "legacy", "condensed"]
+PromptVariant = Literal["current", "current_v1_3", "legacy", "condensed", "mastra_exact"]
 ContextLayout = Literal["chunked", "single"]
 RequestLayout = Literal["split", "single"]
 BatchMode = Literal["parallel", "sequential"]
 OtherThreadsOrder = Literal["newest_first", "oldest_first"]
 
 SCOPES = ("thread", "resource")
-PROMPT_VARIANTS = ("current", "current_v1_3", "legacy", "condensed")
+#: om-eval's own wordings (``prompts/*.toml``).
+PARAPHRASE_VARIANTS = ("current", "current_v1_3", "legacy", "condensed")
+#: ``mastra_exact``: a Mastra release's own prompts, from the pack handed to the engine (:mod:`om_eval.om.wording`).
+PROMPT_VARIANTS = (*PARAPHRASE_VARIANTS, "mastra_exact")
 CONTEXT_LAYOUTS = ("chunked", "single")
 REQUEST_LAYOUTS = ("split", "single")
 BATCH_MODES = ("parallel", "sequential")
@@ -185,6 +188,10 @@ class ObservationConfig:
     holds the continuation reminder shown at the first step whenever there were observations
     (:data:`om_eval.om.thresholds.REMINDER_TOKENS_1_10` tokens more). It moves the activation gate, the forced
     boundary and the projected remainder. ``False`` (om-eval) counts the unobserved messages only."""
+    buffer_ignores_new_reflection: bool = False
+    """1.10's buffering pass at a turn's first step reads the record as the step began: a reflection buffered in
+    that step (after an activation, or at the reflection check) does not yet stand in for the lines it condenses in
+    the pass's previous observations (1.10 starts both in the background). ``False`` (om-eval): the pass sees it."""
 
 
 @dataclass(frozen=True)
@@ -219,7 +226,8 @@ class OMConfig:
     """Let messages use the part of the observation budget that observations do not (needs buffering off)."""
     prompt_variant: PromptVariant = "current"
     """Observer prompt: ``current`` (1.10), ``current_v1_3`` (1.3, Mastra's published runs), ``legacy`` (Jan 2026)
-    or ``condensed``."""
+    or ``condensed``, all in om-eval's words; or ``mastra_exact``: a Mastra release's own prompts, from the prompt
+    pack the engine is built with (``ObservationalMemory(config, prompts=load_pack(version))``)."""
     obscure_thread_ids: bool = False
     """Replace thread ids by a short hash wherever a model or the actor could see them."""
     thread_id_hash: ThreadIdHash = "xxh32"
@@ -389,7 +397,7 @@ class OMConfig:
         _check_choice("observation.batch_mode", obs.batch_mode, BATCH_MODES)
         _check_choice("observation.buffer_candidates", obs.buffer_candidates, BUFFER_CANDIDATES)
         _check_choice("observation.request_layout", obs.request_layout, REQUEST_LAYOUTS)
-        for name in ("thread_title", "activation_counts_reminder"):
+        for name in ("thread_title", "activation_counts_reminder", "buffer_ignores_new_reflection"):
             if not isinstance(getattr(obs, name), bool):
                 _fail(f"observation.{name}", getattr(obs, name), "must be true or false")
         prev = obs.previous_observer_tokens

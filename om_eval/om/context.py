@@ -139,6 +139,13 @@ def _shown_observations(inputs: ContextInputs) -> str:
                                                                      keep_link_labels=inputs.keep_link_labels)
 
 
+def dated_observations(inputs: ContextInputs) -> list[str]:
+    """The observations as the actor reads them, dated relative to ``inputs.now`` and split into chunks on message
+    boundaries (the whole text is optimised and annotated before it is split, so gap markers between chunks
+    survive)."""
+    return split_observation_chunks(annotate_observations(_shown_observations(inputs), inputs.now))
+
+
 def _other_block(texts: Mapping[str, str], inputs: ContextInputs) -> str | None:
     body = format_other_conversations(inputs.other_conversations, line_history=inputs.line_history)
     if not body:
@@ -179,8 +186,7 @@ def actor_memory_messages(inputs: ContextInputs, layout: str = "chunked") -> lis
 def build_actor_context(inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
     """The memory messages placed before the conversation's unobserved tail (1.x's formatting of them)."""
     texts = load_prompts("context")
-    # Optimise and annotate the whole text before splitting, so gap markers between chunks survive.
-    shown = split_observation_chunks(annotate_observations(_shown_observations(inputs), inputs.now))
+    shown = dated_observations(inputs)
     other = _other_block(texts, inputs)
     if layout == "single":
         parts = ["\n" + texts["preamble"]]

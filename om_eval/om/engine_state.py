@@ -22,9 +22,11 @@ from om_eval.om.rules import EngineRules
 from om_eval.om.tokens import TokenCounter
 
 if TYPE_CHECKING:
+    from om_eval.om.exact.pack import PromptPack
     from om_eval.om.observer import ObserverCall, ThreadHints
     from om_eval.om.parsing import ObserverOutput
     from om_eval.om.threads import ThreadLoad
+    from om_eval.om.wording import Wording
 
 
 @dataclass
@@ -41,6 +43,8 @@ class EngineState:
     config: OMConfig
     rules: EngineRules
     """The rules the engine follows, chosen once from :attr:`config` (:func:`om_eval.om.rules.rules_for`)."""
+    wording: Wording
+    """Whose words the models read (:mod:`om_eval.om.wording`), chosen once when the memory is built."""
     observer: ChatModel
     reflector: ChatModel
     resource_id: str
@@ -76,6 +80,7 @@ class EngineState:
             self, config: OMConfig, *, observer: ChatModel, reflector: ChatModel | None = None,
             resource_id: str = "default", token_counter: TokenCounter | None = None,
             clock: Callable[[], datetime] | None = None, on_event: Callable[[OMEvent], None] | None = None,
+            prompts: PromptPack | Wording | None = None,
         ) -> None: ...
 
         # memory.py: identity, lookups, thresholds, observation, events
@@ -100,7 +105,8 @@ class EngineState:
                                    background_only: bool = False) -> ObservationOutcome: ...
         def _append(self, existing: str, new: str, at: datetime) -> str: ...
         def _separator(self, at: datetime) -> str: ...
-        def _previous(self, record: OMRecord, extra: Sequence[str] = ()) -> tuple[str, bool]: ...
+        def _previous(self, record: OMRecord, extra: Sequence[str] = (), *,
+                      unseen_reflection: str | None = None) -> tuple[str, bool]: ...
         def _history(self, messages: Sequence[Message]) -> str: ...
         def _take_from_queue(self, thread_id: str, ids: set[str]) -> int: ...
         def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int: ...

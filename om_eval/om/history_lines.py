@@ -100,17 +100,18 @@ def _message_lines(message: Message, counters: dict[str, int], cap: int | None) 
     return [_Line(date, time, title, body) for title, body in pieces if body]
 
 
-def format_history_lines(
+def history_line_sections(
     messages: Sequence[Message], max_part_length: int | None = None, *, counters: dict[str, int] | None = None
-) -> str:
-    """``messages`` as 1.15+ shows them to the Observer (and, cut at 500, in the other-conversations block).
-
-    ``counters`` numbers images and files; a multi-thread call shares one across its threads."""
+) -> list[str]:
+    """Each message's lines as 1.15+ writes them in a history, one text per message ("" for a message with
+    nothing to show): the date and time carry over from the message before, so the texts joined by a newline
+    are :func:`format_history_lines`. 1.31's history message sends one text part per message."""
     counters = {} if counters is None else counters
-    out: list[str] = []
+    sections: list[str] = []
     previous_date: str | None = None
     previous_time: str | None = None
     for message in messages:
+        out: list[str] = []
         for line in _message_lines(message, counters, max_part_length):
             if line.date != previous_date:
                 out.append(f"{line.date}:")
@@ -118,7 +119,17 @@ def format_history_lines(
             shown = f" ({line.time})" if line.time != previous_time else ""
             out.append(f"{line.title}{shown}: {line.body}")
             previous_time = line.time
-    return "\n".join(out)
+        sections.append("\n".join(out))
+    return sections
+
+
+def format_history_lines(
+    messages: Sequence[Message], max_part_length: int | None = None, *, counters: dict[str, int] | None = None
+) -> str:
+    """``messages`` as 1.15+ shows them to the Observer (and, cut at 500, in the other-conversations block).
+
+    ``counters`` numbers images and files; a multi-thread call shares one across its threads."""
+    return "\n".join(s for s in history_line_sections(messages, max_part_length, counters=counters) if s)
 
 
 def format_thread_lines(threads: Mapping[str, Sequence[Message]], max_part_length: int | None = None) -> str:

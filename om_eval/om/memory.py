@@ -48,6 +48,7 @@ from om_eval.om.buffering import Buffering
 from om_eval.om.config import MastraRelease, OMConfig
 from om_eval.om.dates import format_boundary
 from om_eval.om.engine_state import MessageQueue
+from om_eval.om.exact.pack import PromptPack
 from om_eval.om.groups import group_id_for, message_range, wrap_in_group
 from om_eval.om.history_lines import format_history_lines, format_thread_lines
 from om_eval.om.model import ChatModel, ModelReply
@@ -58,8 +59,6 @@ from om_eval.om.observer import (
     call_observer,
     format_messages,
     format_thread_blocks,
-    render_observer_request,
-    render_observer_system_prompt,
 )
 from om_eval.om.outcomes import ObservationOutcome, OMEvent
 from om_eval.om.parsing import (
@@ -93,6 +92,7 @@ from om_eval.om.tokens import (
     default_counter,
 )
 from om_eval.om.truncation import prepare_previous_observations
+from om_eval.om.wording import Wording, wording_for
 
 
 def _canonical(message: Message) -> str:
@@ -121,6 +121,13 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         clock: returns "now" for record timestamps; by default the time of the latest message, which keeps
             replays deterministic.
         on_event: called with every :class:`OMEvent` as it happens.
+        prompts: whose words the models read: ``None`` for om-eval's own (:data:`~om_eval.om.wording.PARAPHRASE`),
+            or, with ``prompt_variant="mastra_exact"``, a Mastra release's
+            (:func:`om_eval.om.exact.load_pack`), which must fit the engine settings
+            (:func:`~om_eval.om.wording.release_conflicts`); any :class:`~om_eval.om.wording.Wording` also does.
+
+    Raises:
+        ConfigError: ``prompts`` do not fit ``config`` (the message names the settings and what they need).
     """
 
     def __init__(
@@ -133,9 +140,11 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         token_counter: TokenCounter | None = None,
         clock: Callable[[], datetime] | None = None,
         on_event: Callable[[OMEvent], None] | None = None,
+        prompts: PromptPack | Wording | None = None,
     ) -> None:
         self.config = config
         self.rules = rules_for(config)
+        self.wording = wording_for(config, prompts)
         self.observer = observer
         self.reflector = reflector or observer
         self.resource_id = resource_id
@@ -384,14 +393,17 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
     def _separator(self, at: datetime) -> str:
         return format_boundary(at) if self.config.boundary_delimiters else "\n\n"
 
-    def _previous(self, record: OMRecord, extra: Sequence[str] = ()) -> tuple[str, bool]:
+    def _previous(self, record: OMRecord, extra: Sequence[str] = (), *,
+                  unseen_reflection: str | None = None) -> tuple[str, bool]:
         """The prior observations the Observer sees (§1.14): ``extra`` texts (buffered chunks) are appended, and
-        with a token budget a buffered reflection stands in for the lines it condenses."""
+        with a token budget a buffered reflection stands in for the lines it condenses (unless it is
+        ``unseen_reflection``, one the call does not see yet)."""
         budget = self.config.observation.previous_observer_tokens
         chunks = "\n\n".join(t for t in extra if t)
         joint = self.rules.buffered_mark  # 1.31 marks where the chunks not yet activated begin
         text = joint.join(t for t in (record.active_observations, chunks) if t)
-        if budget is not False and record.buffered_reflection and record.reflected_observation_line_count:
+        seen = record.buffered_reflection is not None and record.buffered_reflection != unseen_reflection
+        if budget is not False and seen and record.buffered_reflection and record.reflected_observation_line_count:
             rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
             text = record.buffered_reflection + ("\n\n" + rest if rest else "")
         return prepare_previous_observations(text, budget, self.counter.count_text)
@@ -460,8 +472,12 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
             previous_truncated=truncated,
             hints={"": self._hints_for(thread_id)},
             hint_blocks=self.rules.hint_sections,
+            messages={"": messages},
+            line_history=self.rules.history_lines,
+            thread_title=obs.thread_title,
+            hint_tags=self._hint_tags(),
         )
-        system = render_observer_system_prompt(
+        system = self.wording.observer_system_prompt(
             self.config.prompt_variant,
             multi_thread=False,
             instruction=obs.instruction,
@@ -471,7 +487,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         before = record.observation_token_count
         try:
             call = await call_observer(
-                self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+                self.observer, obs.model, system, self.wording.observer_request(request, obs.request_layout),
                 multi_thread=False, previous_observations=previous, new_messages=request.history,
                 **self._observer_rules(),
             )
@@ -575,20 +591,25 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         obs = self.config.observation
         shown = {load.thread_id: self.shown_thread_id(load.thread_id) for load in batch}
         hidden = buffered and not self.rules.buffered_call_shows_hints
+        by_shown = {shown[t]: sent[t] for t in shown}
         request = ObserverRequest(
-            history=self._thread_history({shown[t]: sent[t] for t in shown}),
+            history=self._thread_history(by_shown),
             previous_observations=previous[0],
             previous_truncated=previous[1],
             thread_count=len(batch),
             hints={} if hidden else {shown[t]: self._hints_for(t) for t in shown},
             skip_continuation_hints=buffered,
+            messages=by_shown,
+            line_history=self.rules.history_lines,
+            thread_title=obs.thread_title,
+            hint_tags=self._hint_tags(buffered=buffered),
         )
-        system = render_observer_system_prompt(
+        system = self.wording.observer_system_prompt(
             self.config.prompt_variant, multi_thread=True, instruction=obs.instruction,
             thread_title=obs.thread_title, hint_tags=self._hint_tags(buffered=buffered),
         )
         return await call_observer(
-            self.observer, obs.model, system, render_observer_request(request, obs.request_layout),
+            self.observer, obs.model, system, self.wording.observer_request(request, obs.request_layout),
             multi_thread=True, thread_ids=tuple(shown.values()), previous_observations=previous[0],
             new_messages=request.history, **self._observer_rules(buffered=buffered),
         )

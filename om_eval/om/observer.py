@@ -25,7 +25,7 @@ from typing import Any
 
 from om_eval.om.config import ModelSettings, ReplyChecks
 from om_eval.om.js.text import utf16_len, utf16_prefix
-from om_eval.om.model import ChatModel, ModelReply, complete_checked
+from om_eval.om.model import ChatMessage, ChatModel, ModelReply, complete_checked
 from om_eval.om.parsing import (
     CONTINUATION_HINT_TAGS,
     READING_1_10,
@@ -281,6 +281,15 @@ class ObserverRequest:
     skip_continuation_hints: bool = False
     hint_blocks: bool = False
     """1.27+: a single thread's prior hints are listed, then repeated as their tag blocks."""
+    messages: Mapping[str, Sequence[Message]] = field(default_factory=dict)
+    """The messages ``history`` shows, by thread id as shown to the model ('' for a single thread), in order: a
+    Mastra release's own builders (:mod:`om_eval.om.wording`) format them one by one."""
+    line_history: bool = False
+    """``history`` is in 1.15+'s line format (:mod:`om_eval.om.history_lines`), not 1.10's message blocks."""
+    thread_title: bool = False
+    """The Observer is asked for a thread title (``observation.thread_title``)."""
+    hint_tags: tuple[str, ...] | None = None
+    """1.27+: the hint sections this call asks for (none for a buffered call); ``None`` is 1.10's way of asking."""
 
 
 def _previous_section(request: ObserverRequest, texts: Mapping[str, str]) -> list[str]:
@@ -328,7 +337,7 @@ def _history_section(request: ObserverRequest, texts: Mapping[str, str]) -> list
     return section
 
 
-def render_observer_request(request: ObserverRequest, layout: str = "split") -> list[dict[str, str]]:
+def render_observer_request(request: ObserverRequest, layout: str = "split") -> list[ChatMessage]:
     """The user message(s): ``split`` = task message then history message (1.10); ``single`` = one (1.1)."""
     texts = load_prompts("observer_request")
     if layout == "split":
@@ -431,7 +440,7 @@ async def call_observer(
     model: ChatModel,
     settings: ModelSettings,
     system_prompt: str,
-    user_messages: Sequence[Mapping[str, str]],
+    user_messages: Sequence[ChatMessage],
     *,
     multi_thread: bool,
     thread_ids: Sequence[str] = (),
@@ -453,7 +462,7 @@ async def call_observer(
     With ``checks="mastra"`` only 1.10's rule applies (see :func:`_call_observer_as_mastra`). ``reading`` is the
     repetition-loop detector and hint rule the replies are read with.
     """
-    messages = [{"role": "system", "content": system_prompt}, *user_messages]
+    messages: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *user_messages]
     if checks == "mastra":
         return await _call_observer_as_mastra(model, settings, messages, multi_thread=multi_thread, reading=reading)
 
@@ -512,7 +521,7 @@ async def call_observer(
 async def _call_observer_as_mastra(
     model: ChatModel,
     settings: ModelSettings,
-    messages: Sequence[Mapping[str, str]],
+    messages: Sequence[ChatMessage],
     *,
     multi_thread: bool,
     reading: ReplyReading,

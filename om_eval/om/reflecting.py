@@ -338,7 +338,7 @@ class Reflecting(EngineState):
         tags = self._hint_tags(buffered=buffered, reflector=True)
         reading = ReplyReading(rules.degenerate_detector, tags or ())
         return {"checks": rules.reply_checks, "reading": reading, "anchor_ids": rules.reflector_anchor_ids,
-                "empty_fails": rules.empty_reflection_fails, "hint_tags": tags}
+                "empty_fails": rules.empty_reflection_fails, "hint_tags": tags, "wording": self.wording}
 
     def _reflection_due(self, tokens: int) -> bool:
         """Above the threshold; 1.31 also reflects at it."""

@@ -27,6 +27,7 @@ import math
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from om_eval.om.anchors import inject_anchor_ids
 from om_eval.om.config import MAX_COMPRESSION_LEVEL, ModelSettings, ReplyChecks
@@ -48,6 +49,37 @@ from om_eval.om.parsing import (
 )
 from om_eval.om.prompts import load_prompts
 from om_eval.om.tokens import TokenCounter
+
+
+class ReflectorWording(Protocol):
+    """What the ladder asks of a wording (:class:`om_eval.om.wording.Wording` has it): the prompts and the levels."""
+
+    @property
+    def max_compression_level(self) -> int: ...
+
+    def reflector_system_prompt(self, variant: str, instruction: str | None = None,
+                                hint_tags: Sequence[str] | None = None) -> str: ...
+
+    def reflector_request(self, observations: str, level: int, *, guidance: str | None = None,
+                          skip_continuation_hints: bool = False, anchor_ids: bool = True,
+                          hint_tags: Sequence[str] = (), prior_hints: Mapping[str, str] | None = None) -> str: ...
+
+
+class OwnWords:
+    """om-eval's own words for the Reflector (``prompts/reflector.toml``): the ladder's default wording."""
+
+    max_compression_level = MAX_COMPRESSION_LEVEL
+
+    def reflector_system_prompt(self, variant: str, instruction: str | None = None,
+                                hint_tags: Sequence[str] | None = None) -> str:
+        return render_reflector_system_prompt(variant, instruction, hint_tags)
+
+    def reflector_request(self, observations: str, level: int, *, guidance: str | None = None,
+                          skip_continuation_hints: bool = False, anchor_ids: bool = True,
+                          hint_tags: Sequence[str] = (), prior_hints: Mapping[str, str] | None = None) -> str:
+        return render_reflector_request(observations, level, guidance=guidance,
+                                        skip_continuation_hints=skip_continuation_hints, anchor_ids=anchor_ids,
+                                        hint_tags=hint_tags, prior_hints=prior_hints)
 
 _BLANK_RUNS = re.compile(r"\n{3,}")
 #: Extra levels the ladder may climb above its start level.
@@ -231,6 +263,7 @@ async def reflect_observations(
     empty_fails: bool = False,
     hint_tags: Sequence[str] | None = None,
     prior_hints: Mapping[str, str] | None = None,
+    wording: ReflectorWording | None = None,
 ) -> ReflectionResult:
     """Run the compression ladder from ``start_level`` until an attempt is below ``target`` (§3.5).
 
@@ -240,17 +273,23 @@ async def reflect_observations(
     last attempt is the result (see :func:`_ladder_as_mastra`). ``reading`` is the repetition-loop detector and hint
     rule the replies are read with;
     ``anchor_ids`` shows the observations with anchor ids (1.9-1.10) or without (1.12+); ``hint_tags`` and
-    ``prior_hints`` ask for the hints as 1.27+ does (:func:`render_reflector_request`).
+    ``prior_hints`` ask for the hints as 1.27+ does (:func:`render_reflector_request`). ``wording`` renders the
+    prompts (default om-eval's own, :class:`OwnWords`; a Mastra release's: :mod:`om_eval.om.wording`); its highest
+    compression level caps the ladder.
 
     Raises:
         ReflectionError: every attempt failed (never with ``checks="mastra"``).
     """
+    wording = wording or OwnWords()
     input_tokens = counter.count_text(observations)
-    system_prompt = render_reflector_system_prompt(variant, instruction, hint_tags)
-    max_level = min(MAX_COMPRESSION_LEVEL, start_level + LADDER_HEIGHT)
+    system_prompt = wording.reflector_system_prompt(variant, instruction, hint_tags)
+    top = min(MAX_COMPRESSION_LEVEL, wording.max_compression_level)
+    if start_level > top:
+        raise ValueError(f"compression level {start_level} is invalid: these prompts have levels 0-{top}")
+    max_level = min(top, start_level + LADDER_HEIGHT)
 
     def ask(level: int, check: Callable[[str], str | None]) -> Awaitable[ModelReply]:
-        request = render_reflector_request(
+        request = wording.reflector_request(
             observations, level, guidance=guidance, skip_continuation_hints=skip_continuation_hints,
             anchor_ids=anchor_ids, hint_tags=hint_tags or (), prior_hints=prior_hints,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from om_eval.common.secrets import redact_secrets
 from om_eval.om.config import OMConfig
@@ -25,6 +25,10 @@ from om_eval.om.tokens import (
     TokenCounter,
     count_message,
 )
+
+if TYPE_CHECKING:
+    from om_eval.om.exact.pack import PromptPack
+    from om_eval.om.wording import Wording
 
 SNAPSHOT_FORMAT = "om-eval/memory@1"
 
@@ -71,13 +75,15 @@ class Snapshots(EngineState):
         clock: Callable[[], datetime] | None = None,
         on_event: Callable[[OMEvent], None] | None = None,
         config: OMConfig | None = None,
+        prompts: PromptPack | Wording | None = None,
     ) -> Self:
         """Rebuild a memory saved by :meth:`snapshot`.
 
         With the same token estimator the state is restored exactly. With another one, message and observation
         tokens are recounted with it and reflection back-off is reset (its token marks were in the old units).
         A snapshot stores its config with credentials redacted (``***``); pass the live ``config`` to keep
-        observing with provider options that carry credentials.
+        observing with provider options that carry credentials. A memory of ``prompt_variant="mastra_exact"``
+        needs its ``prompts`` (the pack) again, as when it was built.
         """
         if data.get("format") != SNAPSHOT_FORMAT:
             raise ValueError(
@@ -86,6 +92,7 @@ class Snapshots(EngineState):
         memory = cls(
             config or OMConfig.from_dict(data["config"]), observer=observer, reflector=reflector,
             resource_id=data["resource_id"], token_counter=token_counter, clock=clock, on_event=on_event,
+            prompts=prompts,
         )
         same_counter = memory.counter.name == data["token_counter"]
         memory._threads = {k: ThreadState.from_dict(v) for k, v in data["threads"].items()}

@@ -24,6 +24,9 @@ PINS = {
     "smoke om=retrieval": ("1b3b337035b1d308", "f4c50be0430a2446"),
     "locomo_quickstart": ("f32b335d7355198e", "53ddbae926e190c3"),
     "mastra_gpt4o": ("06025b214f7b8ace", "ff8d598ffeb543a9"),
+    # Mastra's own prompts (prompt=mastra_exact): the pack's identity stands where om-eval's prompt hash does.
+    "mastra_gpt4o_strict": ("b8b5a25c73e43093", "3c3529a4e7c645da"),
+    "mastra_v1_31_strict": ("5a2cae9506a9f1e1", "71e4127800f7c495"),
 }
 
 
@@ -32,5 +35,6 @@ def test_the_preset_keeps_its_run_id_and_memory_key(tmp_path: Path, preset: str)
     experiment, *overrides = preset.split()
     config = compose_run(tmp_path, *overrides, experiment=experiment)
     spec = spec_from_config(OmegaConf.to_container(config, resolve=True))
-    key = memory_hash(spec.om, spec.replay, make_counter(spec.token_estimator).name)
+    prompts = spec.mastra_prompts.identity if spec.mastra_prompts is not None else None
+    key = memory_hash(spec.om, spec.replay, make_counter(spec.token_estimator).name, prompts)
     assert (spec.config_hash, key) == PINS[preset]

@@ -13,7 +13,7 @@ from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.cli.demo import add_parser as add_demo_parser
 from om_eval.experiment.app import CONFIG_DIR
 from om_eval.experiment.spec import spec_from_config
-from om_eval.om.config import PROMPT_VARIANTS, ConfigError
+from om_eval.om.config import PARAPHRASE_VARIANTS, PROMPT_VARIANTS, ConfigError
 from om_eval.om.rules import rules_for
 from tests.runs import compose_run
 
@@ -52,7 +52,7 @@ def test_the_demo_offers_every_prompt_variant() -> None:
     add_demo_parser(commands)
     demo = commands.choices["demo"]
     (variant,) = [action for action in demo._actions if action.dest == "variant"]
-    assert tuple(variant.choices) == PROMPT_VARIANTS
+    assert tuple(variant.choices) == PARAPHRASE_VARIANTS  # mastra_exact needs a pack (Node once): not in the demo
     assert {path.stem for path in (CONFIG_DIR / "prompt").glob("*.yaml")} == set(PROMPT_VARIANTS)
 
 
@@ -105,7 +105,8 @@ def test_the_1_31_strict_harness_is_the_strict_one_on_the_1_31_engine(tmp_path: 
     rules = rules_for(spec.om)
     assert rules.release == "v1_31" and rules.reply_checks == "mastra" and rules.thread_sections == "mastra"
     assert rules.failed_reflection == "skip_while_unchanged"
-    assert spec.om.reflection.start_level == "auto" and spec.om.prompt_variant == "current"
+    assert spec.om.reflection.start_level == "auto" and spec.om.prompt_variant == "mastra_exact"
+    assert spec.mastra_prompts is not None and spec.mastra_prompts.version == "1.31.0"
     for harness in ("judge", "dataset"):
         assert newer[harness] == older[harness], harness
     assert newer["models"]["judge"] == older["models"]["judge"]

@@ -37,6 +37,17 @@ def test_stage_detection_by_prompt_headings() -> None:
     assert detect_stage([{"role": "user", "content": "Question: where do I live?"}]) == "actor"
 
 
+def test_a_history_sent_as_text_parts_is_read_like_one_text() -> None:
+    """``prompt=mastra_exact`` sends a release's history message as one text part per message."""
+    system, task, history = observer_messages()
+    heading, _, body = history["content"].partition("\n\n")
+    blocks = body.split("\n\n---\n\n")
+    parts = [heading + "\n\n", blocks[0], "\n\n---\n\n", blocks[1]]
+    split = [system, task, {"role": "user", "content": [{"type": "text", "text": p} for p in parts]}]
+    assert detect_stage(split) == "observer"
+    assert complete(ScriptedModel(), split, "observer") == complete(ScriptedModel(), observer_messages(), "observer")
+
+
 def test_observer_output_parses_and_is_dated() -> None:
     parsed = parse_observer_output(complete(ScriptedModel(), observer_messages(), "observer"))
     assert parsed.observations.splitlines() == [

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from om_eval.om.config import (
     OMConfig,
     ReflectionConfig,
 )
+from om_eval.om.exact import PromptPack
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatMessage, ModelReply
 from om_eval.om.records import Message
@@ -81,8 +82,15 @@ def _parse(stamp: str) -> datetime:
 # --------------------------------------------------------------------------- stand-in models
 
 
+def _content_text(content: Any) -> str:
+    """A message's text: its string, or its text parts joined by newlines (as the script's ``promptText``)."""
+    if isinstance(content, str):
+        return content
+    return "\n".join(str(part.get("text") or "") for part in content)
+
+
 def _prompt_text(messages: Sequence[ChatMessage]) -> str:
-    return "\n".join(str(m["content"]) for m in messages if m["role"] != "system")
+    return "\n".join(_content_text(m["content"]) for m in messages if m["role"] != "system")
 
 
 Fact = tuple[str, str, str, str]  # tag, day, time, words
@@ -163,10 +171,15 @@ class StandIn:
 
     kind: str
     calls: list[dict[str, Any]]
+    record_prompts: bool = False
+    """Keep each call's messages too (``prompt``), as the script does with ``recordPrompts``."""
 
     async def complete(self, messages: Sequence[ChatMessage], *, stage: str, settings: ModelSettings) -> ModelReply:
         text = _prompt_text(messages)
-        self.calls.append({"kind": self.kind, "tags": list(dict.fromkeys(m.group(1) for m in TAG.finditer(text)))})
+        call = {"kind": self.kind, "tags": list(dict.fromkeys(m.group(1) for m in TAG.finditer(text)))}
+        if self.record_prompts:
+            call["prompt"] = [dict(m) for m in messages]
+        self.calls.append(call)
         reply = observer_reply(text) if self.kind == "observer" else reflector_reply(text)
         return ModelReply(reply, settings.model, prompt_tokens=10, completion_tokens=20, finish_reason="stop")
 
@@ -190,12 +203,17 @@ class Setting:
     """Which messages om-eval's buffer passes take (``after_cursor`` is 1.10's rule)."""
     activation_counts_reminder: bool = False
     """Count 1.10's continuation reminder in activation's pending tokens at later steps (1.10's rule)."""
+    buffer_ignores_new_reflection: bool = False
+    """A buffering pass at a turn's first step does not see a reflection buffered in that step (1.10's rule)."""
     mastra_release: str = "v1_10"
     """The release compared with; ``v1_31`` also sets what ``om=v1_31`` sets (sync reflection from the model's
     level, every previous observation shown to the Observer, Mastra's thread-section merge)."""
     sessions: tuple[int, int] = (3, 7)
     pairs: tuple[int, int] = (1, 6)
     """Ranges of sessions per conversation and pairs per session."""
+    exact: bool = False
+    """``prompt_variant="mastra_exact"``: om-eval reads the release's own prompts, and both sides record every
+    request whole (``tests/om/test_mastra_exact_differential.py``)."""
 
     def conversation(self, seed: int) -> dict[str, Any]:
         return conversation(seed, sessions=self.sessions, pairs=self.pairs)
@@ -203,7 +221,7 @@ class Setting:
     def node_config(self) -> dict[str, Any]:
         return {"scope": self.scope, "buffering": self.buffering, "messageTokens": self.message_tokens,
                 "observationTokens": self.observation_tokens, "maxTokensPerBatch": self.max_tokens_per_batch,
-                "obscureThreadIds": self.obscure_thread_ids}
+                "obscureThreadIds": self.obscure_thread_ids, "recordPrompts": self.exact}
 
     def om_config(self) -> OMConfig:
         newer = self.mastra_release == "v1_31"
@@ -211,14 +229,20 @@ class Setting:
             message_tokens=self.message_tokens, max_tokens_per_batch=self.max_tokens_per_batch,
             buffer_tokens=None if self.buffering else False, buffer_candidates=self.buffer_candidates,
             activation_counts_reminder=self.activation_counts_reminder,
+            buffer_ignores_new_reflection=self.buffer_ignores_new_reflection,
             previous_observer_tokens=False if newer else 2000,
         )
+        reflection = ReflectionConfig(observation_tokens=self.observation_tokens, start_level="auto" if newer else 0)
+        if self.exact:  # the stand-ins' model ids, which decide the start levels: each level has its own words
+            observation = replace(observation, model=ModelSettings(model="test/om-eval-observer"))
+            reflection = replace(reflection, model=ModelSettings(model="test/om-eval-reflector", temperature=0.0))
         return OMConfig(
             scope=self.scope, observation=observation,
-            reflection=ReflectionConfig(observation_tokens=self.observation_tokens, start_level="auto" if newer else 0),
+            reflection=reflection,
             obscure_thread_ids=self.obscure_thread_ids, resource_buffering=self.buffering and self.scope == "resource",
             mastra_release=self.mastra_release,  # type: ignore[arg-type]  # a release name; OMConfig checks it
             thread_sections="mastra" if newer else "om_eval",
+            prompt_variant="mastra_exact" if self.exact else "current",
         )
 
 
@@ -234,12 +258,14 @@ def _record_state(memory: ObservationalMemory, thread_id: str) -> dict[str, Any]
     }
 
 
-async def replay(conversation: dict[str, Any], setting: Setting) -> dict[str, Any]:
-    """Replay ``conversation`` through om-eval's engine: the structure the Node script prints."""
+async def replay(conversation: dict[str, Any], setting: Setting, prompts: PromptPack | None = None) -> dict[str, Any]:
+    """Replay ``conversation`` through om-eval's engine: the structure the Node script prints. ``prompts``: the
+    release's pack, for a setting with ``exact``."""
     calls: list[dict[str, Any]] = []
-    memory = ObservationalMemory(setting.om_config(), observer=StandIn("observer", calls),
-                                 reflector=StandIn("reflector", calls), resource_id=conversation["resource"],
-                                 token_counter=make_counter("tokenx"))
+    memory = ObservationalMemory(setting.om_config(), observer=StandIn("observer", calls, setting.exact),
+                                 reflector=StandIn("reflector", calls, setting.exact),
+                                 resource_id=conversation["resource"], token_counter=make_counter("tokenx"),
+                                 prompts=prompts)
     accounting = PendingCounter(setting.pending_accounting)  # type: ignore[arg-type]  # a reading name; PendingCounter checks it
     pairs = []
     for session in conversation["sessions"]:

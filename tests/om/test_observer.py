@@ -8,7 +8,7 @@ from datetime import datetime
 import pytest
 
 from om_eval.llm.scripted.model import ScriptedModel
-from om_eval.om.config import PROMPT_VARIANTS, ModelSettings
+from om_eval.om.config import PARAPHRASE_VARIANTS, ModelSettings
 from om_eval.om.observer import (
     QUESTION_EMOJI,
     ObserverOutputError,
@@ -69,7 +69,7 @@ def test_system_prompt_sections_and_variant_differences() -> None:
 
 
 def test_every_configurable_variant_renders() -> None:
-    assert set(VARIANTS) == set(PROMPT_VARIANTS) == set(QUESTION_EMOJI)
+    assert set(VARIANTS) == set(PARAPHRASE_VARIANTS) == set(QUESTION_EMOJI)
 
 
 @pytest.mark.parametrize("multi_thread", [False, True], ids=["single", "multi"])

@@ -31,7 +31,7 @@ def official_run(**changes: Any) -> dict[str, Any]:
     identity = {"mode": "official", "template_sha256": PINNED_SHA256, "model": OFFICIAL_MODEL["model"],
                 "parse": "official", **changes.pop("identity", {})}
     config = {"models": {"judge": {**OFFICIAL_MODEL, **changes.pop("judge_model", {})}},
-              "dataset": {"subset": {"seed": 0, **changes.pop("subset", {})}}}
+              "dataset": {"subset": {"seed": 0, **changes.pop("subset", {})}}, **changes.pop("config", {})}
     return {"run_id": "0123456789abcdef", "label": "official", "config_json": json.dumps(config),
             "judge_identity": json.dumps(identity), "dataset_sha256": LME_FILES["s"].sha256, "dataset_name": "s",
             "prompt_hashes": json.dumps({"om": "9ca17234f1181cd6"}), **changes}
@@ -127,8 +127,30 @@ def test_the_judge_model_is_described_in_words(judge_model: dict[str, Any], expe
     assert "None" not in condition.detail
 
 
+EXACT_PROMPTS = {"om": "mastra@1.3.0/current#53ce89e3b8090236", "package": "@mastra/memory", "version": "1.3.0",
+                 "variant": "current", "integrity": "sha512-RS4CTdBa+ekS4cELtB5mGvvv+6B6rWjJWUuJkdFcl"}
+
+
+def test_a_run_set_beside_mastras_numbers_must_read_mastras_own_prompts() -> None:
+    paraphrase = official_run(config={"experiment": "mastra_gpt4o"})
+    assert failed_names(paraphrase, judged()) == ["Mastra's own prompts"]
+    (line,) = verdict_lines(comparability(paraphrase, judged(), LME))[1:]
+    assert "prompts are om-eval's paraphrase, not Mastra's text" in line
+    exact = official_run(config={"experiment": "mastra_gpt4o_strict"}, prompt_hashes=json.dumps(EXACT_PROMPTS))
+    verdict = comparability(exact, judged(), LME)
+    assert verdict.comparable and "@mastra/memory 1.3.0 (current), integrity sha512-RS4CTdBa+e" in \
+        verdict.conditions[-1].detail
+    # A run not set beside Mastra's numbers, or a baseline reader of a mastra* preset, is not asked.
+    assert "Mastra's own prompts" not in [c.name for c in comparability(official_run(), judged(), LME).conditions]
+    reader = official_run(config={"experiment": "mastra_gpt4o"}, prompt_hashes=json.dumps({"baseline": "x"}))
+    assert comparability(reader, judged(), LME).comparable
+
+
 def test_the_checklist_is_printed_once_and_each_run_names_only_its_departures() -> None:
-    assert [name for name, _ in PROTOCOL] == [c.name for c in comparability(official_run(), judged(), LME).conditions]
+    mastra = official_run(config={"experiment": "mastra_gpt4o_strict"}, prompt_hashes=json.dumps(EXACT_PROMPTS))
+    assert [name for name, _ in PROTOCOL] == [c.name for c in comparability(mastra, judged(), LME).conditions]
+    assert [name for name, _ in PROTOCOL[:-1]] == [c.name for c in comparability(official_run(), judged(),
+                                                                                 LME).conditions]
     verdicts = [comparability(official_run(run_id=f"{i}" * 16, label=f"run{i}", identity={"mode": "house"}),
                               judged(7), LME) for i in range(3)]
     verdicts.append(comparability(official_run(run_id="f" * 16, label="best"), judged(), LME))

@@ -23,6 +23,21 @@ def test_the_published_setup_names_what_om_eval_changed(tmp_path: Path) -> None:
                      "capped at 10 tokens", "yes anywhere", "without a verdict is unjudged"):
         assert expected in text, expected
     assert "pending tokens" not in text  # benchmark_era counts as the dev code did
+    assert "prompts are om-eval's paraphrase, not Mastra's text (Mastra: @mastra/memory 1.3.0's own" in text
+
+
+def test_mastras_prompts_are_the_published_releases(tmp_path: Path) -> None:
+    exact = mastra_departures(resolved(tmp_path, "mastra_gpt4o", "prompt=mastra_exact"))
+    assert exact[-3:] == ["thread sections merged by om-eval's rule (Mastra: om.thread_sections=mastra)", *ALWAYS]
+    assert not any("prompts" in line for line in exact)
+    newer = mastra_departures(resolved(tmp_path, "mastra_gpt4o_strict", "om.observation.request_layout=split",
+                                       "om.context_layout=chunked", "prompt.mastra_version=1.10.0"))
+    assert newer[0] == "@mastra/memory 1.10.0's prompts (Mastra: 1.3.0's)"
+    found = mastra_departures(resolved(tmp_path, "mastra_v1_31_strict", "prompt=current"))
+    assert found == ["prompts are om-eval's paraphrase, not Mastra's text (Mastra: @mastra/memory 1.31.0's own; "
+                     "prompt=mastra_exact)", *ALWAYS]
+    reader = resolved(tmp_path, "mastra_gpt4o_strict", "baseline=full_context")
+    assert not any("prompt" in line for line in mastra_departures(reader))  # a reader reads no OM prompts
 
 
 def test_the_strict_preset_keeps_only_what_om_eval_cannot_reproduce(tmp_path: Path) -> None:

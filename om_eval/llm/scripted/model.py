@@ -277,7 +277,7 @@ class ScriptedModel:
             queue = self._pending.get(stage)
             fault = queue.pop(0) if queue else None
             self.call_counts[stage] += 1
-        plain = [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
+        plain = [{"role": str(m["role"]), "content": content_text(m.get("content"))} for m in messages]
         if fault in ERROR_FAULTS:
             self._remember(ScriptedCall(stage, plain, fault, ""))
             raise ScriptedModelError(f"scripted {stage} fault: simulated {fault}", ERROR_FAULTS[fault])
@@ -471,10 +471,18 @@ def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:
     return lines
 
 
+def content_text(content: Any) -> str:
+    """A message's text: a string as it is, a list of parts as their texts, one per line (a Mastra history message,
+    ``prompt=mastra_exact``, sends one part per message)."""
+    if isinstance(content, list):
+        return "\n".join(str(part.get("text") or "") for part in content if isinstance(part, Mapping))
+    return str(content or "")
+
+
 def detect_stage(messages: Sequence[ChatMessage]) -> str:
     """Tell observer, reflector, judge, actor and recall (an actor after tool results) requests apart by the headings
-    our prompts use."""
-    joined = "\n".join(str(m.get("content", "")) for m in messages)
+    our prompts use (Mastra's own prompts, ``prompt=mastra_exact``, use the same headings)."""
+    joined = "\n".join(content_text(m.get("content")) for m in messages)
     if load_prompts("observer_request")["history_heading"] in joined or buffer_of(messages) is not None:
         return "observer"
     if load_prompts("reflector")["request_heading"] in joined:

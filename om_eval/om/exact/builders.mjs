@@ -13,7 +13,8 @@
 //   {"id": n, "variant": "current", "get": "<name>"}                            an exported value
 //   {"id": n, "variant": "current", "names": true}                              the module's export names
 // Arguments are JSON, with a few objects revived: {"$undefined": true}, {"$messages": [...]},
-// {"$map": [[key, value], ...]}, {"$extractors": {"kind", "hints", "threadTitle"}}. A result that is a chat
+// {"$map": [[key, value], ...]}, {"$extractors": {"kind", "hints", "threadTitle"}}, {"$date": [y, m, d, h, ...]}
+// (a local date, as messages' times are). A result that is a chat
 // message ({role, content: [...]}) comes back as its text parts (null for a non-text part).
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -82,6 +83,7 @@ async function revive(mod, value) {
   if (value === null || typeof value !== "object") return value;
   if ("$undefined" in value) return undefined;
   if ("$messages" in value) return value.$messages.map(message);
+  if ("$date" in value) return localDate(value.$date);
   if ("$map" in value) {
     const entries = await Promise.all(value.$map.map(async ([k, v]) => [k, await revive(mod, v)]));
     return new Map(entries);
