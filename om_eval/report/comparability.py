@@ -15,7 +15,9 @@ report names each one that fails:
 7. **no re-runs kept for flips**: no question answered again after an answer of it was graded, whether seen as
    a verdict on an earlier answer or as a second fresh actor call that succeeded;
 8. **both aggregates shown**: task-averaged (Mastra's headline) and micro (the paper's) accuracy, both always
-   in om-eval's report, since vendors mix them.
+   in om-eval's report, since vendors mix them;
+9. **Mastra's own prompts**, for a run set beside Mastra's published numbers (a ``mastra*`` experiment): the models
+   read ``@mastra/memory``'s own text (``prompt=mastra_exact``), not om-eval's paraphrase of it.
 
 Another benchmark has no official judge protocol (LoCoMo vendors each use their own judge), so its runs are
 never comparable: the verdict says so rather than pretend.
@@ -33,6 +35,7 @@ from om_eval.bench.judging.judge import OFFICIAL_JUDGE_MODEL, PINNED_SHA256
 from om_eval.bench.pipeline import hypothesis_hash
 from om_eval.data.loader import EXPECTED_COUNTS, LME_FILES
 from om_eval.report._format import plural
+from om_eval.report.departures import PARAPHRASE_REASON
 
 __all__ = ["PROTOCOL", "Condition", "Verdict", "checklist_lines", "comparability", "comparability_markdown",
            "run_comparability", "verdict_lines"]
@@ -51,6 +54,8 @@ PROTOCOL: tuple[tuple[str, str], ...] = (
     ("one prompt for every category", "the actor gets the same instructions whatever the category"),
     ("no re-runs kept for flips", "no question answered again after an answer of it was graded"),
     ("both aggregates shown", "task-averaged and micro accuracy both reported"),
+    ("Mastra's own prompts", "a run set beside Mastra's published numbers (a mastra* experiment) reads "
+                             "@mastra/memory's own prompt text (prompt=mastra_exact)"),
 )
 
 
@@ -154,7 +159,19 @@ def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], be
     conditions.append(Condition("no re-runs kept for flips", not reruns,
                                 "; ".join(reruns) or "one answer per question"))
     conditions.append(Condition("both aggregates shown", True, "task-averaged and micro accuracy both reported"))
+    if str(config.get("experiment") or "").startswith("mastra") and "om" in prompts:  # an OM run (not a reader)
+        conditions.append(_prompt_condition(prompts))
     return Verdict(run["run_id"], label, tuple(conditions))
+
+
+def _prompt_condition(prompts: Mapping[str, Any]) -> Condition:
+    """Whose words a run set beside Mastra's published numbers read: the provenance names the package, or it is
+    om-eval's paraphrase (``runs.prompt_hashes``)."""
+    if prompts.get("package"):
+        return Condition("Mastra's own prompts", True,
+                         f"{prompts['package']} {prompts.get('version')} ({prompts.get('variant')}), integrity "
+                         f"{str(prompts.get('integrity'))[:19]}…")
+    return Condition("Mastra's own prompts", False, f"{PARAPHRASE_REASON} (prompt=mastra_exact reads Mastra's own)")
 
 
 def run_comparability(catalog: Any, run: Mapping[str, Any], benchmark: Benchmark) -> Verdict:

@@ -14,6 +14,9 @@ from typing import Any
 
 from om_eval.om.rules import release_rules
 
+#: Why a run that reads om-eval's paraphrase is not Mastra's, in the report's words.
+PARAPHRASE_REASON = "prompts are om-eval's paraphrase, not Mastra's text"
+
 #: What om-eval never reproduces, so every Mastra-like run carries it.
 ALWAYS = (
     "no re-asks of questions Mastra flagged for retry",
@@ -49,7 +52,22 @@ def mastra_departures(config: Mapping[str, Any]) -> list[str]:
                      "never applied; Mastra: om.reply_checks=mastra)")
     if (config.get("om") or {}).get("thread_sections", "om_eval") != "mastra":
         found.append("thread sections merged by om-eval's rule (Mastra: om.thread_sections=mastra)")
+    found += _prompt_departures(config)
     return [*found, *ALWAYS]
+
+
+def _prompt_departures(config: Mapping[str, Any]) -> list[str]:
+    """Whose words the models read: Mastra's published runs read @mastra/memory's own (1.3.0's; a 1.31 engine is
+    compared with 1.31.0's), om-eval's paraphrase is not their text."""
+    prompt = config.get("prompt")
+    if prompt is None:  # a baseline reader or another memory system: no OM prompts
+        return []
+    wanted = "1.31.0" if (config.get("om") or {}).get("mastra_release") == "v1_31" else "1.3.0"
+    if prompt.get("variant") != "mastra_exact":
+        return [f"{PARAPHRASE_REASON} (Mastra: @mastra/memory {wanted}'s own; prompt=mastra_exact)"]
+    if prompt.get("mastra_version") != wanted:
+        return [f"@mastra/memory {prompt.get('mastra_version')}'s prompts (Mastra: {wanted}'s)"]
+    return []
 
 
 def departure_notes(runs: Iterable[Mapping[str, Any]]) -> list[str]:
