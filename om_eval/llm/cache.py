@@ -98,6 +98,8 @@ class CachedResponse:
         request_model: the model id that was requested.
         tool_calls: the tool calls of the reply, in OpenAI's shape (stored only when there are some, so entries
             written before tools existed read back unchanged).
+        cached_prompt_tokens: of the original call's prompt tokens, those the provider read from its prompt cache
+            (stored only when it said, as ``tool_calls`` are).
     """
 
     text: str
@@ -108,6 +110,7 @@ class CachedResponse:
     created_at: str
     request_model: str
     tool_calls: tuple[Mapping[str, Any], ...] = ()
+    cached_prompt_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields."""
@@ -120,6 +123,7 @@ class CachedResponse:
             "created_at": self.created_at,
             "request_model": self.request_model,
             **({"tool_calls": [dict(call) for call in self.tool_calls]} if self.tool_calls else {}),
+            **({"cached_prompt_tokens": self.cached_prompt_tokens} if self.cached_prompt_tokens is not None else {}),
         }
 
     @classmethod
@@ -135,6 +139,7 @@ class CachedResponse:
             created_at=_required_str(data, "created_at"),
             request_model=_required_str(data, "request_model"),
             tool_calls=_tool_calls(data),
+            cached_prompt_tokens=_optional(data, "cached_prompt_tokens", int),
         )
 
 

@@ -148,6 +148,26 @@ def is_retryable(error: BaseException) -> bool:
                     "ServiceUnavailableError", "BadGatewayError"}
 
 
+def _usage_field(holder: Any, name: str) -> Any:
+    return holder.get(name) if isinstance(holder, Mapping) else getattr(holder, name, None)
+
+
+def cached_prompt_tokens(usage: Any) -> int | None:
+    """The prompt tokens a provider says it read from its prompt cache; ``None`` when its usage does not say.
+
+    OpenAI-shaped replies report ``prompt_tokens_details.cached_tokens`` (litellm maps Anthropic's
+    ``cache_read_input_tokens`` there too; a usage carrying only the latter is read from it). A server that reports
+    neither, such as llama-cpp-python's, leaves ``None``: unknown, not zero.
+    """
+    if usage is None:
+        return None
+    details = _usage_field(usage, "prompt_tokens_details")
+    value = _usage_field(details, "cached_tokens") if details is not None else None
+    if value is None:
+        value = _usage_field(usage, "cache_read_input_tokens")
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _retry_after(error: BaseException) -> float | None:
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None) or {}
@@ -272,6 +292,7 @@ class LLMClient:
                 self.ledger.add(CallRecord(
                     stage, request.model, hit.prompt_tokens, hit.completion_tokens, True,
                     time.time() - started, 0, 0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started,
+                    cached_prompt_tokens=hit.cached_prompt_tokens,
                 ))
                 return ModelReply(hit.text, hit.model, hit.prompt_tokens, hit.completion_tokens, cached=True,
                                   tool_calls=tuple(ToolCall.from_dict(call) for call in hit.tool_calls))
@@ -280,7 +301,7 @@ class LLMClient:
         async with self._semaphore(request.model):
             while True:
                 try:
-                    reply, cost = await self._send(request)
+                    reply, cost, provider_cached = await self._send(request)
                     break
                 except Exception as error:  # classified below: retried, or recorded and raised
                     if is_retryable(error) and retries < self.settings.max_retries:
@@ -301,14 +322,14 @@ class LLMClient:
         self.ledger.add(CallRecord(
             stage, request.model, reply.prompt_tokens, reply.completion_tokens, False, time.time() - started,
             retries, cost, error=None if problem is None else f"{REJECTED_PREFIX}{problem}",
-            cache_key=key, started_at=started,
+            cache_key=key, started_at=started, cached_prompt_tokens=provider_cached,
         ))
         if key is not None and problem is None:
             entry = CachedResponse(
                 text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens, cost_usd=cost,
                 created_at=datetime.now(UTC).isoformat(), request_model=request.model,
-                tool_calls=tuple(call.to_dict() for call in reply.tool_calls),
+                tool_calls=tuple(call.to_dict() for call in reply.tool_calls), cached_prompt_tokens=provider_cached,
             )
             await self._store(key, entry, request, stage, scope)
         return reply
@@ -409,7 +430,8 @@ class LLMClient:
         hinted = _retry_after(error)
         return max(delay, min(hinted, self.settings.backoff_max_s)) if hinted is not None else delay
 
-    async def _send(self, request: LLMRequest) -> tuple[ModelReply, float | None]:
+    async def _send(self, request: LLMRequest) -> tuple[ModelReply, float | None, int | None]:
+        """The reply, its cost and the prompt tokens the provider served from its prompt cache."""
         from om_eval.llm.providers import litellm_with_providers
 
         litellm = litellm_with_providers()
@@ -437,4 +459,4 @@ class LLMClient:
         answered_by = getattr(response, "model", None) or request.model
         cost = call_cost(request.model, prompt_tokens, completion_tokens)
         return ModelReply(text, answered_by, prompt_tokens, completion_tokens, finish_reason=finish_reason,
-                          tool_calls=tool_calls), cost
+                          tool_calls=tool_calls), cost, cached_prompt_tokens(usage)

@@ -35,6 +35,9 @@ class CallRecord:
     cache_key: str | None = None
     started_at: float = 0.0
     """Unix time the call started."""
+    cached_prompt_tokens: int | None = None
+    """Of ``prompt_tokens``, those the provider read from its own prompt cache, as it reported them (``None``: it
+    did not say). Not the response cache: that is ``cached``."""
 
     @property
     def rejected(self) -> bool:

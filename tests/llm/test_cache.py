@@ -235,6 +235,16 @@ def test_cached_response_round_trips_and_rejects_bad_fields() -> None:
         CachedResponse.from_dict({k: v for k, v in response.to_dict().items() if k != "model"})
 
 
+def test_a_providers_prompt_cache_count_is_kept_only_when_it_said_one() -> None:
+    said = CachedResponse(**{**_response().__dict__, "cached_prompt_tokens": 96})
+    assert said.to_dict()["cached_prompt_tokens"] == 96 and CachedResponse.from_dict(said.to_dict()) == said
+    # Unsaid, the entry is written as it was before the field existed, and such entries read back as unsaid.
+    assert "cached_prompt_tokens" not in _response().to_dict()
+    assert CachedResponse.from_dict(_response().to_dict()).cached_prompt_tokens is None
+    with pytest.raises(TypeError):
+        CachedResponse.from_dict({**said.to_dict(), "cached_prompt_tokens": "96"})
+
+
 @pytest.mark.parametrize("key", ["../../etc/passwd", "ABCDEF0123456789ABCD", "abc", "", "g" * 64])
 def test_keys_that_are_not_hex_digests_are_refused(tmp_path: Path, key: str) -> None:
     cache = ResponseCache(tmp_path)

@@ -13,6 +13,7 @@ from om_eval.llm.client import (
     LLMCallError,
     LLMClient,
     build_request,
+    cached_prompt_tokens,
     is_retryable,
     litellm_model_id,
     provider_params,
@@ -105,6 +106,43 @@ def test_retry_classification() -> None:
     assert all(is_retryable(Status(c)) for c in (408, 429, 500, 502, 503, 504))
     assert not any(is_retryable(Status(c)) for c in (400, 401, 403, 404, 422))
     assert is_retryable(TimeoutError()) and not is_retryable(ValueError("bad"))
+
+
+@pytest.mark.parametrize(("usage", "expected"), [
+    ({"prompt_tokens_details": {"cached_tokens": 8}}, 8),  # OpenAI's shape (vLLM and LiteLLM proxies report it too)
+    ({"cache_read_input_tokens": 8}, 8),  # Anthropic's
+    ({"prompt_tokens_details": {"cached_tokens": 0}}, 0),  # said, and none: zero, not unknown
+    ({}, None),  # llama-cpp-python's server says nothing: unknown
+])
+def test_the_providers_prompt_cache_count_reaches_the_ledger_and_the_response_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, usage: dict, expected: int | None
+) -> None:
+    import litellm
+
+    async def answer(**_kwargs: object) -> litellm.ModelResponse:
+        choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Lisbon"}}
+        tokens = litellm.Usage(prompt_tokens=20, completion_tokens=3, total_tokens=23, **usage)
+        return litellm.ModelResponse(model="m", choices=[choice], usage=tokens)
+
+    monkeypatch.setattr(litellm, "acompletion", answer)
+    llm, _ = client(tmp_path)
+    settings = ModelSettings(model="openai/m", temperature=0, provider_options={"api_key": "none"})
+    paid = run(llm.complete(QUESTION, stage="actor", settings=settings))
+    hit = run(llm.complete(QUESTION, stage="actor", settings=settings))
+    assert not paid.cached and hit.cached
+    # A hit carries the original call's usage, its provider-cached share included, as it carries prompt_tokens.
+    assert [(r.prompt_tokens, r.cached_prompt_tokens) for r in llm.ledger.records] == [(20, expected)] * 2
+
+
+def test_the_prompt_cache_count_is_read_from_objects_and_mappings() -> None:
+    import litellm
+
+    assert cached_prompt_tokens(litellm.Usage(prompt_tokens=9, prompt_tokens_details={"cached_tokens": 4})) == 4
+    assert cached_prompt_tokens({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}) == 4
+    assert cached_prompt_tokens({"prompt_tokens": 9, "cache_read_input_tokens": 5}) == 5
+    assert cached_prompt_tokens({"prompt_tokens_details": None}) is None
+    assert cached_prompt_tokens({"prompt_tokens_details": {"cached_tokens": True}}) is None  # not a count
+    assert cached_prompt_tokens(None) is None
 
 
 def test_deterministic_calls_are_cached_and_hits_cost_nothing(tmp_path: Path) -> None:

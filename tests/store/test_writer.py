@@ -73,6 +73,23 @@ def test_a_file_from_before_a_column_existed_gains_it(tmp_path: Path) -> None:
         assert rows(store, "SELECT question_id, actor_prompt_hash FROM items") == [("q1", None)]
 
 
+def test_a_calls_table_from_before_the_prompt_cache_count_gains_it(tmp_path: Path) -> None:
+    path = store_path(tmp_path, "old")
+    path.parent.mkdir(parents=True)
+    con = duckdb.connect(str(path))
+    con.execute(TABLES["llm_calls"].replace("cached_prompt_tokens INTEGER,", ""))
+    con.execute("INSERT INTO llm_calls (run_id, question_id, seq, stage) VALUES ('old', 'q1', 0, 'actor')")
+    con.close()
+    with RunStore(path) as store:
+        store.register_run(run_info("old"))
+        item, events, _, _ = question("old", 2, n_calls=1)
+        call = CallRecord(stage="actor", model="openai/m", prompt_tokens=50, completion_tokens=5, cached=False,
+                          latency_s=0.1, retries=0, cost_usd=0.0, cached_prompt_tokens=40)
+        store.record_question("old", item, events, [call])
+        assert rows(store, "SELECT question_id, cached_prompt_tokens FROM llm_calls ORDER BY question_id") == [
+            ("q0002", 40), ("q1", None)]
+
+
 def test_a_file_from_a_newer_om_eval_is_refused(tmp_path: Path) -> None:
     path = store_path(tmp_path, "new")
     with RunStore(path) as store:
