@@ -33,6 +33,7 @@ INTEGRATION_MODULES = (
     "tests/experiment/test_pending_accounting_sweep.py",
     "tests/experiment/test_memory_systems.py",
     "tests/memory/test_plugin.py",
+    "tests/report/test_systems_sweep.py",
 )
 
 
