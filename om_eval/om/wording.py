@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from om_eval.om.config import MAX_COMPRESSION_LEVEL, ConfigError, OMConfig
+from om_eval.om.config import ConfigError, OMConfig
 from om_eval.om.context import (
     ContextInputs,
     actor_memory_messages,
@@ -39,7 +39,7 @@ from om_eval.om.observer import (
     render_observer_system_prompt,
 )
 from om_eval.om.records import Message
-from om_eval.om.reflector import render_reflector_request, render_reflector_system_prompt
+from om_eval.om.reflector import OwnWords
 
 #: The engine rules (``OMConfig.mastra_release``) each pinned release's requests are built under.
 ENGINE_RELEASE: Mapping[str, str] = {"1.3.0": "v1_10", "1.10.0": "v1_10", "1.31.0": "v1_31"}
@@ -86,11 +86,11 @@ class Wording(Protocol):
         ...
 
 
-class Paraphrase:
-    """om-eval's own words (``prompts/*.toml``), for every prompt variant but ``mastra_exact``."""
+class Paraphrase(OwnWords):
+    """om-eval's own words (``prompts/*.toml``), for every prompt variant but ``mastra_exact``; the Reflector's are
+    :class:`~om_eval.om.reflector.OwnWords`."""
 
     identity = PARAPHRASE_IDENTITY
-    max_compression_level = MAX_COMPRESSION_LEVEL
 
     def check(self, config: OMConfig) -> None:
         if config.prompt_variant == "mastra_exact":
@@ -105,17 +105,6 @@ class Paraphrase:
 
     def observer_request(self, request: ObserverRequest, layout: str = "split") -> list[ChatMessage]:
         return render_observer_request(request, layout)
-
-    def reflector_system_prompt(self, variant: str, instruction: str | None = None,
-                                hint_tags: Sequence[str] | None = None) -> str:
-        return render_reflector_system_prompt(variant, instruction, hint_tags)
-
-    def reflector_request(self, observations: str, level: int, *, guidance: str | None = None,
-                          skip_continuation_hints: bool = False, anchor_ids: bool = True,
-                          hint_tags: Sequence[str] = (), prior_hints: Mapping[str, str] | None = None) -> str:
-        return render_reflector_request(observations, level, guidance=guidance,
-                                        skip_continuation_hints=skip_continuation_hints, anchor_ids=anchor_ids,
-                                        hint_tags=hint_tags, prior_hints=prior_hints)
 
     def actor_memory_messages(self, inputs: ContextInputs, layout: str = "chunked") -> list[dict[str, str]]:
         return list(actor_memory_messages(inputs, layout))
