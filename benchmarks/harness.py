@@ -14,8 +14,9 @@ store size.
 Targets (issue 10, this 2-core machine): 500 S questions under 120 s of overhead and under 1 GB peak RSS;
 50 M questions under 2 GB peak RSS.
 
-Run: ``python benchmarks/harness.py [--size s|m] [--questions N] [--concurrency 4] [--file PATH]``
-(``--file`` reuses or keeps the generated dataset; default: a temporary file).
+Run: ``python benchmarks/harness.py [--size s|m] [--questions N] [--concurrency 4] [--file PATH] [--no-turns]``
+(``--file`` reuses or keeps the generated dataset; default: a temporary file; ``--no-turns`` leaves out the
+turn-by-turn cost replay, to measure what it adds).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def _counts(questions: int) -> tuple[int, int]:
     return per_type, max(0, questions - per_type * TYPES)
 
 
-def _config(results: Path, dataset: Path, concurrency: int) -> dict:
+def _config(results: Path, dataset: Path, concurrency: int, turns: bool = True) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
@@ -54,11 +55,12 @@ def _config(results: Path, dataset: Path, concurrency: int) -> dict:
         cfg = compose("config", overrides=[
             "dataset=mini", f"dataset.path={dataset}", f"run.results_dir={results}",
             f"run.cache_dir={results / 'cache'}", f"run.concurrency={concurrency}", "run.progress=false",
+            f"run.turn_costs={str(turns).lower()}",
         ])
     return OmegaConf.to_container(cfg, resolve=True)
 
 
-def measure(dataset_path: Path, concurrency: int) -> dict:
+def measure(dataset_path: Path, concurrency: int, turns: bool = True) -> dict:
     """The measured part (run in a child process): load the file streamed, run the job, report figures."""
     import asyncio
 
@@ -70,7 +72,7 @@ def measure(dataset_path: Path, concurrency: int) -> dict:
 
     with scripted_model_time() as model, tempfile.TemporaryDirectory() as folder:
         results = Path(folder)
-        job = RunJob(spec_from_config(_config(results, dataset_path, concurrency)))
+        job = RunJob(spec_from_config(_config(results, dataset_path, concurrency, turns)))
         rss_start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
         start = time.perf_counter()
         dataset = load_dataset(path=dataset_path, stream=True)
@@ -98,10 +100,12 @@ def main() -> None:
     parser.add_argument("--questions", type=int, help="default: 500 for s, 50 for m")
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--file", type=Path, help="dataset file to reuse if it exists, else to write and keep")
+    parser.add_argument("--no-turns", action="store_true",
+                        help="run.turn_costs=false: leave out the turn-by-turn cost replay (to measure what it adds)")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the child's part
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure(args.measure, args.concurrency)))
+        print(json.dumps(measure(args.measure, args.concurrency, turns=not args.no_turns)))
         return
 
     from om_eval.data.synth import iter_generate, write_dataset
@@ -120,7 +124,8 @@ def main() -> None:
                   f"({path.stat().st_size / 1e6:,.0f} MB) in {time.perf_counter() - start:.1f} s "
                   "(not measured below)")
         child = subprocess.run(
-            [sys.executable, __file__, "--measure", str(path), "--concurrency", str(args.concurrency)],
+            [sys.executable, __file__, "--measure", str(path), "--concurrency", str(args.concurrency),
+             *(["--no-turns"] if args.no_turns else [])],
             capture_output=True, text=True, env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )
         if child.returncode != 0:

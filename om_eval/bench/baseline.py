@@ -270,4 +270,21 @@ async def read_and_judge(question: Question, config: BaselineConfig, *, client: 
         actor_prompt=pack_messages(messages), evidence=json.dumps(evidence, ensure_ascii=False),
         judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
         context_tokens=prompt.shown_tokens,
+        turns=_turns(question, config, counter),
     )
+
+
+def _turns(question: Question, config: BaselineConfig, counter: TokenCounter) -> str | None:
+    """The full-context reader's turns as an agent shown its whole history would take them (the oracle reader
+    is no agent: it is shown the answer's sessions, known only once the question is asked)."""
+    if config.reader != "full_context":
+        return None
+    from om_eval.bench.answer import actor_prompts
+    from om_eval.bench.replay import haystack_messages
+    from om_eval.bench.turn_costs import reader_turns, shared_table
+
+    key = ("full_context", question.haystack_id, config.history_budget, config.keep,
+           getattr(counter, "name", "")) if question.haystack_id else None
+    return shared_table(key, lambda: reader_turns(haystack_messages(question), counter,
+                                                  actor_prompts()["instructions"], config.history_budget,
+                                                  config.keep))

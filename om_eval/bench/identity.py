@@ -40,6 +40,11 @@ _LATER_OM_SETTINGS = {
     "observation.buffer_ignores_new_reflection": False,
 }
 
+#: The engine revision (:data:`~om_eval.om.revision.ENGINE_REVISION`) of every OM run stored before the revision
+#: entered run ids. An OM run's id holds the revision only once it moves past this one, so those runs keep their ids,
+#: and a run an engine change would answer differently is a new run instead of the old one continued.
+RUN_ID_ENGINE_REVISION = 1
+
 RUN_ID_RULE = IdentityRule(
     name="run id",
     hashed=frozenset({

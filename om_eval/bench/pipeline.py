@@ -17,10 +17,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from om_eval.bench.answer import answer_question
+from om_eval.bench.answer import actor_prompts, answer_question
 from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
+from om_eval.bench.turn_costs import TurnRecorder, TurnTable
 from om_eval.common.files import atomic_writer, safe_file_name, short_hash
 from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
@@ -121,6 +122,8 @@ class MemoryBuild:
     reused: bool
     renders: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     """What answering rendered from this memory, shared by every question handed the same build."""
+    turns: TurnTable | None = field(default=None, compare=False, repr=False)
+    """What an agent on this memory would have sent at each user turn (``None``: not recorded)."""
 
 
 async def build_memory(
@@ -133,6 +136,7 @@ async def build_memory(
     store: Snapshots | None = None,
     token_counter: TokenCounter | None = None,
     prompts: PromptPack | None = None,
+    record_turns: bool = True,
 ) -> MemoryBuild:
     """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise (stored under
     the question's :attr:`~om_eval.data.records.Question.memory_owner`, so questions sharing a haystack share it).
@@ -147,14 +151,18 @@ async def build_memory(
             saved["snapshot"], observer=observer, reflector=reflector, token_counter=counter, prompts=prompts
         )
         stats = ReplayStats(**{**saved["stats"], "reflection_errors": list(saved["stats"]["reflection_errors"])})
-        return MemoryBuild(memory, stats, key, reused=True)
+        turns = TurnTable.from_json(saved["turns"]) if saved.get("turns") else None
+        return MemoryBuild(memory, stats, key, reused=True, turns=turns)
+    recorder = TurnRecorder(counter, actor_prompts()["instructions"], om_config.context_layout) \
+        if record_turns else None
     memory, stats = await replay_question(
         question, om_config, observer=observer, reflector=reflector, replay=replay, token_counter=counter,
-        prompts=prompts,
+        prompts=prompts, turns=recorder,
     )
+    saved_turns = {"turns": json.loads(recorder.table.to_json())} if recorder is not None else {}
     if store is not None:
-        store.put(key, question.memory_owner, {"snapshot": memory.snapshot(), "stats": asdict(stats)})
-    return MemoryBuild(memory, stats, key, reused=False)
+        store.put(key, question.memory_owner, {"snapshot": memory.snapshot(), "stats": asdict(stats), **saved_turns})
+    return MemoryBuild(memory, stats, key, reused=False, turns=recorder.table if recorder is not None else None)
 
 
 class SharedBuildFailed(RuntimeError):
@@ -264,6 +272,9 @@ class QuestionRun:
     """Tokens of the memory the actor was shown (instructions and question left out), with the run's tokenizer."""
     retrieval: str | None = None
     """A retrieval system's ranking and recall@k, as JSON (:func:`~om_eval.memory.answering.retrieval_record`)."""
+    turns: str | None = None
+    """JSON of the memory's :class:`~om_eval.bench.turn_costs.TurnTable`, with the item of the question that built
+    it (``None`` on the others that share it, and where nothing was recorded)."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""
@@ -345,6 +356,9 @@ async def answer_and_judge(
         context_tokens=answer.context_tokens,
         tool_calls=None if answer.tool_steps is None else len(answer.tool_steps),
         recall_steps=None if answer.tool_steps is None else steps_json(answer.tool_steps),
+        # A memory of its own is shown with its question; a shared one (LoCoMo) with the question that built it.
+        turns=build.turns.to_json() if build.turns is not None and (
+            not build.reused or not question.haystack_id) else None,
     )
 
 

@@ -22,6 +22,7 @@ from om_eval.bench.accounting import (
     PendingAccounting,
     PendingCounter,
 )
+from om_eval.bench.turn_costs import TurnRecorder
 from om_eval.data.records import HaystackSession, Question
 from om_eval.om.config import ConfigError, OMConfig, option_error
 from om_eval.om.exact.pack import PromptPack
@@ -112,6 +113,13 @@ def session_messages(session: HaystackSession, config: ReplayConfig, thread_id: 
     return messages
 
 
+def haystack_messages(question: Question, config: ReplayConfig | None = None) -> list[Message]:
+    """The question's haystack as the replay feeds it (sessions in order, turns timed): what an agent lived
+    through."""
+    config = config or ReplayConfig()
+    return [m for session in _ordered(question, config) for m in session_messages(session, config)]
+
+
 def ingest_units(messages: list[Message], unit: str) -> Iterator[list[Message]]:
     """Split one session's messages into the units added between threshold checks."""
     if unit == "session":
@@ -177,10 +185,12 @@ async def replay_question(
     token_counter: TokenCounter | None = None,
     on_progress: Callable[[int, int], None] | None = None,
     prompts: PromptPack | None = None,
+    turns: TurnRecorder | None = None,
 ) -> tuple[ObservationalMemory, ReplayStats]:
     """Feed ``question``'s haystack into a fresh memory and return it with statistics.
 
     ``on_progress(done, total)`` is called after each session. ``prompts``: the pack of ``prompt=mastra_exact``.
+    ``turns`` records what an agent on this memory would send at each user turn (it changes nothing).
     """
     replay = replay or ReplayConfig()
     observation = om_config.observation
@@ -213,10 +223,14 @@ async def replay_question(
         stats.messages += len(messages)
         for unit in ingest_units(messages, replay.unit):
             memory.add_messages(unit)
+            if turns is not None:
+                turns.unit_added(memory, last_thread, unit)
             stats.history_tokens += sum(memory.message_tokens(m.id) for m in unit)
             stats.observe_checks += 1
             for outcome in await check_unit(memory, last_thread, buffering=replay.buffering, accounting=accounting):
                 stats.count(outcome)
+            if turns is not None:
+                turns.after_unit(memory)
         if on_progress is not None:
             on_progress(done, len(sessions))
     for outcome in await check_question_turn(memory, eval_thread_id(question), buffering=replay.buffering,
@@ -228,6 +242,8 @@ async def replay_question(
             flushed = await memory.observe(thread, force=True)
             if flushed is not None:
                 stats.count(flushed)
+    if turns is not None:
+        turns.after_unit(memory)  # what the question's turn and a final flush spent, charged to the last turn
     _finish_stats(memory, stats, replay.scope)
     return memory, stats
 

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from om_eval.experiment.rejudge import RejudgeResult
 
 REJUDGE_EXAMPLES = """examples:
   om-eval rejudge 1825af23 judge=house model@models.judge=local          # a second judge on the same answers
@@ -17,8 +21,9 @@ judges agree (Cohen's kappa), the judge panel (score per protocol, range, flippe
 
 exit status: 0 every judge that could run graded every answer (panel protocols skipped by design aside: the
 upstream templates offline, a hosted judge model without its key, LoCoMo and the upstream templates); 1 a judge
-error, or a protocol skipped for another reason (any skip with --strict); 2 nothing graded (bad option, no such
-run, missing credentials, no protocol could run); 130 interrupted. See docs/cli.md.
+error (each failing judge's count and first error on stderr), or a protocol skipped for another reason (any skip
+with --strict); 2 nothing graded (bad option, no such run, missing credentials, no protocol could run); 130
+interrupted. See docs/cli.md.
 """
 
 
@@ -85,5 +90,22 @@ def run(args: argparse.Namespace) -> int:
     if failed_skips:
         print(f"om-eval rejudge: {', '.join(failed_skips)} not graded"
               f"{' (--strict)' if args.strict else ''}", file=sys.stderr)
-    failed = any(r.errors or r.probe_errors for r in results) or bool(failed_skips)
-    return 1 if failed else 0
+    failing = [r for r in results if r.errors or r.probe_errors]
+    for result in failing:  # the reason, which otherwise lives only in the store's judgments.error
+        print(f"  judge error: {_failure(result)}", file=sys.stderr)
+    if failing:
+        judges = f"{len(results)} judge{'s' * (len(results) != 1)}"
+        print(f"om-eval rejudge: {len(failing)} of {judges} could not grade every answer; those verdicts are stored "
+              "as errors, and the same command grades them again", file=sys.stderr)
+    return 1 if failing or failed_skips else 0
+
+
+def _failure(result: RejudgeResult) -> str:
+    """One line: the judge, how many answers (and probes) it failed on, and the first error, shortened."""
+    from om_eval.report.agreement import clip
+
+    answered = result.judged + result.errors
+    counts = [f"{result.errors} of {answered} answers"] if result.errors else []
+    if result.probe_errors:
+        counts.append(f"{result.probe_errors} of {result.probes + result.probe_errors} probe answers")
+    return f"{result.name} failed on {' and '.join(counts)}: {clip(result.first_error or 'no error recorded')}"

@@ -93,6 +93,21 @@ def _recall_section(results: str, runs: list[dict[str, Any]], items: list[dict[s
         return recall_section(catalog, runs, items)
 
 
+def _cost_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
+    """Markdown: cost per turn with and without a provider's prompt cache, and the caches the run's calls met."""
+    from om_eval.report.turns import prompt_cache_rows, prompt_cache_section, turn_rows, turn_section
+    from om_eval.store import Catalog
+
+    ids = [r["run_id"] for r in runs]
+    with Catalog(results, warn=False) as catalog:
+        calls = catalog.query(
+            "SELECT run_id, stage, model, prompt_tokens, completion_tokens, cached, cost_usd, cached_prompt_tokens "
+            f"FROM llm_calls WHERE cached_prompt_tokens IS NOT NULL AND run_id IN ({', '.join('?' for _ in ids)})",
+            ids) if ids else []
+    parts = [turn_section(turn_rows(runs, items)), prompt_cache_section(prompt_cache_rows(runs, calls))]
+    return "\n".join(part for part in parts if part)
+
+
 def load_runs(results: str, prefixes: list[str] | None,
               option: str = "--runs") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The runs ``prefixes`` name (each an id, id prefix, label or experiment; every run when ``None``) and their
@@ -177,12 +192,15 @@ def run(args: argparse.Namespace) -> int:
     recall = _recall_section(args.results, runs, items)
     if recall:
         console.print(recall, markup=False, highlight=False)
+    costs = _cost_sections(args.results, runs, items)
+    if costs:
+        console.print(costs, markup=False, highlight=False)
     if args.markdown:
         text = to_markdown(table, wide=wide)
         if agreement:
             text += "\n## Judge agreement\n\nSame answers graded by two judges; kappa is Cohen's.\n\n" + "".join(
                 f"- {line}\n" for line in agreement)
-        text += "\n" + judges + ("\n" + recall if recall else "")
+        text += "\n" + judges + ("\n" + recall if recall else "") + ("\n" + costs if costs else "")
         Path(args.markdown).write_text(text, encoding="utf-8")
         console.print(f"markdown written to {args.markdown}")
     if args.csv:

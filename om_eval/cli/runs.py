@@ -8,9 +8,12 @@ from pathlib import Path
 
 RUNS_EXAMPLES = """examples:
   om-eval runs list                         # every run: id, label, questions done and failed, dataset
-  om-eval runs rm 1825af23                  # delete a run (id prefix or label): its store file and exports
+  om-eval runs rm 1825af23                  # delete a run (id prefix or label) and every file kept for it
   om-eval runs rm 1825af23 e76636ce --yes   # several, without asking
-Memory snapshots and cached model calls are shared between runs and stay.
+A run's files: its store file, DuckDB's and the writer's files beside it (WAL, lock, call journal), its official
+exports (results/runs/<id>/) and its archives (results/exports/<id>*); each is listed as it is removed.
+Cached model calls are shared between runs and stay (a run of the same configuration is served from them free);
+so do archives written elsewhere with export --out.
 """
 
 
@@ -21,7 +24,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     verbs = runs.add_subparsers(dest="runs_command", metavar="VERB", required=True)
     listing = verbs.add_parser("list", help="one line per run")
     listing.add_argument("--results", default="results", help="results folder (default: results)")
-    remove = verbs.add_parser("rm", help="delete runs (store file, DuckDB sidecars, official exports)")
+    remove = verbs.add_parser("rm", help="delete runs (store file and its sidecars, call journal, exports, archives)")
     remove.add_argument("runs", nargs="+", metavar="RUN", help="run id, id prefix or label")
     remove.add_argument("--results", default="results", help="results folder (default: results)")
     remove.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -70,6 +73,7 @@ def _choose(find_run, runs: list[dict], busy: list[str], wanted: str) -> str:
 
 
 def _remove(results: str, run_ids: list[str]) -> int:
+    from om_eval.common.disk import disk_problem
     from om_eval.store import StoreError
     from om_eval.store.removal import remove_run
 
@@ -78,8 +82,12 @@ def _remove(results: str, run_ids: list[str]) -> int:
         try:
             removed = remove_run(results, run_id)
         except (StoreError, OSError) as error:
-            print(f"om-eval runs rm: {error}", file=sys.stderr)
+            problem = disk_problem(error)
+            reason = problem.describe() if problem else error
+            print(f"om-eval runs rm: run {run_id[:16]}: {reason}", file=sys.stderr)
             failed += 1
             continue
-        print(f"removed run {run_id[:16]} ({len(removed.paths)} paths)")
+        print(f"removed run {run_id[:16]}:")
+        for path in removed.paths:
+            print(f"  {path}")
     return 1 if failed else 0

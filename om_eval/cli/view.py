@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 from pathlib import Path
 
@@ -26,10 +28,20 @@ def run(args: argparse.Namespace) -> int:
     from om_eval.report.view import write_view
 
     out = Path(args.out or Path(args.results) / "report.html")
+    # Written beside the page, then put in its place: a full disk leaves the previous page whole, not half a new one.
+    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
     try:
-        path = write_view(args.results, out, run_prefixes=args.runs, n_boot=args.n_boot, seed=args.seed)
+        write_view(args.results, partial, run_prefixes=args.runs, n_boot=args.n_boot, seed=args.seed)
+        os.replace(partial, out)
     except LookupError as error:
         print(f"om-eval view: {error}", file=sys.stderr)
         return 2
-    print(path)
+    except OSError as error:
+        if error.filename == str(partial):
+            error.filename = str(out)  # the page the user asked for, not its temporary name
+        raise
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+    print(out)
     return 0

@@ -74,16 +74,23 @@ class IdentityRule:
         for key, value in data.items():
             path = prefix + str(key)
             kind = self.kind_of(path)
-            if kind == LEFT_OUT:
-                continue
-            if kind == OMITTED_AT and _same(value, self.omitted_at[path]):
-                continue
-            if kind == ONLY_WITH and not lookup(root, self.only_with[path]):
+            if self._leaves_out(kind, path, value, root):
                 continue
             if isinstance(value, Mapping) and (kind is None or (kind == HASHED and self._excepts_below(path))):
                 value = self._view(value, root, path + ".")
             out[str(key)] = value
         return out
+
+    def leaves_out(self, path: str, value: Any, root: Mapping[str, Any]) -> bool:
+        """Whether the identity leaves setting ``path`` out while it holds ``value`` (``root``: the whole mapping,
+        which ``only with`` reads). A mapping without the setting then has the same identity as one with it: a run
+        stored before a setting existed is the run asked for at the setting's pinned value."""
+        return self._leaves_out(self.kind_of(path), path, value, root)
+
+    def _leaves_out(self, kind: str | None, path: str, value: Any, root: Mapping[str, Any]) -> bool:
+        return (kind == LEFT_OUT
+                or (kind == OMITTED_AT and _same(value, self.omitted_at[path]))
+                or (kind == ONLY_WITH and not lookup(root, self.only_with[path])))
 
     def _excepts_below(self, path: str) -> bool:
         """Whether a setting below ``path`` is classed apart from its hashed subtree (``models.`` is hashed, its

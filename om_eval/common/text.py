@@ -28,3 +28,16 @@ def printable_data(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [printable_data(v) for v in value]
     return value
+
+
+def common_prefix_length(a: str, b: str) -> int:
+    """Length of the longest common prefix of ``a`` and ``b``, found by halving: each comparison runs in C, so long
+    prompts stay cheap."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

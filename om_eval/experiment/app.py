@@ -18,6 +18,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -92,8 +93,6 @@ def redact_override(override: str) -> str:
 
 def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     """Run one resolved config; returns a small summary (Hydra keeps it as the job's return value)."""
-    from dataclasses import replace
-
     from omegaconf import OmegaConf
     from rich.console import Console
 
@@ -124,9 +123,12 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     try:
         progress = asyncio.run(_run_with_progress(job, console, spec.run.progress, dataset))
     except KeyboardInterrupt:
-        p = job.progress
-        console.print(f"[yellow]interrupted: {p.skipped_done + p.done} of {p.total} questions are saved in the "
-                      "store; run the same command again to continue[/yellow]")
+        # Read back, not counted: the writer commits the questions it was handed after their workers stopped.
+        saved = job.saved_questions()
+        counted = job.progress.skipped_done + job.progress.done  # a floor, when the store cannot be read now
+        told = str(saved) if saved is not None else f"at least {counted}"
+        console.print(f"[yellow]interrupted: {told} of {len(dataset)} questions are saved in the store; run the "
+                      "same command again to continue[/yellow]")
         raise SystemExit(130) from None
     summary = _print_summary(job, console)
     if progress.errors_seen:
@@ -340,13 +342,96 @@ def _fixable_errors() -> tuple[type[Exception], ...]:
 
 
 def _run_job(cfg: Any) -> dict[str, Any] | None:
-    """One Hydra job: a fixable failure is printed as its message (not a traceback) and fails the command."""
+    """One Hydra job: a fixable failure is printed as its message (not a traceback) and fails the command.
+
+    So is a full disk, a read-only folder or a refused permission (:mod:`om_eval.common.disk`): each question is
+    saved in one transaction, so what was saved before stays and the same command continues from it.
+    """
+    from om_eval.common.disk import disk_problem
+
+    _quiet_full_log_files()
     try:
         return run_from_config(cfg)
     except _fixable_errors() as error:
         print(f"om-eval run: {error}", file=sys.stderr)
         _note_failed_job(type(error).__name__)
         return None
+    except Exception as error:
+        problem = disk_problem(error)
+        if problem is None:
+            raise
+        print(f"om-eval run: {problem.describe(_elsewhere(cfg, problem.path))}; the questions saved so far are "
+              "kept", file=sys.stderr)
+        _note_failed_job("DiskProblem")
+        return None
+
+
+def _quiet_full_log_files() -> None:
+    """Hydra logs each job to a file in the results folder too; on a full disk every record then failed there with
+    a traceback (``--- Logging error ---``). Such a file now skips the records it cannot take, quietly: the console
+    still shows each, and any other logging failure is reported as before."""
+    import logging
+    from types import MethodType
+
+    from om_eval.common.disk import disk_problem
+
+    def handle_error(handler: logging.Handler, record: logging.LogRecord) -> None:
+        error = sys.exc_info()[1]
+        if error is None or disk_problem(error) is None:
+            logging.Handler.handleError(handler, record)
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.FileHandler):
+            handler.handleError = MethodType(handle_error, handler)  # type: ignore[method-assign]
+
+
+def _elsewhere(cfg: Any, path: str | None) -> str:
+    """Which option writes somewhere else: ``run.cache_dir`` for a path in the cache, else ``run.results_dir``."""
+    try:
+        cache = Path(os.path.expanduser(str(cfg["run"]["cache_dir"]))).resolve()
+        inside = path is not None and Path(path).resolve().is_relative_to(cache)
+    except Exception:  # a config without the key (tests pass plain dicts) or a path that does not resolve
+        inside = False
+    return f"point {'run.cache_dir' if inside else 'run.results_dir'} at another folder"
+
+
+#: Hydra options that write no job output (help, the composed config, shell completion).
+_NO_OUTPUT_OPTIONS = frozenset({"-h", "--help", "--hydra-help", "--version", "-c", "--cfg", "-i", "--info", "-sc",
+                                "--shell-completion"})
+
+
+def _check_results_folder(args: Sequence[str]) -> str | None:
+    """A one-line refusal when the results folder cannot take Hydra's output folder, else ``None``.
+
+    Hydra makes ``<run.results_dir>/hydra/<date>/<time>`` before any job starts, so a read-only or full results
+    folder failed there with Hydra's traceback; the same check is made here first, by making (and removing) a
+    folder in it. A results folder given as an interpolation or a sweep list is left to the jobs.
+    """
+    if _NO_OUTPUT_OPTIONS & set(args):
+        return None
+    from om_eval.common.disk import disk_problem
+
+    given = [a.partition("=")[2] for a in args if a.lstrip("+").startswith("run.results_dir=")]
+    if given:
+        value = given[-1]
+        if not value or any(c in value for c in "${}(),[]'\""):
+            return None
+    else:
+        from om_eval.experiment.schema import RunSchema
+
+        value = RunSchema.results_dir  # type: ignore[attr-defined]  # made by schema_of: mypy sees a bare type
+    folder = Path(os.path.expanduser(value))
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        os.rmdir(tempfile.mkdtemp(prefix=".om-eval-write-check-", dir=folder))
+    except OSError as error:
+        problem = disk_problem(error)  # anything else (a file in the folder's place) is left to Hydra and the job
+        if problem is None:
+            return None
+        if problem.path and Path(problem.path).parent == folder:  # the probe's own name means nothing to the user
+            problem = replace(problem, path=str(folder))
+        return problem.describe("point run.results_dir at another folder")
+    return None
 
 
 #: Path options a job would otherwise resolve against its own process's folder.
@@ -398,6 +483,9 @@ def main(argv: Sequence[str]) -> int:
     _FAILED_JOBS.clear()
     saved = sys.argv
     args = _anchor_paths(argv)
+    if (refusal := _check_results_folder(args)) is not None:
+        print(f"om-eval run: {refusal}; nothing was run", file=sys.stderr)
+        return 1
     failures = _failure_folder(args)
     if failures is not None:
         args.append(f"++hydra.job.env_set.{_FAILURES_ENV}={failures}")

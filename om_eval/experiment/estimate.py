@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from om_eval.data.records import Dataset
-from om_eval.llm.pricing import call_cost
+from om_eval.llm.pricing import call_cost, price_of
 
 #: Approximate prompt overheads (tokens) of each stage's instructions.
 OBSERVER_PROMPT_TOKENS = 4_000
@@ -127,18 +127,19 @@ def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
         totals["judge"][0] += 1
         totals["judge"][1] += JUDGE_PROMPT_TOKENS
         totals["judge"][2] += 2
-    models = {"observer": obs_cfg.model.model, "reflector": ref_cfg.model.model, "actor": spec.actor.model,
-              "judge": spec.judge_model.model,
-              "retrieval": spec.embedding.model if getattr(spec, "embedding", None) is not None else ""}
-    models["query"] = models["retrieval"]
+    embedding = getattr(spec, "embedding", None)
+    roles = {"observer": obs_cfg.model, "reflector": ref_cfg.model, "actor": spec.actor, "judge": spec.judge_model,
+             "retrieval": embedding, "query": embedding}
     from om_eval.llm.request import litellm_model_id
 
     estimates = []
     for stage, (calls, prompt, completion) in totals.items():
         if seam and not calls and stage not in ("actor", "judge"):
             continue  # a stage this system does not have
-        model = litellm_model_id(models[stage])
-        cost = call_cost(model, prompt, completion) if calls else 0.0
+        settings = roles[stage]
+        model = litellm_model_id(settings.model) if settings is not None else ""
+        price = price_of(settings.provider_options) if settings is not None else None
+        cost = call_cost(model, prompt, completion, price=price) if calls else 0.0
         estimates.append(StageEstimate(stage, model, calls, prompt, completion, cost))
     return estimates
 

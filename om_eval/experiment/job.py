@@ -37,7 +37,7 @@ from om_eval.bench.pipeline import (
     seam_memory_key,
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
-from om_eval.common.files import open_lock, safe_file_name, try_lock
+from om_eval.common.files import atomic_write, open_lock, safe_file_name, try_lock
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
@@ -362,7 +362,8 @@ class RunJob:
                 async def make_build() -> MemoryBuild:
                     async with build_lock(self.results, self.memory_key, question.memory_owner):
                         return await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                                  store=held, token_counter=self.counter, prompts=self.prompt_pack())
+                                                  store=held, token_counter=self.counter, prompts=self.prompt_pack(),
+                                                  record_turns=self.spec.run.turn_costs)
 
                 build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
                                else make_build())
@@ -465,16 +466,7 @@ class RunJob:
             raise ConfigError(credentials_message(missing))
         if served:
             self._check_endpoints(roles)
-        self.register_prices()
         self._credentials_checked = True
-
-    def register_prices(self) -> None:
-        """Models given a ``provider_options.price`` are priced by it, in the forecast, the ledger and the budget."""
-        from om_eval.llm.pricing import register_price
-
-        for settings in self.spec.role_models().values():
-            if "price" in settings.provider_options:
-                register_price(settings.model, settings.provider_options["price"])
 
     def _finished(self) -> bool:
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
@@ -484,6 +476,25 @@ class RunJob:
 
         with RunStore(store_path) as store:
             return store.finished(self.run_id)
+
+    def saved_questions(self) -> int | None:
+        """Questions of this run stored as ``done``, read back from its store file (``None``: unreadable now).
+
+        What the store holds, not what this process counted: after a Ctrl-C the writer still commits the questions
+        it was handed, after their workers stopped counting.
+        """
+        path = self.results / "store" / f"{self.run_id}.duckdb"
+        if not path.exists():
+            return 0
+        import duckdb
+
+        try:
+            with duckdb.connect(str(path), read_only=True) as con:
+                row = con.execute("SELECT count(*) FROM items WHERE run_id = ? AND status = 'done'",
+                                  [self.run_id]).fetchone()
+        except duckdb.Error:
+            return None
+        return int(row[0]) if row is not None else 0
 
     def _check_endpoints(self, roles: Mapping[str, Any]) -> None:
         from om_eval.llm.endpoints import check_endpoint
@@ -552,10 +563,12 @@ class RunJob:
         return load_run_dataset(self.spec.dataset)
 
     async def run(self, on_update: Any = None, dataset: Dataset | None = None) -> RunProgress:
+        from om_eval.llm.threads import use_reply_executor
         from om_eval.store.batched import BatchedRecorder
         from om_eval.store.lookup import SnapshotLookup
         from om_eval.store.writer import RunStore
 
+        use_reply_executor()  # a Ctrl-C during a model call leaves no never-awaited reply coroutine behind
         self.check_credentials()
         self.prepare_prompts()
         dataset = dataset or self.load_dataset()
@@ -628,4 +641,5 @@ class RunJob:
         write_eval_results_jsonl(folder / eval_results_name(self.spec.judge_model.model), judged,
                                  judge_model=self.spec.judge_model.model)
         metrics = run_metrics(self.benchmark, judged) if judged else {}
-        (folder / "metrics.json").write_text(json.dumps(metrics, indent=1, sort_keys=True), encoding="utf-8")
+        # Each file is replaced whole: a full disk leaves the previous invocation's file, never half of a new one.
+        atomic_write(folder / "metrics.json", json.dumps(metrics, indent=1, sort_keys=True))

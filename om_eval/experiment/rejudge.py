@@ -40,6 +40,16 @@ class RejudgeResult:
     probes: int = 0
     """Probe answers graded (``probes=True``)."""
     probe_errors: int = 0
+    first_error: str | None = None
+    """The message of the first answer (or, failing none, the first probe) the judge could not grade: why it
+    failed, which otherwise only the store's ``judgments.error`` holds."""
+
+    @property
+    def name(self) -> str:
+        """The judge as reports name it, ``<protocol>:<model>``."""
+        from om_eval.report.agreement import judge_name
+
+        return judge_name(self.judge_identity)
 
 
 def judge_config(stored: Mapping[str, Any], overrides: Sequence[str]) -> dict[str, Any]:
@@ -293,16 +303,19 @@ class _Target:
             qid = item["question_id"]
             result.judged += verdict.status == "ok"
             result.errors += verdict.status != "ok"
+            if verdict.status != "ok" and result.first_error is None:
+                result.first_error = verdict.error or f"judge status {verdict.status}"
             rows.append((qid, {**_verdict_columns(judge, verdict), "official": judge.is_official,
                                "hypothesis_hash": hypothesis_hash(item["hypothesis"])}))
             calls[qid] = [asdict(r) for r in records]
         with RunStore(store_path(self.results_dir, self.run_id)) as store:
             store.record_judgments(self.run_id, rows, calls=calls)
         if probes:
-            result.probes, result.probe_errors = self._grade_probes(judge, concurrency)
+            result.probes, result.probe_errors, probe_error = self._grade_probes(judge, concurrency)
+            result.first_error = result.first_error or probe_error
         return result
 
-    def _grade_probes(self, judge: Any, concurrency: int) -> tuple[int, int]:
+    def _grade_probes(self, judge: Any, concurrency: int) -> tuple[int, int, str | None]:
         from dataclasses import asdict
 
         from om_eval.bench.benchmark import benchmark_named
@@ -323,7 +336,8 @@ class _Target:
             calls.setdefault(question.question_id, []).extend(asdict(r) for r in records)
         with RunStore(store_path(self.results_dir, self.run_id)) as store:
             store.record_probes(self.run_id, rows, calls=calls)
-        return sum(v.status == "ok" for v, _ in graded), sum(v.status != "ok" for v, _ in graded)
+        failed = [v.error or f"judge status {v.status}" for v, _ in graded if v.status != "ok"]
+        return len(graded) - len(failed), len(failed), failed[0] if failed else None
 
     def agreement(self) -> list[Any]:
         from om_eval.report.agreement import run_agreement

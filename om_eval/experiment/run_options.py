@@ -24,6 +24,9 @@ class RunOptions:
     """A short name for this variant in reports (default: the overrides that define it)."""
     cache_dir: str | None = None
     """The model-answer cache (default: $OM_EVAL_CACHE_DIR/llm or ~/.cache/om-eval/llm)."""
+    turn_costs: bool = True
+    """Record, while each memory is built, what an agent would send at every user turn (``items.turns``: the
+    turn-by-turn cost replay of ``om-eval report``). No model call; off saves its counting."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.concurrency, int) or self.concurrency < 1:

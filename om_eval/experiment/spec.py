@@ -25,12 +25,13 @@ from typing import Any, cast
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK
-from om_eval.bench.identity import RUN_ID_RULE
+from om_eval.bench.identity import RUN_ID_ENGINE_REVISION, RUN_ID_RULE
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
 from om_eval.common.secrets import redact_secrets
 from om_eval.experiment.run_options import RunOptions
 from om_eval.llm.request import canonical_json
+from om_eval.om import revision
 from om_eval.om.config import (
     ConfigError,
     ModelSettings,
@@ -119,7 +120,8 @@ class RunSpec:
         """The run id: sha256 of everything that can change results, prompt and template wording included.
 
         Which settings enter is decided by :data:`~om_eval.bench.identity.RUN_ID_RULE`; the prompt and template
-        hashes and a non-default benchmark's rules are added to them.
+        hashes, an OM run's engine revision past :data:`~om_eval.bench.identity.RUN_ID_ENGINE_REVISION` and a
+        non-default benchmark's rules are added to them.
         """
         from om_eval.bench.answer import actor_prompt_hash
         from om_eval.bench.judging.judge import OWN_TEMPLATE_SETS, template_set_sha256
@@ -143,6 +145,10 @@ class RunSpec:
             payload["prompts"] = {"om": om_prompts, "actor": actor_prompt_hash(), "judge": judge_templates}
             if (self.resolved.get("om") or {}).get("retrieval", "off") != "off":  # the tool's words, only then
                 payload["prompts"]["recall"] = prompt_set_hash(RETRIEVAL_PROMPT_FILES)
+            # An engine that builds other memories from the same input gives other answers: another run, never the
+            # old one continued with memories (and answers) of two engines.
+            if revision.ENGINE_REVISION != RUN_ID_ENGINE_REVISION:
+                payload["engine_revision"] = revision.ENGINE_REVISION
         benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
         if benchmark != DEFAULT_BENCHMARK:  # its scoring rules and judge routes, which the data does not show
             from om_eval.bench.benchmark import benchmark_named

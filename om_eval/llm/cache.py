@@ -100,6 +100,7 @@ class CachedResponse:
             written before tools existed read back unchanged).
         cached_prompt_tokens: of the original call's prompt tokens, those the provider read from its prompt cache
             (stored only when it said, as ``tool_calls`` are).
+        cache_write_tokens: of them, those it wrote to its prompt cache (stored the same way).
     """
 
     text: str
@@ -111,6 +112,7 @@ class CachedResponse:
     request_model: str
     tool_calls: tuple[Mapping[str, Any], ...] = ()
     cached_prompt_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields."""
@@ -124,6 +126,7 @@ class CachedResponse:
             "request_model": self.request_model,
             **({"tool_calls": [dict(call) for call in self.tool_calls]} if self.tool_calls else {}),
             **({"cached_prompt_tokens": self.cached_prompt_tokens} if self.cached_prompt_tokens is not None else {}),
+            **({"cache_write_tokens": self.cache_write_tokens} if self.cache_write_tokens is not None else {}),
         }
 
     @classmethod
@@ -140,6 +143,7 @@ class CachedResponse:
             request_model=_required_str(data, "request_model"),
             tool_calls=_tool_calls(data),
             cached_prompt_tokens=_optional(data, "cached_prompt_tokens", int),
+            cache_write_tokens=_optional(data, "cache_write_tokens", int),
         )
 
 

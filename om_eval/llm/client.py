@@ -36,7 +36,7 @@ from typing import Any
 
 from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
-from om_eval.llm.pricing import call_cost, register_price
+from om_eval.llm.pricing import call_cost, price_of
 from om_eval.llm.request import LLMRequest, cache_key, litellm_model_id
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, ToolCall, ToolSpec, cut_off
@@ -107,17 +107,12 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
-def _register_price(settings: ModelSettings) -> None:
-    """A model given a ``provider_options.price`` is priced by it (litellm's price list, this process)."""
-    if "price" in settings.provider_options:
-        register_price(settings.model, settings.provider_options["price"])
-
-
 def build_request(
     messages: Sequence[ChatMessage], settings: ModelSettings, tools: Sequence[ToolSpec] | None = None
 ) -> LLMRequest:
     """The final request for ``settings``: model id, temperature, output cap, provider parameters and any tools
-    offered (which are then part of the cache key, as everything sent is)."""
+    offered (which are then part of the cache key, as everything sent is), and the price its settings give it
+    (not sent)."""
     model = litellm_model_id(settings.model)
     return LLMRequest.build(
         model,
@@ -126,7 +121,7 @@ def build_request(
         max_tokens=settings.max_output_tokens,
         tools=list(tools) if tools else None,
         **provider_params(model, settings.provider_options),
-    )
+    ).priced(price_of(settings.provider_options))
 
 
 #: Messages that mean "no usable credentials", which some providers report with a 5xx status.
@@ -152,20 +147,43 @@ def _usage_field(holder: Any, name: str) -> Any:
     return holder.get(name) if isinstance(holder, Mapping) else getattr(holder, name, None)
 
 
-def cached_prompt_tokens(usage: Any) -> int | None:
-    """The prompt tokens a provider says it read from its prompt cache; ``None`` when its usage does not say.
+@dataclass(frozen=True)
+class PromptCacheUsage:
+    """What a provider says about its own prompt cache for one call: of the prompt tokens, those it read from the
+    cache and those it wrote to it. ``None``: it did not say (unknown, not zero)."""
 
-    OpenAI-shaped replies report ``prompt_tokens_details.cached_tokens`` (litellm maps Anthropic's
-    ``cache_read_input_tokens`` there too; a usage carrying only the latter is read from it). A server that reports
-    neither, such as llama-cpp-python's, leaves ``None``: unknown, not zero.
+    read: int | None = None
+    written: int | None = None
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def prompt_cache_usage(usage: Any) -> PromptCacheUsage:
+    """The prompt-cache counts in a reply's ``usage``.
+
+    OpenAI- and Gemini-shaped replies report reads as ``prompt_tokens_details.cached_tokens`` (litellm maps
+    Anthropic's ``cache_read_input_tokens`` there too, and keeps it at the top level; a usage carrying only the
+    latter is read from it). Writes are Anthropic's ``cache_creation_input_tokens`` (litellm also sets
+    ``prompt_tokens_details.cache_creation_tokens``). A server that reports neither, such as llama-cpp-python's,
+    leaves both ``None``.
     """
     if usage is None:
-        return None
+        return PromptCacheUsage()
     details = _usage_field(usage, "prompt_tokens_details")
-    value = _usage_field(details, "cached_tokens") if details is not None else None
-    if value is None:
-        value = _usage_field(usage, "cache_read_input_tokens")
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    read = _count(_usage_field(details, "cached_tokens")) if details is not None else None
+    if read is None:
+        read = _count(_usage_field(usage, "cache_read_input_tokens"))
+    written = _count(_usage_field(usage, "cache_creation_input_tokens"))
+    if written is None and details is not None:
+        written = _count(_usage_field(details, "cache_creation_tokens"))
+    return PromptCacheUsage(read, written)
+
+
+def cached_prompt_tokens(usage: Any) -> int | None:
+    """The prompt tokens a provider says it read from its prompt cache (see :func:`prompt_cache_usage`)."""
+    return prompt_cache_usage(usage).read
 
 
 def _retry_after(error: BaseException) -> float | None:
@@ -226,7 +244,6 @@ class LLMClient:
         tools: Sequence[ToolSpec] | None = None,
     ) -> ModelReply:
         """Call the model ``settings`` names with ``messages`` (the engine's entry point)."""
-        _register_price(settings)
         return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope)
 
     async def complete_checked(
@@ -242,7 +259,6 @@ class LLMClient:
         tools: Sequence[ToolSpec] | None = None,
     ) -> ModelReply:
         """:meth:`complete`, caching only replies ``check`` accepts; ``attempt`` > 0 is a retry's own entry."""
-        _register_price(settings)
         return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope, check=check,
                                attempt=attempt, complete_only=complete_only)
 
@@ -292,7 +308,7 @@ class LLMClient:
                 self.ledger.add(CallRecord(
                     stage, request.model, hit.prompt_tokens, hit.completion_tokens, True,
                     time.time() - started, 0, 0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started,
-                    cached_prompt_tokens=hit.cached_prompt_tokens,
+                    cached_prompt_tokens=hit.cached_prompt_tokens, cache_write_tokens=hit.cache_write_tokens,
                 ))
                 return ModelReply(hit.text, hit.model, hit.prompt_tokens, hit.completion_tokens, cached=True,
                                   tool_calls=tuple(ToolCall.from_dict(call) for call in hit.tool_calls))
@@ -301,7 +317,7 @@ class LLMClient:
         async with self._semaphore(request.model):
             while True:
                 try:
-                    reply, cost, provider_cached = await self._send(request)
+                    reply, cost, provider_cache = await self._send(request)
                     break
                 except Exception as error:  # classified below: retried, or recorded and raised
                     if is_retryable(error) and retries < self.settings.max_retries:
@@ -322,25 +338,30 @@ class LLMClient:
         self.ledger.add(CallRecord(
             stage, request.model, reply.prompt_tokens, reply.completion_tokens, False, time.time() - started,
             retries, cost, error=None if problem is None else f"{REJECTED_PREFIX}{problem}",
-            cache_key=key, started_at=started, cached_prompt_tokens=provider_cached,
+            cache_key=key, started_at=started, cached_prompt_tokens=provider_cache.read,
+            cache_write_tokens=provider_cache.written,
         ))
         if key is not None and problem is None:
             entry = CachedResponse(
                 text=reply.text, model=reply.model, prompt_tokens=reply.prompt_tokens,
                 completion_tokens=reply.completion_tokens, cost_usd=cost,
                 created_at=datetime.now(UTC).isoformat(), request_model=request.model,
-                tool_calls=tuple(call.to_dict() for call in reply.tool_calls), cached_prompt_tokens=provider_cached,
+                tool_calls=tuple(call.to_dict() for call in reply.tool_calls), cached_prompt_tokens=provider_cache.read,
+                cache_write_tokens=provider_cache.written,
             )
             await self._store(key, entry, request, stage, scope)
         return reply
 
     # -- embeddings -----------------------------------------------------------------------------------------
 
-    async def embed(self, texts: Sequence[str], *, model: str, stage: str = "recall", scope: Any = None
-                    ) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, model: str, stage: str = "recall", scope: Any = None,
+                    options: Mapping[str, Any] | None = None) -> list[list[float]]:
         """One vector per text from a litellm embedding model (retrieval mode's embedding search), cached and in
-        the ledger like a completion: the vectors are stored as the entry's JSON text."""
-        request = LLMRequest.build(litellm_model_id(model), (), input=list(texts))
+        the ledger like a completion: the vectors are stored as the entry's JSON text. ``options`` are the model's
+        ``provider_options`` (its endpoint, litellm parameters and price), read as a completion's are."""
+        model_id = litellm_model_id(model)
+        request = LLMRequest.build(model_id, (), input=list(texts),
+                                   **provider_params(model_id, options or {})).priced(price_of(options or {}))
         started = time.time()
         key = cache_key(request, {"client": self.scope, "call": scope, "kind": "embedding"}) if self.cache else None
         hit = self.cache.get(key) if key is not None else None  # type: ignore[union-attr]  # key only with a cache
@@ -385,7 +406,7 @@ class LLMClient:
         vectors = [list(row["embedding"] if isinstance(row, dict) else row.embedding) for row in rows]
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None)
-        return vectors, prompt_tokens, call_cost(request.model, prompt_tokens, 0)
+        return vectors, prompt_tokens, call_cost(request.model, prompt_tokens, 0, price=request.price)
 
     # -- internals ------------------------------------------------------------------------------------------
 
@@ -430,8 +451,8 @@ class LLMClient:
         hinted = _retry_after(error)
         return max(delay, min(hinted, self.settings.backoff_max_s)) if hinted is not None else delay
 
-    async def _send(self, request: LLMRequest) -> tuple[ModelReply, float | None, int | None]:
-        """The reply, its cost and the prompt tokens the provider served from its prompt cache."""
+    async def _send(self, request: LLMRequest) -> tuple[ModelReply, float | None, PromptCacheUsage]:
+        """The reply, its cost and what the provider says about its prompt cache."""
         from om_eval.llm.providers import litellm_with_providers
 
         litellm = litellm_with_providers()
@@ -457,6 +478,8 @@ class LLMClient:
         prompt_tokens = getattr(usage, "prompt_tokens", None)
         completion_tokens = getattr(usage, "completion_tokens", None)
         answered_by = getattr(response, "model", None) or request.model
-        cost = call_cost(request.model, prompt_tokens, completion_tokens)
+        prompt_cache = prompt_cache_usage(usage)
+        cost = call_cost(request.model, prompt_tokens, completion_tokens, cached_prompt_tokens=prompt_cache.read,
+                         cache_write_tokens=prompt_cache.written, price=request.price)
         return ModelReply(text, answered_by, prompt_tokens, completion_tokens, finish_reason=finish_reason,
-                          tool_calls=tool_calls), cost, cached_prompt_tokens(usage)
+                          tool_calls=tool_calls), cost, prompt_cache

@@ -38,6 +38,9 @@ class CallRecord:
     cached_prompt_tokens: int | None = None
     """Of ``prompt_tokens``, those the provider read from its own prompt cache, as it reported them (``None``: it
     did not say). Not the response cache: that is ``cached``."""
+    cache_write_tokens: int | None = None
+    """Of ``prompt_tokens``, those the provider wrote to its prompt cache (Anthropic bills them at a premium;
+    ``None``: it did not say)."""
 
     @property
     def rejected(self) -> bool:

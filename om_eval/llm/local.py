@@ -494,8 +494,11 @@ class _LocalLlamaImpl:
         )
         # OpenAI's tool schema requires function.name (a nameless tool would add None, which matches no call).
         tool_names = cast(list[str], [(t.get("function") or {}).get("name") for t in tools or ()])
+        # llama.cpp keeps the previous prompt's KV cache and evaluates only what follows the common prefix: the
+        # rest is this provider's prompt cache. It always evaluates the last token again (at least one).
+        reused = max(0, min(prompt_tokens - 1, prompt_tokens - evaluated)) if perf is not None else None
         return _model_response(spec, out, choice, prompt_tokens, completion_tokens, self._last_stats,
-                               tool_names=tool_names)
+                               tool_names=tool_names, reused_prompt_tokens=reused)
 
     @staticmethod
     def _raise_context_window(spec: LocalModelSpec, n_prompt: int, n_ctx: int) -> None:
@@ -610,6 +613,7 @@ def _model_response(
     stats: LocalCallStats,
     *,
     tool_names: Sequence[str] = (),
+    reused_prompt_tokens: int | None = None,
 ) -> ModelResponse:
     from litellm import ModelResponse
 
@@ -638,6 +642,9 @@ def _model_response(
             "prompt_tokens": prompt_tokens,
             "completion_tokens": completion_tokens,
             "total_tokens": prompt_tokens + completion_tokens,
+            # reported as OpenAI reports its prompt cache, so the ledger reads both alike
+            **({"prompt_tokens_details": {"cached_tokens": reused_prompt_tokens}}
+               if reused_prompt_tokens is not None else {}),
         },
     )
     with contextlib.suppress(Exception):

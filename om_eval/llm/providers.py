@@ -21,6 +21,7 @@ from typing import Any, cast
 
 from om_eval.llm._litellm import litellm_module
 from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
+from om_eval.llm.scripted.prompt_cache import PromptCacheEmulator, PromptCacheRules
 
 DEFAULT_SCRIPTED = "om-eval"
 _scripted: dict[str, ScriptedModel] = {}
@@ -45,6 +46,25 @@ def scripted_model(name: str = DEFAULT_SCRIPTED) -> ScriptedModel:
             latency = float(os.environ.get("OM_EVAL_SCRIPTED_LATENCY", "0") or 0)
             _scripted[name] = ScriptedModel(name=f"scripted/{name}", latency=latency)
         return _scripted[name]
+
+
+_prompt_caches: dict[tuple[str, PromptCacheRules], PromptCacheEmulator] = {}
+
+
+def _prompt_cache(name: str, option: Any) -> PromptCacheEmulator | None:
+    """The emulated provider cache of ``scripted/<name>`` under the rules ``option`` names (``None``: no cache,
+    and usage says nothing about one, as a server without a prompt cache)."""
+    if option is None:
+        return None
+    rules = PromptCacheRules.parse(option)
+    with _lock:
+        return _prompt_caches.setdefault((name, rules), PromptCacheEmulator(rules))
+
+
+def reset_prompt_caches() -> None:
+    """Forget every emulated provider cache (a provider's caches expire; tests start from empty ones)."""
+    with _lock:
+        _prompt_caches.clear()
 
 
 #: Dimensions of the scripted embedding.
@@ -77,15 +97,19 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
 
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             name = model.split("/", 1)[-1]
+            optional = kwargs.get("optional_params") or {}
             try:
                 instance = scripted_model(name)
                 _price_as_free(litellm, f"scripted/{name}")
-                tools = (kwargs.get("optional_params") or {}).get("tools")
-                reply = instance.reply(messages, model=f"scripted/{name}", tools=tools)
+                emulator = _prompt_cache(name, optional.get("prompt_cache"))
+                reply = instance.reply(messages, model=f"scripted/{name}", tools=optional.get("tools"))
             except KeyError as error:
                 raise CustomLLMError(status_code=404, message=str(error)) from error
             except ScriptedModelError as error:
                 raise CustomLLMError(status_code=error.status_code, message=str(error)) from error
+            except ValueError as error:  # a prompt_cache option that names no rules
+                raise CustomLLMError(status_code=400, message=f"provider_options.litellm.{error}") from error
+            cache_fields = emulator.usage_fields(emulator.serve(messages)) if emulator is not None else {}
             return litellm.ModelResponse(
                 model=f"scripted/{name}",
                 created=int(time.time()),
@@ -98,6 +122,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                     "prompt_tokens": reply.prompt_tokens,
                     "completion_tokens": reply.completion_tokens,
                     "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
+                    **cache_fields,
                 },
             )
 

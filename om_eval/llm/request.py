@@ -9,6 +9,7 @@ the provider can be left out of the key, because the key is computed from the sa
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from om_eval.common.secrets import redact_secrets
+from om_eval.llm.pricing import Price
 
 #: Mastra-style provider names litellm knows by another name.
 PROVIDER_ALIASES = {"google": "gemini"}
@@ -76,6 +78,9 @@ class LLMRequest:
     key_payload: str = field(init=False, repr=False, compare=False)
     """The same with credentials redacted: what the cache key hashes. A new API key is the same request (its
     answers stay cached), and no key derived from a secret is ever written down."""
+    price: Price | None = field(default=None, compare=False)
+    """What the caller's settings say the model costs (``provider_options.price``); never sent, not in the key
+    (a price does not change an answer). ``None``: litellm's price list prices the call."""
 
     def __post_init__(self) -> None:
         body = {"model": self.model, "messages": list(self.messages), **self.params}
@@ -92,6 +97,10 @@ class LLMRequest:
         frozen_messages = tuple(_freeze(m) for m in messages)
         frozen_params = {k: _freeze(v) for k, v in params.items() if v is not None}
         return cls(model=model, messages=frozen_messages, params=frozen_params)
+
+    def priced(self, price: Price | None) -> LLMRequest:
+        """This request with ``price`` attached."""
+        return self if price == self.price else dataclasses.replace(self, price=price)
 
     def litellm_kwargs(self) -> dict[str, Any]:
         """The keyword arguments for ``litellm.acompletion`` (fresh copies every time)."""

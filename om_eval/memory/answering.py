@@ -141,4 +141,21 @@ async def system_answer_and_judge(
         judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
         context_tokens=context_tokens,
         retrieval=retrieval_record(context, question, top_k if isinstance(top_k, int) else None),
+        turns=_retrieval_turns(system, context, question, counter, context_tokens),
     )
+
+
+def _retrieval_turns(system: MemorySystem, context: MemoryContext, question: Question, counter: TokenCounter,
+                     context_tokens: int | None) -> str | None:
+    """A retrieval system's turns, as an agent retrieving at every turn would take them (systems that retrieve
+    nothing record none: their per-turn context is their own)."""
+    if context.ranked_ids is None or not context_tokens:
+        return None
+    from om_eval.bench.answer import actor_prompts
+    from om_eval.bench.replay import haystack_messages
+    from om_eval.bench.turn_costs import retrieval_turns, shared_table
+
+    key = ("retrieval", system.name, question.haystack_id, getattr(counter, "name", "")) \
+        if question.haystack_id else None
+    return shared_table(key, lambda: retrieval_turns(haystack_messages(question), counter,
+                                                     actor_prompts()["instructions"], context_tokens))

@@ -43,5 +43,6 @@ class HarnessServices:
                               "(models.embedding)", option="models.embedding")
         if not texts:
             return []
-        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage=stage)
+        options = self.embedder.provider_options if self.embedder is not None and name == self.embedder.model else {}
+        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage=stage, options=options)
         return vectors

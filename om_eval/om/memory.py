@@ -269,6 +269,14 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         """The token count of an ingested message (computed once, when it was added)."""
         return self._message_tokens[message_id]
 
+    def queued_tokens(self, thread_id: str | None = None) -> int:
+        """Tokens of the messages not yet observed: of one thread's queue, or of every queue when ``thread_id`` is
+        None (kept as messages come and go: no counting)."""
+        if thread_id is not None:
+            queue = self._queues.get(thread_id)
+            return queue.tokens if queue else 0
+        return sum(q.tokens for q in self._queues.values())
+
     def unobserved_messages(self, thread_id: str | None = None) -> list[Message]:
         """Messages not yet observed: of one thread, or of all threads when ``thread_id`` is None."""
         if thread_id is not None:

@@ -9,8 +9,10 @@
   server (vLLM, Ollama, llama.cpp's server, a LiteLLM proxy) or a hosted API behind another address. ``api_key``
   ``"none"`` says the server takes no key;
 - ``price``: what the model's calls cost, for a model litellm's price list does not know (a self-hosted one):
-  ``{"input_per_million": 0.2, "output_per_million": 0.6}`` in dollars per million tokens, or ``"free"``. It is
-  never sent, and it changes no identity (a price does not change an answer).
+  ``{"input_per_million": 0.2, "output_per_million": 0.6}`` in dollars per million tokens (prompt-cache reads and
+  writes may be priced apart: ``cached_input_per_million``, ``cache_write_per_million``), or ``"free"``. It is
+  never sent, and it changes no identity (a price does not change an answer). It belongs to the role that gives
+  it: two roles calling one served model can be priced apart.
 
 The endpoint is read in one place (:func:`endpoint_options`), by the credential check before a run and by the
 request itself, so the two cannot disagree. The same keys under ``litellm`` (the form that was documented first) are
@@ -84,12 +86,19 @@ FREE = "free"
 """``price`` of a model whose calls cost nothing."""
 
 
+REQUIRED_PRICE_KEYS = frozenset({"input_per_million", "output_per_million"})
+OPTIONAL_PRICE_KEYS = frozenset({"cached_input_per_million", "cache_write_per_million"})
+
+
 def price_error(price: Any) -> str | None:
     """Why ``price`` is not a price (None when it is one)."""
     if price == FREE:
         return None
-    if not isinstance(price, Mapping) or set(price) != {"input_per_million", "output_per_million"}:
-        return "must be 'free' or {input_per_million: <dollars>, output_per_million: <dollars>}"
+    if (not isinstance(price, Mapping) or not set(price) >= REQUIRED_PRICE_KEYS
+            or not set(price) <= REQUIRED_PRICE_KEYS | OPTIONAL_PRICE_KEYS):
+        return ("must be 'free' or {input_per_million: <dollars>, output_per_million: <dollars>}, optionally with "
+                "cached_input_per_million and cache_write_per_million (prompt-cache reads and writes; the input "
+                "price when left out)")
     for key, value in price.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             return f"{key} must be a number of dollars >= 0"

@@ -1,9 +1,11 @@
 """The judge panel and judge quality of a run: how far its score moves across judges, and how good each judge is.
 
-* :func:`panel_report`: every judge that graded the run's current answers (its own judge and those of ``om-eval
-  rejudge``), with its accuracy per category and overall, the range across judges, and the questions whose
-  verdict flips from one judge to another, with each judge's reply. Only questions every judge graded count, so
-  the judges are compared on the same answers.
+* :func:`panel_report`: every judge of the run (its own judge and those of ``om-eval rejudge``), with how many of
+  the current answers it graded and failed on, its accuracy per category and overall, the range across judges, and
+  the questions whose verdict flips from one judge to another, with each judge's reply. Only questions every judge
+  graded count, so the judges are compared on the same answers; when a judge failed on some, the panel says on
+  which share it compares and why, and shows each judge's accuracy on every answer it graded as well. A judge
+  that graded none is listed (with its first error) and left out of the comparison.
 * :func:`judge_quality`: after ``rejudge --probes``, each judge's false-accept rate (wrong probes it said yes to:
   a vague answer and a specific wrong one) and false-reject rate (gold probes it said no to), overall and per
   category (:mod:`om_eval.bench.judging.probes`).
@@ -21,7 +23,7 @@ from typing import Any
 from om_eval.bench.benchmark import Benchmark
 from om_eval.bench.judging.matching import contains_match, match_floor
 from om_eval.report._format import plural
-from om_eval.report.agreement import current_verdicts, judge_name
+from om_eval.report.agreement import clip, current_verdicts, judge_name, narrowing
 
 __all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "judge_quality",
            "panel_markdown", "panel_report", "quality_markdown"]
@@ -29,7 +31,7 @@ __all__ = ["Flip", "JudgeQuality", "JudgeScores", "PanelReport", "floor_line", "
 
 @dataclass(frozen=True)
 class JudgeScores:
-    """One judge's accuracy on the questions every judge of the panel graded."""
+    """One judge's accuracy on the questions every judge of the panel graded, and what it graded on its own."""
 
     label: str
     judge_key: str
@@ -37,6 +39,14 @@ class JudgeScores:
     by_category: Mapping[str, float | None]
     own: bool
     """The run's own judge (the one its items were graded with)."""
+    graded: int = 0
+    """Current answers this judge graded."""
+    failed: int = 0
+    """Current answers this judge tried and failed to grade (a provider error, a reply with no verdict)."""
+    accuracy_graded: float | None = None
+    """Accuracy on every answer this judge graded (``accuracy`` is on the shared ones only)."""
+    error: str | None = None
+    """The first error among its failed answers."""
 
 
 @dataclass(frozen=True)
@@ -54,18 +64,27 @@ class PanelReport:
     n: int
     """Questions every judge graded (the comparison's base)."""
     judges: tuple[JudgeScores, ...]
+    """Every judge of the run, those that graded nothing included (with no accuracy)."""
     categories: tuple[str, ...]
     flips: tuple[Flip, ...]
+    answers: int | None = None
+    """Answers the run holds now (``n`` when not given)."""
+    note: str = ""
+    """Why ``n`` is smaller than ``answers``; empty when the judges are compared on every answer."""
+
+    @property
+    def total(self) -> int:
+        return self.n if self.answers is None else self.answers
 
     @property
     def spread(self) -> float | None:
-        """Largest minus smallest overall accuracy across judges."""
+        """Largest minus smallest overall accuracy across judges (``None`` with fewer than two to compare)."""
         values = [j.accuracy for j in self.judges if j.accuracy is not None]
-        return max(values) - min(values) if values else None
+        return max(values) - min(values) if len(values) > 1 else None
 
     def category_spread(self, category: str) -> float | None:
         values = [v for j in self.judges if (v := j.by_category.get(category)) is not None]
-        return max(values) - min(values) if values else None
+        return max(values) - min(values) if len(values) > 1 else None
 
 
 def _mean(values: Sequence[bool]) -> float | None:
@@ -73,27 +92,36 @@ def _mean(values: Sequence[bool]) -> float | None:
 
 
 def panel_report(catalog: Any, run_id: str, benchmark: Benchmark) -> PanelReport | None:
-    """The panel of ``run_id``, or ``None`` when fewer than two judges graded its current answers."""
+    """The panel of ``run_id``, or ``None`` when it has fewer than two judges (graded or failed alike)."""
     found = current_verdicts(catalog, run_id)
     verdicts, labels, types, own = found.verdicts, found.names, found.types, found.own
-    keys = sorted((k for k in verdicts if verdicts[k]), key=lambda k: (k != own, labels[k], k))
+    keys = sorted(labels, key=lambda k: (k != own, labels[k], k))
     if len(keys) < 2:
         return None
-    shared = sorted(set.intersection(*(set(verdicts[k]) for k in keys)))
+    # A judge that graded nothing would empty the shared set: it is listed, not compared.
+    compared = [k for k in keys if verdicts.get(k)]
+    shared = sorted(set.intersection(*(set(verdicts[k]) for k in compared))) if compared else []
     present = {types[q] for q in shared}
     categories = tuple(c for c in benchmark.category_keys if c in present)
     judges = []
     for key in keys:
-        graded = {q: verdicts[key][q][0] for q in shared}
+        graded = {q: verdicts[key][q][0] for q in shared} if key in compared else {}
         judges.append(JudgeScores(
             labels[key], key, _mean(list(graded.values())),
             {c: _mean([v for q, v in graded.items() if types[q] == c]) for c in categories}, key == own,
+            found.graded(key), found.failures(key), found.graded_accuracy(key), found.first_error(key),
         ))
     flips = tuple(
-        Flip(q, types[q], {labels[k]: verdicts[k][q] for k in keys})
-        for q in shared if len({verdicts[k][q][0] for k in keys}) > 1
+        Flip(q, types[q], {labels[k]: verdicts[k][q] for k in compared})
+        for q in shared if len({verdicts[k][q][0] for k in compared}) > 1
     )
-    return PanelReport(run_id, len(shared), tuple(judges), categories, flips)
+    idle = [f"{labels[k]} ({'failed on ' + str(found.failures(k)) if found.failures(k) else 'no verdict'})"
+            for k in keys if k not in compared]
+    note = narrowing(found, compared, len(shared), "all the others" if idle else "every judge")
+    if idle:
+        left_out = f"{', '.join(idle)} graded none and {'is' if len(idle) == 1 else 'are'} left out"
+        note = f"{left_out}; {note or 'the others on the same ' + plural(len(shared), 'answer')}"
+    return PanelReport(run_id, len(shared), tuple(judges), categories, flips, found.answers, note)
 
 
 @dataclass(frozen=True)
@@ -151,17 +179,34 @@ def _pct(value: float | None) -> str:
 
 
 def panel_markdown(panel: PanelReport, benchmark: Benchmark, *, max_flips: int = 20) -> str:
-    """The panel as markdown: accuracy per judge and category, the range, then the flipped questions."""
+    """The panel as markdown: every judge with what it graded and failed on, accuracy per category on the shared
+    answers, the range, then the flipped questions. When the shared answers are fewer than the run's, the heading
+    says why and a last column gives each judge's accuracy on every answer it graded."""
     shorts = [benchmark.category(c).short for c in panel.categories]
-    lines = [f"Run {panel.run_id[:12]}: {len(panel.judges)} judges on the same {plural(panel.n, 'answer')} "
-             "(accuracy %).",
-             "", "| judge | " + " | ".join(shorts) + " | overall |", "|---" * (len(shorts) + 2) + "|"]
+    narrowed = bool(panel.note)
+    if narrowed:
+        heading = (f"Run {panel.run_id[:12]}: {len(panel.judges)} judges, {panel.note}. Accuracy % on the "
+                   "answers compared, and in the last column on every answer the judge graded.")
+    else:
+        heading = (f"Run {panel.run_id[:12]}: {len(panel.judges)} judges on the same {plural(panel.n, 'answer')} "
+                   "(accuracy %).")
+    head = ["judge", "graded", "failed", *shorts, "overall", *(["all it graded"] if narrowed else [])]
+    lines = [heading, "", "| " + " | ".join(head) + " |", "|---" * len(head) + "|"]
     for judge in panel.judges:
-        name = judge.label + (" (run's judge)" if judge.own else "")
-        lines.append(f"| {name} | " + " | ".join(_pct(judge.by_category[c]) for c in panel.categories)
-                     + f" | {_pct(judge.accuracy)} |")
-    lines.append("| **range** | " + " | ".join(_pct(panel.category_spread(c)) for c in panel.categories)
-                 + f" | **{_pct(panel.spread)}** |")
+        name = judge.label + (" (run's judge)" if judge.own else "") + ("" if judge.graded else " (graded none)")
+        cells = [name, str(judge.graded), str(judge.failed),
+                 *(_pct(judge.by_category.get(c)) for c in panel.categories), _pct(judge.accuracy),
+                 *([_pct(judge.accuracy_graded)] if narrowed else [])]
+        lines.append("| " + " | ".join(cells) + " |")
+    spread = ["**range**", "", "", *(_pct(panel.category_spread(c)) for c in panel.categories),
+              f"**{_pct(panel.spread)}**", *([""] if narrowed else [])]
+    lines.append("| " + " | ".join(spread) + " |")
+    failing = [j for j in panel.judges if j.failed]
+    if failing:
+        lines.append("")
+    for judge in failing:
+        again = "" if judge.own else " (the same om-eval rejudge grades them again)"
+        lines.append(f"- {judge.label} failed on {plural(judge.failed, 'answer')}: {clip(judge.error or '')}{again}")
     lines += ["", f"{len(panel.flips)} of {plural(panel.n, 'question')} flip between judges."]
     for flip in panel.flips[:max_flips]:
         said = "; ".join(f"{label}: {'yes' if label_ok else 'no'} ({reply.strip()[:60]!r})"

@@ -32,6 +32,10 @@ scripted test model (``scripted/...``), or by an unrecorded model. Such a run ke
 *without* a confidence interval: the bootstrap interval measures question sampling only, and printing it
 would lend a precision that a judge which is often wrong does not have (the CSV still holds it).
 
+**Unfinished runs say so.** A run with fewer items than the questions it was started on (still running, or
+stopped) shows ``of <n> (unfinished)`` in its judged/n cell, and the table gains a note per such run: how many of
+its questions are done, pending and failed. A finished run shows neither.
+
 **Determinism.** Items are sorted by question id before bootstrapping (every run uses the same ``seed``), the
 section and row order is fixed, and floats are printed with fixed decimals: the same rows and options give
 byte-identical markdown and CSV.
@@ -229,6 +233,8 @@ class RunSummary:
     mean_compression_ratio: float | None
     n_expected: int | None = None
     """Questions the run was started on (``runs.n_questions``); more than ``n_items`` means it is unfinished."""
+    n_failed: int = 0
+    """Of ``n_items``, the questions that failed (item status ``error``): tried, with no answer to score."""
     caveat: str | None = None
     """Why its scores need a caveat (:func:`judge_caveat`), or ``None``."""
     reader: str | None = None
@@ -497,6 +503,7 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         mean_observation_tokens=_mean(i.get("observation_tokens") for i in items),
         mean_compression_ratio=_mean(i.get("compression_ratio") for i in items),
         n_expected=int(run["n_questions"]) if not fmt.missing(run.get("n_questions")) else None,
+        n_failed=sum(1 for i in items if i.get("status") == "error"),
         caveat=judge_caveat(run),
         reader=_reader_of(run),
         dataset=dataset_name(run),
@@ -618,6 +625,7 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         sections.append(Section(key, title, official, rows, section_notes, benchmark))
     notes: tuple[str, ...] = (f"{fmt.plural(stray, 'item')} of runs not in this table "
                                f"{'was' if stray == 1 else 'were'} ignored.",) if stray else ()
+    notes += tuple(_unfinished_note(row) for section in sections for row in section.rows if not row.complete)
     datasets = sorted({row.dataset for section in sections for row in section.rows})
     if len(datasets) > 1:
         notes += (f"These runs used different data ({'; '.join(datasets)}): their scores are not comparable "
@@ -643,6 +651,14 @@ def caveat_notes(rows: Iterable[RunSummary]) -> list[str]:
                      "and without confidence intervals, which cover question sampling, not judge error (the CSV "
                      "has them).")
     return notes
+
+
+def _unfinished_note(row: RunSummary) -> str:
+    """The line that says a run is unfinished: how many of its questions are done, failed and not tried yet."""
+    done, pending = row.n_items - row.n_failed, (row.n_expected or row.n_items) - row.n_items
+    failed = f", {row.n_failed} failed" if row.n_failed else ""
+    return (f"Unfinished: {row.label} has {done} of {row.n_expected} questions done ({pending} pending{failed}); "
+            "its scores cover only the questions done.")
 
 
 SUSPECT_KIND = "observation_suspect"

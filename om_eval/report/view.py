@@ -1,10 +1,13 @@
 """``om-eval view``: the stored runs as one self-contained HTML page, from the summary down to one question.
 
-The page has four parts: a runs table (memory system, models, judge, n, accuracies, cost), accuracy bars per
+The page has these parts: a runs table (memory system, models, judge, n, accuracies, cost), accuracy bars per
 question type, the accuracy against context tokens and cost (with ingest and answer cost and recall@k per run),
-judge agreement (Cohen's kappa) for runs graded by more than one judge, and a question browser: a list of
-every question with a correct/wrong mark per run, and for the chosen question the whole
-:func:`~om_eval.report.detail.question_detail` of one run, or of two runs side by side.
+the cost per turn with and without a provider's prompt cache (the table of ``om-eval report``, per run and price
+profile, for runs with turn tables: :mod:`~om_eval.report.turns`), judge agreement (Cohen's kappa) and the judge
+panel for runs graded by more than one judge (with each judge's graded and failed answers, and why a comparison
+covers fewer answers than the run holds), and a question browser: a list of every question with a correct/wrong
+mark per run, and for the chosen question the whole :func:`~om_eval.report.detail.question_detail` of one run, or
+of two runs side by side.
 
 **One file, no network.** CSS and JavaScript are inline (``templates/view.html``), the data sits in a
 ``<script type="application/json">`` block, nothing is fetched; the page works from ``file://``. The question
@@ -42,6 +45,7 @@ import base64
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, cast
@@ -50,7 +54,7 @@ import jinja2
 
 from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.report import _format as fmt
-from om_eval.report.agreement import JudgePair, agreement_rows
+from om_eval.report.agreement import JudgePair, agreement_rows, clip
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
 from om_eval.report.plots import variant_colors
 from om_eval.report.systems import ANSWER, INGEST, OM, budget_warnings, stage_usage
@@ -63,6 +67,7 @@ from om_eval.report.tables import (
     memory_name,
     summary_table,
 )
+from om_eval.report.turns import TurnRow, turn_rows
 from om_eval.store.catalog import Catalog
 
 __all__ = ["ACTOR_HEAD_LINES", "ACTOR_TAIL_LINES", "LINE_CHARS", "OBSERVATION_LINES", "OLDER_GENERATION_LINES",
@@ -262,7 +267,9 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
     Keys: ``runs`` (in summary-table order: ids, label, colour, judge and its caveat, n), ``types``,
     ``status_text``, ``questions`` (sorted by id, each with a mark per run), ``details`` (run id -> question id
     -> the capped question detail), ``memories`` (``memory_key|question_id`` -> observations and events),
-    ``caps`` (the cut limits), ``agreement`` (judge pairs of runs with more than one judge).
+    ``caps`` (the cut limits), ``agreement`` (judge pairs of runs with more than one judge), ``panels`` (their
+    judge panels and judge quality), ``turn_costs`` (the run id and :class:`~om_eval.report.turns.TurnRow` fields
+    per run with turn tables and price profile).
     """
     run_ids = [str(r["run_id"]) for r in runs]
     items = catalog.items(run_ids) if run_ids else []
@@ -313,10 +320,21 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
                  "line_chars": LINE_CHARS},
         "agreement": [_pair(pair) for pair in agreement_rows(catalog, [by_id[row.run_id] for row in rows])],
         "panels": [panel for row in rows if (panel := _panel(catalog, by_id[row.run_id], row)) is not None],
+        "turn_costs": _turn_costs([by_id[row.run_id] for row in rows], items),
         "budgets": budget_warnings([by_id[row.run_id] for row in rows]),
         "n_boot": n_boot, "seed": seed,
     }
     return data, table
+
+
+def _turn_costs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The rows of ``om-eval report``'s cost-per-turn table (:func:`~om_eval.report.turns.turn_rows`), each with
+    the id of its run (so the page can name the run as its other tables do)."""
+    by_run: dict[str, list[Mapping[str, Any]]] = {}
+    for item in items:
+        by_run.setdefault(str(item["run_id"]), []).append(item)
+    return [{"run_id": str(run["run_id"]), **asdict(turn)} for run in runs
+            for turn in turn_rows([run], by_run.get(str(run["run_id"]), []))]
 
 
 def _models(run: Mapping[str, Any], row: RunSummary) -> dict[str, Any]:
@@ -342,7 +360,9 @@ def _judge_name(row: RunSummary) -> str:
 def _pair(pair: JudgePair) -> dict[str, Any]:
     return {"run_id": pair.run_id, "first": pair.first, "second": pair.second, "n": pair.n,
             "agreement": pair.agreement, "kappa": pair.kappa, "accuracy_first": pair.accuracy_first,
-            "accuracy_second": pair.accuracy_second}
+            "accuracy_second": pair.accuracy_second, "answers": pair.answers, "graded_first": pair.graded_first,
+            "graded_second": pair.graded_second, "graded_accuracy_first": pair.graded_accuracy_first,
+            "graded_accuracy_second": pair.graded_accuracy_second, "note": pair.note}
 
 
 def _panel(catalog: Catalog, run: Mapping[str, Any], row: RunSummary) -> dict[str, Any] | None:
@@ -358,9 +378,13 @@ def _panel(catalog: Catalog, run: Mapping[str, Any], row: RunSummary) -> dict[st
     out: dict[str, Any] = {"run": row.short_id, "label": row.label, "judges": [], "quality": []}
     if panel is not None:
         out["n"] = panel.n
+        out["answers"] = panel.total
+        out["note"] = panel.note
         out["categories"] = [benchmark.category(c).short for c in panel.categories]
-        out["judges"] = [{"label": j.label, "own": j.own, "cells": [_pct(j.by_category[c]) for c in panel.categories],
-                          "overall": _pct(j.accuracy)} for j in panel.judges]
+        out["judges"] = [{"label": j.label, "own": j.own, "graded": j.graded, "failed": j.failed,
+                          "cells": [_pct(j.by_category.get(c)) for c in panel.categories],
+                          "overall": _pct(j.accuracy), "all_graded": _pct(j.accuracy_graded),
+                          "error": clip(j.error) if j.error else None} for j in panel.judges]
         out["range"] = {"cells": [_pct(panel.category_spread(c)) for c in panel.categories],
                         "overall": _pct(panel.spread)}
         out["flips"] = [{"id": f.question_id, "type": f.question_type,
@@ -462,8 +486,32 @@ def _agreement_rows(pairs: Sequence[Mapping[str, Any]], labels: Mapping[str, str
     return [{"run": pair["run_id"][:8], "label": labels.get(pair["run_id"], ""), "first": pair["first"],
              "second": pair["second"], "n": pair["n"], "agreement": _pct(pair["agreement"]),
              "kappa": "undefined" if pair["kappa"] is None else f"{pair['kappa']:.3f}",
-             "accuracy_first": _pct(pair["accuracy_first"]), "accuracy_second": _pct(pair["accuracy_second"])}
+             "accuracy_first": _pct(pair["accuracy_first"]), "accuracy_second": _pct(pair["accuracy_second"]),
+             "graded_first": f"{_pct(pair.get('graded_accuracy_first'))} of {pair.get('graded_first', 0)}",
+             "graded_second": f"{_pct(pair.get('graded_accuracy_second'))} of {pair.get('graded_second', 0)}",
+             "note": pair.get("note") or ""}
             for pair in pairs]
+
+
+#: The columns of the cost-per-turn table (as ``om-eval report`` prints it).
+_TURN_HEAD = ("run", "memory", "profile", "turns", "mean prompt", "cached", "$/1k turns cached",
+             "$/1k turns uncached", "ratio", "actor's ratio")
+
+
+def _turn_cells(entry: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """One row of the cost-per-turn table, its numbers written as ``om-eval report`` writes them, its run named as
+    in the page's other tables."""
+    row = TurnRow(**{key: value for key, value in entry.items() if key != "run_id"})
+    run = runs.get(entry["run_id"], {})
+    return {"label": run.get("label", row.label), "color": run.get("color", ""),
+            "memory": row.memory, "profile": row.profile, "turns": f"{row.turns:,}",
+            "mean_prompt": f"{row.mean_prompt:,.0f}", "cached": f"{row.cached_share:.1%}",
+            "cached_usd": f"{row.per_thousand:,.3f}", "uncached_usd": f"{row.uncached_per_thousand:,.3f}",
+            "ratio": _times(row.ratio), "actor_ratio": _times(row.actor_ratio)}
+
+
+def _times(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}x"
 
 
 def _run_notes(table: ReportTable, skipped_files: Sequence[str], budgets: Sequence[str] = ()) -> list[str]:
@@ -500,6 +548,9 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         bar_groups=_bar_groups(table, colors),
         agreement_head=("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B"),
         agreement=_agreement_rows(data["agreement"], labels),
+        agreement_narrowed=any(pair.get("note") for pair in data["agreement"]),
+        turn_head=_TURN_HEAD,
+        turn_rows=[_turn_cells(entry, runs) for entry in data.get("turn_costs", ())],
         panels=data["panels"],
         tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],
         tradeoff_recall=table.has_recall,

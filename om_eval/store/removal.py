@@ -1,8 +1,13 @@
-"""Deleting a run: its store file, DuckDB's sidecars and its official exports; never memories or cached calls.
+"""Deleting a run: every file kept for it alone; never memories or cached calls other runs share.
 
 Why this exists: a run that failed for a reason outside it (no API key, a wrong dataset) stays in ``report`` and
 ``view`` for good otherwise, and deleting files by hand risks hitting a run another process is writing. Memory
 snapshots and the response cache are shared by every run with the same memory or requests, so they stay.
+
+What belongs to a run, all named by its id: the store file and what the writer and DuckDB keep beside it (WAL,
+lock, the call journal and its rewrite's temporary file), the official exports under ``runs/<id>/`` and the
+archives ``om-eval export`` wrote under ``exports/``. The journal matters most: left behind, the calls of the
+deleted run came back into the ledger (and the budget) of the next run with the same configuration.
 """
 
 from __future__ import annotations
@@ -15,22 +20,45 @@ from pathlib import Path
 from om_eval.common.files import open_lock, try_lock
 from om_eval.store.files import STORE_DIR, StoreBusyError
 
-#: Files DuckDB and the writer keep beside a run file.
-SIDECARS = (".wal", ".lock")
+#: Files the writer and DuckDB keep beside a run file, removed before the lock (the last one).
+SIDECARS = (".calls.jsonl", ".wal", ".lock")
+#: Where ``om-eval run`` writes the official layouts (a folder per run) and ``om-eval export`` its archives.
+RUN_EXPORTS, ARCHIVES = "runs", "exports"
 
 
 @dataclass(frozen=True)
 class Removed:
     run_id: str
     paths: tuple[Path, ...]
+    """Every file and folder removed, in the order they were."""
+
+
+def run_artefacts(results_dir: Path | str, run_id: str) -> list[Path]:
+    """The files and folders of run ``run_id`` (a full id) in ``results_dir`` that exist now, the store file first.
+
+    An archive belongs to the run when its name is the id followed by a dot, a dash or an underscore
+    (``<id>.zip``, ``<id>.zip.partial``, ``<id>-partial.zip``), so another run's id that merely starts the same way
+    never matches.
+    """
+    results = Path(results_dir)
+    store = results / STORE_DIR / f"{run_id}.duckdb"
+    found = [store, *(store.with_name(store.name + suffix) for suffix in SIDECARS)]
+    found += sorted(store.parent.glob(f".{store.name}.*.tmp"))  # a journal rewrite cut short (atomic_write's name)
+    found.append(results / RUN_EXPORTS / run_id)
+    archives = results / ARCHIVES
+    if archives.is_dir():
+        found += sorted(path for path in archives.iterdir()
+                        if path.name.startswith(run_id) and path.name[len(run_id):][:1] in (".", "-", "_"))
+    return [path for path in found if path.exists() or path.is_symlink()]
 
 
 def remove_run(results_dir: Path | str, run_id: str) -> Removed:
-    """Delete run ``run_id`` (a full id) from ``results_dir``.
+    """Delete run ``run_id`` (a full id) from ``results_dir``: every path :func:`run_artefacts` lists.
 
     Raises:
         StoreBusyError: a process is writing the run now (it holds the writer lock); stop it first.
         FileNotFoundError: there is no such run file.
+        OSError: a file could not be removed (what was removed before it stays removed).
     """
     results = Path(results_dir)
     store = results / STORE_DIR / f"{run_id}.duckdb"
@@ -38,20 +66,25 @@ def remove_run(results_dir: Path | str, run_id: str) -> Removed:
         raise FileNotFoundError(f"no run file {store}")
     lock = store.with_name(store.name + ".lock")
     fd = open_lock(lock)
+    removed: list[Path] = []
     try:
         if not try_lock(fd):  # the writer's own lock: held while a job runs
             raise StoreBusyError(f"run {run_id} is being written by another process; stop it first")
-        removed = [store]
-        store.unlink()
-        for suffix in SIDECARS:
-            sidecar = store.with_name(store.name + suffix)
-            if sidecar.exists():
-                sidecar.unlink()
-                removed.append(sidecar)
+        # The store file first: stopped halfway, what is left lies beside no run file, where the next writer of
+        # this id drops the journal unread and the next run rewrites runs/<id>/.
+        for path in run_artefacts(results, run_id):
+            if path != lock:
+                _delete(path)
+                removed.append(path)
+        lock.unlink(missing_ok=True)  # last, and while held: no writer can open the run in between
+        removed.append(lock)
     finally:
         os.close(fd)
-    exports = results / "runs" / run_id
-    if exports.is_dir():
-        shutil.rmtree(exports)
-        removed.append(exports)
     return Removed(run_id, tuple(removed))
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink(missing_ok=True)

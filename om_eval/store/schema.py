@@ -96,6 +96,7 @@ TABLES: dict[str, str] = {
             recall_steps VARCHAR,              -- JSON list of those calls (bench.recall_actor.ToolStep)
             context_tokens INTEGER,            -- tokens of the memory the actor was shown (the run's tokenizer)
             retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (memory.answering)
+            turns VARCHAR,                     -- JSON: per user turn, what an agent would send (bench.turn_costs)
             PRIMARY KEY (run_id, question_id)
         )""",
     "judgments": """
@@ -181,6 +182,7 @@ TABLES: dict[str, str] = {
             cache_key VARCHAR,
             started_at DOUBLE,
             cached_prompt_tokens INTEGER,      -- of prompt_tokens, from the provider's prompt cache; NULL: not said
+            cache_write_tokens INTEGER,        -- of prompt_tokens, written to the provider's prompt cache
             PRIMARY KEY (run_id, question_id, seq)
         )""",
 }

@@ -11,14 +11,17 @@ Paid calls of a question in flight are not lost with it: each call is appended t
 as it returns (``journal_call``). Once the question is committed its lines are no longer needed; the journal is
 rewritten without them when they pile up (``JOURNAL_SLACK``) and removed when no question is in flight. The next
 writer to open the file moves the lines of calls it does not hold (those a killed process left) into
-``llm_calls``, marked as calls of an interrupted attempt, so spend and budgets count them. (The journal is
-flushed, not fsynced: it survives a killed process, not a power cut.)
+``llm_calls``, marked as calls of an interrupted attempt, so spend and budgets count them; a journal found
+beside no run file (the file was deleted) is removed unread. Cache hits are not journaled: they cost nothing,
+and the attempt that resumes records its own. (The journal is flushed, not fsynced: it survives a killed process,
+not a power cut.)
 """
 
 from __future__ import annotations
 
 import fcntl
 import json
+import logging
 import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -50,6 +53,8 @@ from om_eval.store.rows import (
     utcnow,
 )
 from om_eval.store.schema import SCHEMA_VERSION, TABLES
+
+log = logging.getLogger(__name__)
 
 #: The ``error`` of a recovered call whose question was never saved (the process was killed first).
 INTERRUPTED_ATTEMPT = "attempt interrupted before its question was saved"
@@ -87,6 +92,7 @@ class RunStore:
         self._lock_fd: int | None = acquire_writer_lock(self.path)
         self._con: duckdb.DuckDBPyConnection | None = None
         try:
+            existed = self.path.exists()  # asked under the lock: no writer can make the file meanwhile
             self._con = connect_writer(self.path, open_timeout)
             # Each automatic checkpoint rewrites the tables' open row groups (every model call of the run so far
             # sits in one), so with DuckDB's 16 MB default a 500-question S run peaked at 1.25 GB in checkpoint
@@ -99,7 +105,7 @@ class RunStore:
             self._in_flight: dict[tuple[str, str], list[str]] = {}
             self._journal_lines = 0
             self._journal_lock = threading.Lock()  # apart from the database's: journaling never waits for a commit
-            self.recovered_calls = self._recover_journal()
+            self.recovered_calls = self._recover_journal() if existed else self._drop_orphan_journal()
             """Calls of interrupted attempts found in the journal when the file was opened."""
             # Questions with any row already: only these need an earlier attempt's rows cleared, their calls
             # numbered after the stored ones, and their verdicts replaced. The lock makes this the file's one
@@ -116,17 +122,19 @@ class RunStore:
     def close(self) -> None:
         """Checkpoint and close the database, then release the writer lock. Safe to call twice."""
         with self._mutex:
-            if self._con is not None:
-                try:
-                    self._con.close()
-                finally:
-                    self._con = None
-            if self._lock_fd is not None:
-                try:
-                    fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-                finally:
-                    os.close(self._lock_fd)
-                    self._lock_fd = None
+            try:
+                if self._con is not None:
+                    try:
+                        self._con.close()  # checkpoints: on a full disk this fails, and the WAL keeps every commit
+                    finally:
+                        self._con = None
+            finally:
+                if self._lock_fd is not None:
+                    try:
+                        fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+                    finally:
+                        os.close(self._lock_fd)
+                        self._lock_fd = None
 
     @property
     def closed(self) -> bool:
@@ -327,8 +335,14 @@ class RunStore:
         insert(con, "judgments", verdicts[True], replace=True)
 
     def journal_call(self, run_id: str, question_id: str, call: Mapping[str, Any] | Any) -> None:
-        """Note a paid call of a question in flight at once, so a kill before the question is saved loses none."""
+        """Note a call of a question in flight at once, so a kill before the question is saved loses none.
+
+        A cache hit is not noted: it asked no model and cost nothing, and once recovered each kill added it to the
+        ledger again beside the hit the resumed attempt records.
+        """
         values = {k: v for k, v in call_row(call, run_id, question_id, 0).items() if k != "seq"}
+        if values.get("cached"):
+            return
         line = json.dumps(values, ensure_ascii=False, default=str)
         with self._journal_lock:
             self._in_flight.setdefault((run_id, question_id), []).append(line)
@@ -349,8 +363,23 @@ class RunStore:
             atomic_write(self._journal, "".join(line + "\n" for line in lines))
             self._journal_lines = len(lines)
 
+    def _drop_orphan_journal(self) -> int:
+        """Remove the journal of a run file that no longer exists (deleted by hand, or by an ``om-eval runs rm``
+        older than this rule); returns 0.
+
+        Its calls belong to the deleted run: moved into the new file, they came back into its spend and budget.
+        """
+        if self._journal.exists():
+            log.warning("removing %s: the journal of a deleted run file (its calls are not this run's)", self._journal)
+            self._journal.unlink(missing_ok=True)
+        return 0
+
     def _recover_journal(self) -> int:
-        """Move calls of interrupted attempts from the journal into ``llm_calls``; returns how many."""
+        """Move calls of interrupted attempts from the journal into ``llm_calls``; returns how many.
+
+        Cache hits are skipped (journals written before they were left out held them): they asked no model and
+        cost nothing, and the resumed attempt records its own.
+        """
         try:
             text = self._journal.read_text(encoding="utf-8")
         except FileNotFoundError:
@@ -364,6 +393,8 @@ class RunStore:
         moved = 0
         with self._transaction() as con:
             for entry in entries:
+                if entry.get("cached"):
+                    continue
                 key = [entry["run_id"], entry["question_id"]]
                 # A kill between a question's commit and the journal rewrite leaves lines already saved.
                 if _aggregate(con, "SELECT count(*) FROM llm_calls WHERE run_id = ? AND question_id = ? AND stage = ? "

@@ -81,7 +81,8 @@ def test_report_and_plots_from_the_sweep(sweep: Path, capsys: pytest.CaptureFixt
     assert main(["plot", "--results", str(sweep)]) == 0
     pngs = sorted((sweep / "plots").glob("*.png"))
     assert [p.name for p in pngs] == ["accuracy_by_category.png", "accuracy_vs_actor_context.png",
-                                      "accuracy_vs_observation_tokens.png", "cost_vs_accuracy.png"]
+                                      "accuracy_vs_observation_tokens.png", "cost_vs_accuracy.png",
+                                      "turn_cached_share.png", "turn_context_tokens.png", "turn_cumulative_cost.png"]
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     first = [p.read_bytes() for p in pngs]
     assert main(["plot", "--results", str(sweep)]) == 0

@@ -252,8 +252,14 @@ def test_a_priced_endpoint_is_priced_and_its_price_changes_no_identity(tmp_path:
     ({"input_per_million": 0.2}, r"must be 'free' or \{input_per_million"),
     ({"input_per_million": -1, "output_per_million": 0}, r"input_per_million must be a number of dollars >= 0"),
     ("cheap", r"must be 'free'"),
+    ({"input_per_million": 1, "output_per_million": 2, "cached_per_million": 0.1}, r"optionally with "
+     r"cached_input_per_million and cache_write_per_million"),
+    ({"input_per_million": 1, "output_per_million": 2, "cache_write_per_million": "high"},
+     r"cache_write_per_million must be a number of dollars >= 0"),
 ])
 def test_a_wrong_price_is_refused_by_name(price: Any, message: str) -> None:
     with pytest.raises(ConfigError, match=r"models\.actor\.provider_options\.price=.*" + message):
         ModelSettings(model="openai/m", provider_options={"price": price}).validate("models.actor")
     ModelSettings(model="openai/m", provider_options={"price": "free"}).validate("models.actor")
+    ModelSettings(model="openai/m", provider_options={"price": {
+        "input_per_million": 1, "output_per_million": 2, "cached_input_per_million": 0.1}}).validate("models.actor")

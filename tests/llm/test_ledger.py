@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger, LedgerTotals
-from om_eval.llm.pricing import call_cost, register_price
+from om_eval.llm.pricing import Price, call_cost
 
 
 def record(stage: str, model: str, **values: object) -> CallRecord:
@@ -54,7 +54,7 @@ def test_prices_from_litellms_local_map() -> None:
     assert call_cost("openai/no-such-model-xyz", 10, 10) is None
     # A price-map entry with zero prices is a missing price, not a free model; a price set as free is free.
     assert call_cost("gemini/gemini-3-pro-preview", 10, 10) is None
-    register_price("openai/served-free-model", "free")
-    assert call_cost("openai/served-free-model", 10, 10) == 0.0
+    assert call_cost("openai/served-free-model", 10, 10) is None
+    assert call_cost("openai/served-free-model", 10, 10, price=Price.from_option("free")) == 0.0
     assert call_cost("openai/gpt-4o-mini", None, 10) is None
     assert call_cost("scripted/om-eval", 10, 10) == 0.0 and call_cost("local/qwen2.5-coder-1.5b", 10, 10) == 0.0

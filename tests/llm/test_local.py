@@ -376,6 +376,29 @@ def test_real_model_reuses_cached_prefixes_without_changing_outputs() -> None:
     assert again.choices[0].message.content == first
     stats = provider.last_stats
     assert stats.prompt_tokens > 100 and stats.prompt_tokens_evaluated <= 2, stats
+    # The reused prefix is reported as a provider's prompt cache is: OpenAI's cached_tokens.
+    reused = again.usage.prompt_tokens_details.cached_tokens
+    assert reused == stats.prompt_tokens - max(1, stats.prompt_tokens_evaluated), (reused, stats)
+
+
+@pytest.mark.integration
+def test_the_reused_prefix_of_a_real_completion_lands_in_the_ledger() -> None:
+    import asyncio
+
+    from om_eval.llm.client import LLMClient
+    from om_eval.om.config import ModelSettings
+
+    _real_model_or_skip()
+    client = LLMClient(cache=None)
+    settings = ModelSettings(model=f"local/{DEFAULT_LOCAL_MODEL}", temperature=0, max_output_tokens=20)
+    asked = [{"role": "system", "content": OBSERVER_SYSTEM}, {"role": "user", "content": OBSERVER_CHAT}]
+    follow_up = [*asked, {"role": "assistant", "content": "Noted."}, {"role": "user", "content": "And my cat?"}]
+    asyncio.run(client.complete(asked, stage="observer", settings=settings))
+    asyncio.run(client.complete(follow_up, stage="actor", settings=settings))
+    first, second = client.ledger.records
+    assert first.cached_prompt_tokens is not None and second.cached_prompt_tokens is not None
+    # The follow-up shares the first prompt's rendering up to its last message's end-of-turn marker.
+    assert first.prompt_tokens - 10 < second.cached_prompt_tokens < second.prompt_tokens, (first, second)
 
 
 # ------------------------------------------------------------------------------------------ provider, fake model

@@ -27,12 +27,16 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, Path]
 def test_the_archive_holds_every_part_with_its_hash(exported: tuple[Path, str, Path]) -> None:
     _, _, path = exported
     members = archive_bytes(path)
-    assert {"README.md", "run.json", "config.json", "hashes.json", "answers.jsonl", "verdicts.jsonl",
+    assert {"README.md", "run.json", "state.json", "config.json", "hashes.json", "answers.jsonl", "verdicts.jsonl",
             "probes.jsonl", "calls.jsonl", "metrics.json", "hypotheses.jsonl",
             "hypotheses.jsonl.eval-results-om-eval"} == set(members)
     hashes = json.loads(members["hashes.json"])
+    assert set(hashes["files"]) == set(members) - {"hashes.json"}
     for name, digest in hashes["files"].items():
         assert hashlib.sha256(members[name]).hexdigest() == digest, name
+    assert hashes["run_id"] == json.loads(members["run.json"])["run_id"]
+    assert json.loads(members["state.json"])["state"] == "finished"
+    assert b"Partial" not in members["README.md"]
     assert hashes["dataset_sha256"] and hashes["judge_templates_sha256"] and hashes["prompts"]["om"]
     assert json.loads(members["config.json"])["experiment"] == "smoke"
 

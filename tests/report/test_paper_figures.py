@@ -25,11 +25,14 @@ from om_eval.report.plots import (
     FIGURE_NAMES,
     FORMATS,
     NOTES_FILE,
+    TURN_FIGURE_NAMES,
     accuracy_vs_context_figure,
     accuracy_vs_tokens_figure,
     categories_figure,
     cost_vs_accuracy_figure,
     figure_bytes,
+    run_turn_tables,
+    turn_figures,
     write_figures,
 )
 from om_eval.report.plotting.bars import categories_notes
@@ -126,6 +129,17 @@ def test_each_run_has_one_colour_in_every_figure_and_no_two_share_one(table, sto
         assert again == {label: next(iter(found)) for label, found in colours.items()}
 
 
+def test_turn_figures_have_a_panel_per_benchmark_and_the_runs_colours(table, stored) -> None:
+    colours = {label: colour for (_, label), colour in drawn_colours(categories_figure(table)).items()}
+    for name, figure in turn_figures(table, run_turn_tables(*stored)).items():
+        assert [axes.get_title().split(":")[0] for axes in figure.axes] == list(BENCHMARKS), name
+        drawn = {(index, line.get_label()): to_hex(line.get_color()) for index, axes in enumerate(figure.axes)
+                 for line in axes.lines if not line.get_label().startswith("_")}
+        assert drawn == {
+            (0, "lme-current"): colours["lme-current"], (0, "lme-legacy"): colours["lme-legacy"],
+            (1, "locomo-current"): colours["locomo-current"]}, name
+
+
 def test_more_runs_than_base_colours_never_share_one() -> None:
     runs, items = make_runs_items(("prompt=current",))
     many_runs = [{**runs[0], "run_id": f"{i:02d}" + runs[0]["run_id"][2:], "label": f"variant {i}",
@@ -139,9 +153,10 @@ def test_more_runs_than_base_colours_never_share_one() -> None:
 
 
 def test_notes_say_what_the_figures_no_longer_do(plotted: Path, table) -> None:
-    assert sorted(p.name for p in plotted.iterdir()) == sorted([NOTES_FILE, *(f"{n}.png" for n in FIGURE_NAMES)])
+    names = (*FIGURE_NAMES, *TURN_FIGURE_NAMES)  # every run recorded turn tables
+    assert sorted(p.name for p in plotted.iterdir()) == sorted([NOTES_FILE, *(f"{n}.png" for n in names)])
     notes = (plotted / NOTES_FILE).read_text(encoding="utf-8")
-    for name in FIGURE_NAMES:
+    for name in names:
         assert f"## {name}.png" in notes
     assert all(f"`{label}`" in notes for label in LABELS)
     # all three runs are house-judged: nothing is mixed, in either benchmark
@@ -185,7 +200,7 @@ def test_pdf_and_svg_are_written_and_deterministic(fmt: str, magic: bytes, resul
                                                     tmp_path: Path) -> None:
     assert main(["plot", "--results", str(results), "--out", str(tmp_path), "--format", fmt, "--n-boot", "50"]) == 0
     files = sorted(tmp_path.glob(f"*.{fmt}"))
-    assert [p.stem for p in files] == sorted(FIGURE_NAMES)
+    assert [p.stem for p in files] == sorted((*FIGURE_NAMES, *TURN_FIGURE_NAMES))
     for path in files:
         data = path.read_bytes()
         assert data.startswith(magic), path.name
@@ -199,7 +214,7 @@ def test_no_notes_writes_none_and_removes_an_earlier_one(plotted: Path, results:
     out = tmp_path / "plots"
     shutil.copytree(plotted, out)
     assert main(["plot", "--results", str(results), "--out", str(out), "--n-boot", "50", "--no-notes"]) == 0
-    assert not (out / NOTES_FILE).exists() and len(list(out.glob("*.png"))) == 4
+    assert not (out / NOTES_FILE).exists() and len(list(out.glob("*.png"))) == len(FIGURE_NAMES + TURN_FIGURE_NAMES)
     mine = tmp_path / "mine" / NOTES_FILE
     mine.parent.mkdir()
     mine.write_text("# my own notes\n", encoding="utf-8")  # not written by om-eval: kept

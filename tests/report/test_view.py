@@ -16,6 +16,10 @@ from hydra import compose, initialize_config_dir
 from om_eval.cli import main
 from om_eval.experiment.app import CONFIG_DIR, run_from_config
 from om_eval.experiment.schema import register_configs
+from om_eval.llm.cache_profiles import PROFILES
+from om_eval.llm.providers import register_scripted
+from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
+from om_eval.report.turns import turn_rows, turn_section
 from om_eval.report.view import (
     ACTOR_HEAD_LINES,
     ACTOR_TAIL_LINES,
@@ -23,6 +27,7 @@ from om_eval.report.view import (
     clip_text,
     write_view,
 )
+from om_eval.store import Catalog
 
 KU_QUESTION = "5ed4ff79"  # knowledge-update: 30:40, later 30:28
 TEMPORAL = "9ce80b45"  # 6th of the mini set: left out of the 5-question run
@@ -114,6 +119,124 @@ def test_unknown_runs_and_empty_folders_are_named(sweep: tuple[Path, str, str], 
     assert (tmp_path / "v.html").stat().st_size > 10_000
 
 
+def section(text: str, name: str) -> str:
+    """The static HTML of one ``<section id=name>`` of the page."""
+    start = text.index(f'<section id="{name}">')
+    return text[start:text.index("</section>", start)]
+
+
+def cells(row_html: str) -> list[str]:
+    return [html.unescape(re.sub(r"<[^>]+>", "", cell)) for cell in re.findall(r"<td[^>]*>(.*?)</td>", row_html)]
+
+
+def body_rows(table_html: str) -> list[list[str]]:
+    """The cells of each ``<tr>`` with cells (header rows left out), tags stripped and unescaped."""
+    return [found for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table_html) if (found := cells(row))]
+
+
+def test_the_cost_per_turn_table_is_the_reports(sweep: tuple[Path, str, str], page: tuple[Path, str, dict]) -> None:
+    results = sweep[0]
+    _, text, data = page
+    with Catalog(results) as catalog:
+        runs = {r["run_id"]: r for r in catalog.runs()}
+        ordered = [runs[r["id"]] for r in data["runs"]]  # the page's run order
+        expected = turn_rows(ordered, catalog.items(list(runs)))
+    assert len(expected) == 2 * len(PROFILES)  # both runs recorded turn tables: every profile of each
+    shown = body_rows(section(text, "turn-costs"))
+    assert len(shown) == len(expected)
+    # the same cells as the report's markdown table (turn_section), row for row; each run named as in the page
+    markdown = [[html.unescape(c.strip()) for c in line.strip("|").split("|")]
+                for line in turn_section(expected).splitlines() if line.startswith("| ") and "---" not in line][1:]
+    assert [row[1:] for row in shown] == [row[1:] for row in markdown]
+    assert [row[0] for row in shown] == [r["label"] for r in data["runs"] for _ in PROFILES]
+    swatches = re.findall(r'<tr><td><i class="swatch" style="background:(#\w+)">', section(text, "turn-costs"))
+    assert swatches == [r["color"] for r in data["runs"] for _ in PROFILES]
+    head = re.search(r'<table class="turn-costs"><thead><tr>(.*?)</tr>', text).group(1)
+    assert [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", head)] == [
+        c.strip() for c in next(line for line in turn_section(expected).splitlines()
+                                if line.startswith("| run |")).strip("|").split("|")]
+    assert [row[2] for row in shown[:len(PROFILES)]] == list(PROFILES)
+    assert 'data-target="turn-costs"' in text
+
+
+def test_the_cost_per_turn_section_says_when_no_run_recorded_turns(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    run_from_config(composed(results, "run.turn_costs=false", "dataset.subset.first=2"))
+    text = write_view(results, tmp_path / "page.html", n_boot=20).read_text(encoding="utf-8")
+    costs = section(text, "turn-costs")
+    assert "No run here recorded turn tables" in costs and "<table" not in costs
+
+
+def test_the_judge_panel_counts_what_each_judge_graded(page: tuple[Path, str, dict]) -> None:
+    _, text, _ = page
+    panel = section(text, "agreement")
+    assert "2 judges on the same 7 answers." in panel and "all it graded" not in panel
+    table = panel[panel.index('<table class="panel">'):]
+    rows = {row[0]: row[1:3] for row in body_rows(table[:table.index("</table>")])}
+    assert rows["house:scripted/om-eval (run's judge)"] == ["7", "0"]
+    assert rows["house/mastra:scripted/om-eval"] == ["7", "0"]
+    assert "compared on" not in panel  # nothing narrowed: no note
+
+
+class FailingJudge(ScriptedModel):
+    """The scripted judge, except that it fails (HTTP 404) on the questions whose text is in ``doomed``."""
+
+    def __init__(self, doomed: list[str]) -> None:
+        super().__init__()
+        self.doomed = doomed
+
+    def _answer(self, messages, stage, fault):
+        if stage == "judge" and any(text in messages[-1]["content"] for text in self.doomed):
+            raise ScriptedModelError("404 NotFoundError: no such model", 404)
+        return super()._answer(messages, stage, fault)
+
+
+@pytest.fixture(scope="module")
+def narrowed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A smoke run (7 answers, 3 judged correct) and a second judge failing on 4 of them (2 correct, 2 wrong):
+    compared on 3 answers, 1 correct. Returns the page and the failing judge's name."""
+    results = tmp_path_factory.mktemp("view-narrowed")
+    run_id = run_from_config(composed(results))["run_id"]
+    with Catalog(results) as catalog:
+        items = catalog.items([run_id])
+    right = sorted(i["question_id"] for i in items if i["label"])
+    wrong = sorted(i["question_id"] for i in items if not i["label"])
+    assert (len(right), len(wrong)) == (3, 4)
+    doomed = [i["question"] for i in items if i["question_id"] in {*right[:2], *wrong[:2]}]
+    flaky = "lenient:" + register_scripted("view-flaky", FailingJudge(doomed))
+    assert main(["rejudge", run_id[:8], "judge=panel", f"judge.panel=[house,{flaky}]", "--results",
+                 str(results)]) == 1  # a judge failed on some answers
+    return write_view(results, results / "page.html", n_boot=20).read_text(encoding="utf-8"), flaky
+
+
+def test_a_narrowed_panel_says_why_and_shows_each_judges_own_accuracy(narrowed: tuple[str, str]) -> None:
+    text, flaky = narrowed
+    own = "house:scripted/om-eval"
+    judges = section(text, "agreement")
+    panel = judges[judges.index('class="panel-run"'):]
+    note = re.search(r'<p class="note panel-note">(.*?)</p>', panel).group(1)
+    assert html.unescape(note) == (f"2 judges, compared on 3 of 7 answers, those every judge graded: {flaky} failed "
+                                   "on 4. Accuracy on the answers compared, and in the last column on every answer "
+                                   "the judge graded.")
+    head = re.search(r'<table class="panel"><thead><tr>(.*?)</tr>', panel).group(1)
+    names = [html.unescape(h) for h in re.findall(r"<th>(.*?)</th>", head)]
+    assert names[:3] == ["judge", "graded", "failed"] and names[-2:] == ["overall", "all it graded"]
+    rows = {row[0]: row for row in body_rows(panel[:panel.index("</table>")])}
+    mine, theirs = rows[f"{own} (run's judge)"], rows[flaky]
+    assert (mine[1:3], mine[-2:]) == (["7", "0"], ["33.3%", "42.9%"])  # on the shared 3, then on its own 7
+    assert (theirs[1:3], theirs[-2:]) == (["3", "4"], ["33.3%", "33.3%"])
+    failures = re.search(r'<ul class="failures small">(.*?)</ul>', panel, re.DOTALL).group(1)
+    assert f"{flaky} failed on 4 answers: " in html.unescape(failures) and "HTTP 404" in failures
+    # the agreement table: the pair's own note and each judge's accuracy on all it graded
+    agreement = judges[:judges.index('class="panel-run"')]
+    assert "A on all it graded" in agreement and "B on all it graded" in agreement
+    pair = cells(re.search(r"<tr><td><span class=\"mono\">(.*?)</tr>", agreement).group(0))
+    assert pair[1:4] == [own, flaky, "3"] and pair[-2:] == ["42.9% of 7", "33.3% of 3"]
+    said = re.search(r'<tr class="narrowed">(.*?)</tr>', agreement).group(1)
+    assert html.unescape(re.sub(r"<[^>]+>", "", said)) == (
+        f"compared on 3 of 7 answers, those both judges graded: {flaky} failed on 4")
+
+
 def test_long_prompts_and_observations_are_cut_with_a_note() -> None:
     observations = "\n".join(f"* 🔴 (10:{i % 60:02d}) User stated: fact number {i} " + "x" * 90 for i in range(3000))
     messages = [{"role": "system", "content": "preamble\nrules"}, {"role": "system", "content": observations},
@@ -177,6 +300,8 @@ def test_chromium_draws_the_drill_down_of_two_runs_side_by_side(
     tradeoff = dom[dom.index('id="tradeoff"'):dom.index('id="agreement"')]
     assert tradeoff.count('<img class="tradeoff-plot" src="data:image/png;base64,') == 2
     assert "actor context / question" in tradeoff
+    costs = dom[dom.index('id="turn-costs"'):dom.index('id="agreement"')]
+    assert costs.count("<tr>") == 1 + 2 * len(PROFILES) and "claude-sonnet-4" in costs  # header, run x profile
 
     shot = tmp_path / "view.png"
     done = browse(path, f"q={KU_QUESTION}&a={first[:8]}&b={second[:8]}", tmp_path / "profile",

@@ -1,0 +1,333 @@
+"""What an agent would send its model at every user turn while a memory is built, and what that costs with and
+without a provider's prompt cache.
+
+The replay answers each question once, at the end; an agent on the same memory calls its model at every user
+turn. :class:`TurnRecorder` records, at each user turn of the replay and without any model call, what the actor
+would be sent then: its instructions, the memory's messages as the engine renders them at that moment, the
+thread's unobserved tail and the user's message. It keeps, per turn, the prompt's tokens, the tokens it shares as a
+prefix with the previous turn's prompt (what a provider could serve from its cache), its stable head (the system
+messages, where a cache breakpoint goes), the assistant reply's tokens (the haystack's own reply: what the agent
+would have generated) and the Observer's and Reflector's tokens spent after that turn. :func:`turn_costs` prices a
+table under a :class:`~om_eval.llm.cache_profiles.CacheProfile`, at report time, so profiles can be compared
+without replaying.
+
+Counting is incremental: the engine's own counts are read (each message was counted once, when it was added;
+the observations when they changed), the memory is rendered once per build (for its fixed text), and a prefix
+is compared block by block, the first one that differs in part.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+from om_eval.common.text import common_prefix_length
+from om_eval.llm.cache_profiles import CacheProfile, TurnPrompt, cache_use, profile_rates
+from om_eval.om.memory import ObservationalMemory
+from om_eval.om.records import Message
+from om_eval.om.tokens import TokenCounter
+
+
+@dataclass
+class TurnTable:
+    """One memory's turns, column by column (compact to store: one JSON object of integer lists)."""
+
+    at: list[float] = field(default_factory=list)
+    """Unix seconds of each user turn."""
+    prompt: list[int] = field(default_factory=list)
+    shared: list[int] = field(default_factory=list)
+    head: list[int] = field(default_factory=list)
+    reply: list[int] = field(default_factory=list)
+    observer_prompt: list[int] = field(default_factory=list)
+    observer_completion: list[int] = field(default_factory=list)
+    reflector_prompt: list[int] = field(default_factory=list)
+    reflector_completion: list[int] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.prompt)
+
+    def to_json(self) -> str:
+        return json.dumps({f.name: getattr(self, f.name) for f in fields(self)}, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | Mapping[str, Any]) -> TurnTable:
+        data = json.loads(text) if isinstance(text, str) else text
+        return cls(**{f.name: list(data.get(f.name, [])) for f in fields(cls)})
+
+    def append(self, at: float, prompt: int, shared: int, head: int, reply: int) -> None:
+        for name, value in (("at", at), ("prompt", prompt), ("shared", shared), ("head", head), ("reply", reply),
+                            ("observer_prompt", 0), ("observer_completion", 0), ("reflector_prompt", 0),
+                            ("reflector_completion", 0)):
+            getattr(self, name).append(value)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One message of a turn's prompt: ``key`` tells equal messages apart cheaply (a message id, or the text)."""
+
+    key: tuple[str, Any]
+    tokens: int
+    text: str | None = None
+    """Kept for memory messages, whose shared part is counted when they differ."""
+    system: bool = False
+
+
+class TurnRecorder:
+    """Builds a :class:`TurnTable` while an OM replay runs (see the module docstring).
+
+    A turn's prompt is, in the order the actor's context has it: the instructions; the memory's fixed text (its
+    preamble and instructions, counted once, when the memory first has observations); the other threads'
+    unobserved messages; the observations; the thread's unobserved tail; the user's message. Memory tokens are
+    the engine's own counts (the observations' and each queued message's, kept as they change), so a turn costs
+    no rendering and no counting; the dates the rendered observations carry are left out, and a new day changes
+    them, but a provider's cache has forgotten a prefix by the next day anyway.
+    """
+
+    def __init__(self, counter: TokenCounter, instructions: str, layout: str = "chunked") -> None:
+        self.counter = counter
+        self.layout = layout
+        self.table = TurnTable()
+        self._instructions = _Block(("instructions", None), counter.count_text(instructions), system=True)
+        self._fixed: _Block | None = None
+        self._previous: list[_Block] = []
+        self._events_seen = 0
+
+    def unit_added(self, memory: ObservationalMemory, thread_id: str, unit: Sequence[Message]) -> None:
+        """Record a turn for each user message of ``unit``, just added to ``thread_id`` and not yet observed: the
+        turn's prompt ends with that message (what follows it in the unit is its reply)."""
+        users = [index for index, message in enumerate(unit) if message.role == "user"]
+        if not users:
+            return
+        tail = memory.turn_history(thread_id)
+        ids = [m.id for m in tail]
+        for index in users:
+            message = unit[index]
+            reply = unit[index + 1] if index + 1 < len(unit) and unit[index + 1].role == "assistant" else None
+            try:
+                end = ids.index(message.id) + 1
+            except ValueError:  # not kept by the engine (an empty turn): nothing is sent for it
+                continue
+            self._turn(memory, thread_id, message, tail[:end], reply)
+
+    def _turn(self, memory: ObservationalMemory, thread_id: str, message: Message, tail: Sequence[Message],
+              reply: Message | None) -> None:
+        blocks = [self._instructions, *self._memory(memory, thread_id, message.created_at)]
+        blocks += [_Block(("message", m.id), memory.message_tokens(m.id)) for m in tail]
+        shared = self._shared(blocks)
+        head = 0
+        for block in blocks:
+            if not block.system:
+                break
+            head += block.tokens
+        self.table.append(message.created_at.timestamp(), sum(b.tokens for b in blocks), shared, head,
+                          memory.message_tokens(reply.id) if reply is not None else 0)
+        self._previous = blocks
+
+    def after_unit(self, memory: ObservationalMemory) -> None:
+        """Charge the Observer and Reflector calls made since the last turn to it."""
+        events = memory.events[self._events_seen:]
+        self._events_seen = len(memory.events)
+        if not len(self.table):
+            return
+        for event in events:
+            role = "observer" if event.kind.startswith("observation") else "reflector"
+            getattr(self.table, f"{role}_prompt")[-1] += event.prompt_tokens
+            getattr(self.table, f"{role}_completion")[-1] += event.completion_tokens
+
+    # -- internals --------------------------------------------------------------------------------------------
+
+    def _memory(self, memory: ObservationalMemory, thread_id: str, now: datetime) -> list[_Block]:
+        record = memory.record(thread_id)
+        observations = record.active_observations
+        if not observations:
+            return []  # 1.x shows no memory at all before the first observation
+        others = memory.queued_tokens() - memory.queued_tokens(thread_id) if memory.resource_scope else 0
+        if self._fixed is None:
+            self._fixed = _Block(("fixed", None), self._fixed_tokens(memory, thread_id, now, others), system=True)
+        return [self._fixed, _Block(("others", (thread_id, others)), others, system=True),
+                _Block(("observations", observations), record.observation_token_count, observations, system=True)]
+
+    def _fixed_tokens(self, memory: ObservationalMemory, thread_id: str, now: datetime, others: int) -> int:
+        """The memory's fixed text: one rendering, less its observations and other threads' messages."""
+        rendered = memory.wording.actor_memory_messages(memory.context_inputs(now, thread_id), self.layout)
+        total = sum(self.counter.count_text(m["content"]) for m in rendered)
+        return max(0, total - memory.record(thread_id).observation_token_count - others)
+
+    def _shared(self, blocks: Sequence[_Block]) -> int:
+        shared = 0
+        for mine, theirs in zip(blocks, self._previous, strict=False):
+            if mine.key == theirs.key:
+                shared += mine.tokens
+                continue
+            if mine.text is not None and theirs.text is not None and mine.text:
+                # Observations grow at the end: their common start, in proportion to the text (no counting).
+                head = common_prefix_length(mine.text, theirs.text)
+                shared += mine.tokens * head // len(mine.text)
+            break
+        return shared
+
+
+@dataclass(frozen=True)
+class TurnCosts:
+    """A table's totals under one profile."""
+
+    profile: str
+    turns: int
+    prompt_tokens: int
+    cached_tokens: int
+    written_tokens: int
+    actor_usd: float
+    """The actor's calls with the cache's reads and writes as the profile's provider bills them."""
+    actor_uncached_usd: float
+    """The same calls with no cache."""
+    memory_usd: float
+    """The Observer's and Reflector's calls (priced without a cache)."""
+    cumulative_usd: tuple[float, ...] = ()
+    """Actor and memory dollars after each turn, with the cache."""
+    cumulative_uncached_usd: tuple[float, ...] = ()
+
+    @property
+    def cached_share(self) -> float | None:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+
+    @property
+    def total_usd(self) -> float:
+        return self.actor_usd + self.memory_usd
+
+    @property
+    def total_uncached_usd(self) -> float:
+        return self.actor_uncached_usd + self.memory_usd
+
+    @property
+    def saving_ratio(self) -> float | None:
+        """Dollars without caching per dollar with it (the "x times cheaper")."""
+        return self.total_uncached_usd / self.total_usd if self.total_usd else None
+
+
+def turn_costs(table: TurnTable, profile: CacheProfile, *, cumulative: bool = False) -> TurnCosts:
+    """Price ``table`` under ``profile``: each turn reads and writes what :func:`cache_use` says."""
+    rates = profile_rates(profile)
+    previous: TurnPrompt | None = None
+    cached = written = 0
+    actor = uncached = memory = 0.0
+    running: list[float] = []
+    running_uncached: list[float] = []
+    for index in range(len(table)):
+        gap = table.at[index] - table.at[index - 1] if index else None
+        turn = TurnPrompt(table.prompt[index], table.shared[index], table.head[index], gap)
+        read, wrote = cache_use(profile, turn, previous)
+        cached += read
+        written += wrote
+        actor += rates.cost(turn.tokens, table.reply[index], read, wrote)
+        uncached += rates.cost(turn.tokens, table.reply[index])
+        memory += rates.cost(table.observer_prompt[index] + table.reflector_prompt[index],
+                             table.observer_completion[index] + table.reflector_completion[index])
+        if cumulative:
+            running.append(actor + memory)
+            running_uncached.append(uncached + memory)
+        previous = turn
+    return TurnCosts(profile.name, len(table), sum(table.prompt), cached, written, actor, uncached, memory,
+                     tuple(running), tuple(running_uncached))
+
+
+def reader_turns(messages: Sequence[Message], counter: TokenCounter, instructions: str, budget: int,
+                 keep: str = "start") -> TurnTable:
+    """The turns of an agent that is shown its whole history (the full-context reader), cut to ``budget`` tokens
+    as the reader is: ``keep="start"`` keeps the oldest messages that fit, ``"end"`` the newest.
+
+    A turn's prompt is the instructions, the history it keeps (the messages ``[a, b)``) and the user's message
+    ``i``. Consecutive prompts share the instructions, the history both keep, and the previous user message when
+    it directly follows the kept history (no cut between them): computed from prefix sums, with no comparison.
+    """
+    head = counter.count_text(instructions)
+    tokens = [counter.count_text(m.text()) for m in messages]
+    sums = [0]
+    for count in tokens:
+        sums.append(sums[-1] + count)
+    table = TurnTable()
+    previous: tuple[int, int, int] | None = None
+    for i, message in enumerate(messages):
+        if message.role != "user":
+            continue
+        if sums[i] <= budget:
+            a, b = 0, i
+        elif keep == "start":
+            a, b = 0, _last_fitting(sums, budget, i)
+        else:
+            a, b = _first_fitting(sums, budget, i), i
+        if previous is None or previous[0] != a:
+            shared = head if previous is not None else 0
+        else:
+            _, b0, i0 = previous
+            shared = head + sums[min(b, b0)] - sums[a] + (tokens[i0] if b0 < b and i0 == b0 else 0)
+        reply = tokens[i + 1] if i + 1 < len(messages) and messages[i + 1].role == "assistant" else 0
+        table.append(message.created_at.timestamp(), head + sums[b] - sums[a] + tokens[i], shared, head, reply)
+        previous = (a, b, i)
+    return table
+
+
+def _last_fitting(sums: Sequence[int], budget: int, end: int) -> int:
+    """The largest ``b <= end`` whose first ``b`` messages fit in ``budget``."""
+    low, high = 0, end
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sums[middle] <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def _first_fitting(sums: Sequence[int], budget: int, end: int) -> int:
+    """The smallest ``a <= end`` whose messages ``[a, end)`` fit in ``budget``."""
+    low, high = 0, end
+    while low < high:
+        middle = (low + high) // 2
+        if sums[end] - sums[middle] <= budget:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+def retrieval_turns(messages: Sequence[Message], counter: TokenCounter, instructions: str,
+                    context_tokens: int) -> TurnTable:
+    """The turns of an agent that retrieves from its history at every turn: the instructions, ``context_tokens``
+    of retrieved history (the size its answer was shown) and the user's message.
+
+    Each turn's query is its own message, so its hits differ from the previous turn's: only the instructions are
+    a shared prefix. The retrieved text counts as part of the stable head, where a cache breakpoint goes (an
+    Anthropic-style cache writes it again at every turn).
+    """
+    head = counter.count_text(instructions)
+    table = TurnTable()
+    first = True
+    for index, message in enumerate(messages):
+        if message.role != "user":
+            continue
+        reply = messages[index + 1] if index + 1 < len(messages) and messages[index + 1].role == "assistant" else None
+        own = counter.count_text(message.text())
+        table.append(message.created_at.timestamp(), head + context_tokens + own, 0 if first else head,
+                     head + context_tokens, counter.count_text(reply.text()) if reply is not None else 0)
+        first = False
+    return table
+
+
+#: Tables of recent shared haystacks (a LoCoMo conversation's ~200 questions share one), by caller's key.
+_SHARED: dict[tuple[Any, ...], str] = {}
+
+
+def shared_table(key: tuple[Any, ...] | None, make: Callable[[], TurnTable]) -> str:
+    """``make()`` as JSON, made once per ``key`` among recent keys (``None``: a haystack of its own, made each
+    time). Questions come grouped by haystack, so a few keys are enough."""
+    if key is not None and (kept := _SHARED.get(key)) is not None:
+        return kept
+    table = make().to_json()
+    if key is not None:
+        while len(_SHARED) >= 8:
+            _SHARED.pop(next(iter(_SHARED)))
+        _SHARED[key] = table
+    return table

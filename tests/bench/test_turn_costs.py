@@ -1,0 +1,164 @@
+"""The turn-by-turn cost replay: what an agent would send at each user turn, counted incrementally, and priced."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from om_eval.bench.answer import actor_prompts
+from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
+from om_eval.bench.turn_costs import TurnRecorder, TurnTable, reader_turns, turn_costs
+from om_eval.llm.cache_profiles import PROFILES, profile_rates
+from om_eval.llm.scripted.model import ScriptedModel
+from om_eval.om.records import Message
+from om_eval.om.tokens import default_counter
+from tests.bench.test_replay import om_config, question
+
+
+class CountingCounter:
+    """A token counter that remembers how many characters it was asked to count."""
+
+    name = "words"
+
+    def __init__(self) -> None:
+        self.characters = 0
+
+    def count_text(self, text: str) -> int:
+        self.characters += len(text)
+        return len(text.split()) or 1
+
+
+def replayed(message_tokens: int, counter: CountingCounter | None = None) -> tuple[TurnTable, int]:
+    counter = counter or CountingCounter()
+    recorder = TurnRecorder(counter, actor_prompts()["instructions"])
+    model = ScriptedModel()
+    asyncio.run(replay_question(question(), om_config(message_tokens=message_tokens), observer=model,
+                                reflector=model, token_counter=counter, turns=recorder))
+    history = sum(len(m.content) for s in question().sessions for m in s.turns)
+    return recorder.table, history
+
+
+def test_without_observations_each_turn_shares_the_previous_prompt_within_its_session() -> None:
+    table, _ = replayed(message_tokens=100_000)
+    # Sessions in date order: 1 (two user turns, the empty one skipped), then 0 and 2 (three each).
+    assert len(table) == 7
+    starts = {0, 1, 4}  # the first turn of each session: a new thread, and no memory yet to carry anything over
+    for turn in range(len(table)):
+        if turn in starts:
+            assert table.shared[turn] == (0 if turn == 0 else table.head[turn])
+        else:
+            assert table.shared[turn] == table.prompt[turn - 1]
+    assert all(table.head[0] == head for head in table.head)  # only the instructions are system messages
+    assert sum(table.observer_prompt) == 0
+
+
+def test_observations_are_charged_to_the_turn_after_which_they_ran_and_then_shown() -> None:
+    table, _ = replayed(message_tokens=40)
+    assert sum(table.observer_prompt) > 0 and sum(table.observer_completion) > 0
+    first = next(i for i, tokens in enumerate(table.observer_prompt) if tokens)
+    # From the next turn on the memory's system messages are part of the stable head.
+    assert table.head[first + 1] > table.head[first]
+
+
+def test_the_history_is_counted_once_not_once_per_turn() -> None:
+    alone = CountingCounter()
+    model = ScriptedModel()
+    asyncio.run(replay_question(question(), om_config(message_tokens=100_000), observer=model, reflector=model,
+                                token_counter=alone))
+    recorded = CountingCounter()
+    table, history = replayed(message_tokens=100_000, counter=recorded)
+    instructions = len(actor_prompts()["instructions"])
+    # Seven turns over a 1,330-character history: counting each prompt whole would count it several times over.
+    assert recorded.characters - alone.characters <= instructions + history
+    assert len(table) == 7
+
+
+def _messages(roles: list[str], sizes: list[int]) -> list[Message]:
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    return [Message(id=f"m{i}", thread_id="t", role=role, content=" ".join(["w"] * size),
+                    created_at=start + timedelta(seconds=5 * i)) for i, (role, size) in enumerate(zip(roles, sizes))]
+
+
+def _brute_force(messages: list[Message], budget: int, keep: str) -> TurnTable:
+    """Every turn's prompt as a list of message indices, compared element by element."""
+    counter = CountingCounter()
+    tokens = [counter.count_text(m.text()) for m in messages]
+    head = counter.count_text(actor_prompts()["instructions"])
+    table, previous = TurnTable(), None
+    for i, message in enumerate(messages):
+        if message.role != "user":
+            continue
+        kept = list(range(i))
+        while sum(tokens[k] for k in kept) > budget:
+            kept = kept[:-1] if keep == "start" else kept[1:]
+        prompt = [*kept, i]
+        shared = 0
+        if previous is not None:
+            shared = head
+            for mine, theirs in zip(prompt, previous, strict=False):
+                if mine != theirs:
+                    break
+                shared += tokens[mine]
+        reply = tokens[i + 1] if i + 1 < len(messages) and messages[i + 1].role == "assistant" else 0
+        table.append(message.created_at.timestamp(), head + sum(tokens[k] for k in prompt), shared, head, reply)
+        previous = prompt
+    return table
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), keep=st.sampled_from(["start", "end"]))
+def test_the_readers_turns_equal_a_prompt_by_prompt_comparison(data: st.DataObject, keep: str) -> None:
+    roles = data.draw(st.lists(st.sampled_from(["user", "assistant"]), min_size=1, max_size=30))
+    sizes = data.draw(st.lists(st.integers(1, 40), min_size=len(roles), max_size=len(roles)))
+    budget = data.draw(st.integers(0, 400))
+    messages = _messages(roles, sizes)
+    counted = reader_turns(messages, CountingCounter(), actor_prompts()["instructions"], budget, keep)
+    assert counted == _brute_force(messages, budget, keep)
+
+
+def test_a_table_is_priced_turn_by_turn_under_a_profile() -> None:
+    table = TurnTable()
+    table.append(0.0, 5000, 0, 3000, 100)
+    table.append(5.0, 5400, 5100, 3000, 100)
+    table.append(5.0 + 86_400, 5800, 5500, 3000, 100)  # a day later: the cache has forgotten everything
+    table.observer_prompt[1], table.observer_completion[1] = 2000, 300
+    profile = PROFILES["gpt-4o"]
+    rates = profile_rates(profile)
+    costs = turn_costs(table, profile, cumulative=True)
+    read = 5100 // 128 * 128
+    assert (costs.turns, costs.prompt_tokens, costs.cached_tokens, costs.written_tokens) == (3, 16_200, read, 0)
+    assert costs.actor_uncached_usd == pytest.approx(rates.cost(16_200, 300))
+    assert costs.actor_usd == pytest.approx(rates.cost(16_200, 300, read=read))
+    assert costs.memory_usd == pytest.approx(rates.cost(2000, 300))
+    assert costs.cumulative_usd[-1] == pytest.approx(costs.total_usd)
+    assert costs.saving_ratio == pytest.approx(costs.total_uncached_usd / costs.total_usd)
+    assert costs.cached_share == pytest.approx(read / 16_200)
+
+
+def test_a_table_survives_json() -> None:
+    table, _ = replayed(message_tokens=40)
+    assert TurnTable.from_json(table.to_json()) == table
+
+
+def test_the_full_context_reader_shares_everything_but_the_new_turn() -> None:
+    messages = [m for s in question().sessions_by_date() for m in session_messages(s, ReplayConfig())]
+    table = reader_turns(messages, default_counter(), actor_prompts()["instructions"], 100_000)
+    assert all(table.shared[i] == table.prompt[i - 1] for i in range(1, len(table)))
+
+
+def test_a_retrieving_agent_shares_only_its_instructions() -> None:
+    from om_eval.bench.turn_costs import retrieval_turns
+
+    messages = [m for s in question().sessions_by_date() for m in session_messages(s, ReplayConfig())]
+    counter = CountingCounter()
+    table = retrieval_turns(messages, counter, actor_prompts()["instructions"], 3000)
+    instructions = counter.count_text(actor_prompts()["instructions"])
+    users = [m for m in messages if m.role == "user"]
+    assert len(table) == len(users)
+    assert table.shared == [0] + [instructions] * (len(users) - 1)
+    assert table.prompt == [instructions + 3000 + counter.count_text(m.text()) for m in users]
+    assert set(table.head) == {instructions + 3000}

@@ -1,0 +1,73 @@
+"""The report's cost-over-a-conversation sections, from stored rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from om_eval.bench.turn_costs import TurnTable, turn_costs
+from om_eval.llm.cache_profiles import PROFILES
+from om_eval.llm.pricing import call_cost
+from om_eval.report.turns import prompt_cache_rows, prompt_cache_section, run_tables, turn_rows, turn_section
+
+
+def table(*prompts: int, gap: float = 5.0) -> TurnTable:
+    made = TurnTable()
+    previous = 0
+    for index, prompt in enumerate(prompts):
+        made.append(index * gap, prompt, previous, 1500, 50)
+        previous = prompt
+    made.observer_prompt[-1], made.observer_completion[-1] = 3000, 200
+    return made
+
+
+RUNS = [{"run_id": "om-run", "label": "om", "memory_system": "om"},
+        {"run_id": "fc-run", "label": "full", "memory_key": "baseline:full_context"}]
+
+
+def test_questions_sharing_a_haystack_count_its_table_once() -> None:
+    shared = table(2000, 2600).to_json()
+    items = [{"run_id": "om-run", "question_id": f"q{i}", "haystack_id": "conv-1", "turns": shared} for i in range(3)]
+    items.append({"run_id": "om-run", "question_id": "q9", "haystack_id": None, "turns": table(4000).to_json()})
+    items.append({"run_id": "om-run", "question_id": "q10", "haystack_id": None, "turns": None})
+    assert [len(t) for t in run_tables(items)] == [2, 1]
+
+
+def test_rows_sum_each_runs_tables_under_each_profile() -> None:
+    om_tables = [table(2000, 2600, 3300), table(5000, 5600)]
+    items = [{"run_id": "om-run", "question_id": f"q{i}", "turns": t.to_json()} for i, t in enumerate(om_tables)]
+    items.append({"run_id": "fc-run", "question_id": "q0", "turns": table(9000, 9600).to_json()})
+    rows = turn_rows(RUNS, items)
+    assert [(r.label, r.profile) for r in rows] == [(run, p) for run in ("om", "full") for p in PROFILES]
+    om_mini = next(r for r in rows if r.label == "om" and r.profile == "gpt-5-mini")
+    costs = [turn_costs(t, PROFILES["gpt-5-mini"]) for t in om_tables]
+    assert om_mini.turns == 5 and om_mini.questions == 2 and om_mini.mean_prompt == pytest.approx(18_500 / 5)
+    assert om_mini.usd == pytest.approx(sum(c.total_usd for c in costs))
+    assert om_mini.uncached_per_thousand == pytest.approx(1000 * sum(c.total_uncached_usd for c in costs) / 5)
+    assert om_mini.ratio is not None and om_mini.actor_ratio is not None and om_mini.actor_ratio > om_mini.ratio > 1
+    assert om_mini.memory == "OM" and rows[-1].memory == "baseline: full context"
+    text = turn_section(rows)
+    assert "| om | OM | gpt-5-mini | 5 | 3,700 |" in text and f"{om_mini.ratio:.2f}x" in text
+
+
+def test_nothing_is_said_without_tables_or_cache_counts() -> None:
+    assert turn_rows(RUNS, [{"run_id": "om-run", "question_id": "q", "turns": None}]) == []
+    assert turn_section([]) == "" and prompt_cache_section([]) == ""
+
+
+def test_the_calls_cached_share_and_saving_per_stage() -> None:
+    calls = [
+        {"run_id": "om-run", "stage": "actor", "model": "openai/gpt-4o", "prompt_tokens": 30_000,
+         "completion_tokens": 100, "cached": False, "cost_usd": 0.0, "cached_prompt_tokens": 28_000},
+        {"run_id": "om-run", "stage": "actor", "model": "openai/gpt-4o", "prompt_tokens": 10_000,
+         "completion_tokens": 100, "cached": True, "cost_usd": 0.0, "cached_prompt_tokens": 0},
+        {"run_id": "fc-run", "stage": "actor", "model": "openai/no-such-model", "prompt_tokens": 10,
+         "completion_tokens": 1, "cached": False, "cost_usd": None, "cached_prompt_tokens": 5},
+    ]
+    om, full = prompt_cache_rows(RUNS, calls)
+    assert (om.label, om.stage, om.calls, om.prompt_tokens, om.cached_tokens) == ("om", "actor", 2, 40_000, 28_000)
+    full_price = call_cost("openai/gpt-4o", 30_000, 100)
+    paid = call_cost("openai/gpt-4o", 30_000, 100, cached_prompt_tokens=28_000)
+    assert full_price is not None and paid is not None
+    assert om.saved_usd == pytest.approx(full_price - paid)  # 28,000 tokens at half of $2.50 per million
+    assert om.saved_usd == pytest.approx(28_000 * 1.25e-6)
+    assert full.saved_usd is None and "unknown" in prompt_cache_section([om, full])
