@@ -436,6 +436,11 @@ class LLMClient:
         loop = asyncio.get_running_loop()
         if self._semaphores_loop is not loop:
             self._semaphores, self._semaphores_loop = {}, loop
+            # Every loop the client calls from (a run's, rejudge's, demo's): a Ctrl-C during a call leaves no
+            # never-awaited reply coroutine behind (om_eval.llm.threads).
+            from om_eval.llm.threads import use_reply_executor
+
+            use_reply_executor(loop)
         semaphore = self._semaphores.get(model)
         if semaphore is None:
             # One in-process local model serves one call at a time; more would only queue on its lock.
