@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from om_eval.bench.turn_costs import TurnCosts, TurnTable, turn_costs
-from om_eval.llm.cache_profiles import PROFILES, CacheProfile
+from om_eval.llm.cache_profiles import PROFILES, CacheProfile, profile_rates
 from om_eval.report.systems import memory_name_of
 
 
@@ -145,6 +145,11 @@ class PromptCacheRow:
     def cached_share(self) -> float:
         return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
+    def saved_at(self, profile: CacheProfile) -> float:
+        """What the cached tokens would have saved at ``profile``'s prices (for a free or unpriced model)."""
+        rates = profile_rates(profile)
+        return self.cached_tokens * (rates.input - rates.cache_read)
+
 
 def prompt_cache_rows(runs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping[str, Any]]) -> list[PromptCacheRow]:
     """Per run and stage, from ``llm_calls`` rows (paid calls whose provider reported its cache)."""
@@ -172,17 +177,24 @@ def prompt_cache_rows(runs: Sequence[Mapping[str, Any]], calls: Sequence[Mapping
     return rows
 
 
+#: The profile whose prices say what a free model's cached tokens would have saved.
+REFERENCE_PROFILE = PROFILES["gpt-5-mini"]
+
+
 def prompt_cache_section(rows: Sequence[PromptCacheRow]) -> str:
     """Markdown: the provider-cache table, or nothing when no call reported a cache."""
     if not rows:
         return ""
+    reference = REFERENCE_PROFILE.name
     lines = ["## Provider prompt caches in these runs", "",
              "Calls whose provider said how many prompt tokens it served from its own cache (a call answered from "
              "om-eval's response cache carries the figures of the call that paid for it); saved is each call priced "
-             "without that share, less its price with it (litellm's list).", "",
-             "| run | stage | calls | prompt tokens | cached | saved |", "|---|---|---:|---:|---:|---:|"]
+             "without that share, less its price with it (litellm's list); the last column prices the same cached "
+             f"tokens at {reference}'s rates, for free and unpriced models.", "",
+             f"| run | stage | calls | prompt tokens | cached | saved | saved at {reference} prices |",
+             "|---|---|---:|---:|---:|---:|---:|"]
     for row in rows:
         saved = "unknown" if row.saved_usd is None else f"${row.saved_usd:,.4f}"
         lines.append(f"| {row.label} | {row.stage} | {row.calls:,} | {row.prompt_tokens:,} | {row.cached_share:.1%} | "
-                     f"{saved} |")
+                     f"{saved} | ${row.saved_at(REFERENCE_PROFILE):,.4f} |")
     return "\n".join(lines) + "\n"

@@ -71,3 +71,6 @@ def test_the_calls_cached_share_and_saving_per_stage() -> None:
     assert om.saved_usd == pytest.approx(full_price - paid)  # 28,000 tokens at half of $2.50 per million
     assert om.saved_usd == pytest.approx(28_000 * 1.25e-6)
     assert full.saved_usd is None and "unknown" in prompt_cache_section([om, full])
+    # At gpt-5-mini's prices ($0.25 per million input, $0.025 cached) the 28,000 cached tokens save 28,000 x 0.225e-6.
+    assert om.saved_at(PROFILES["gpt-5-mini"]) == pytest.approx(28_000 * 0.225e-6)
+    assert f"${28_000 * 0.225e-6:,.4f}" in prompt_cache_section([om])
