@@ -113,8 +113,8 @@ def test_the_served_model_answers_as_the_in_process_one(server_base: str) -> Non
 
 SERVED = f"openai/{DEFAULT_LOCAL_MODEL}"
 ROLES = ("observer", "reflector", "actor", "judge")
-#: What the served model costs (dollars per million input and output tokens); in-process calls cost nothing. One price
-#: for every role: a price belongs to a model id in litellm's price list, so roles sharing one cannot be priced apart.
+#: What the served model costs (dollars per million input and output tokens), given to every role; in-process calls
+#: cost nothing. (Roles can be priced apart: tests/llm/test_prompt_cache_usage.py.)
 PRICE = (0.2, 0.6)
 #: One question of the mini set: the quickstart's own settings otherwise (2 Observer calls, the actor, the judge).
 ONE_QUESTION = "dataset.subset.first=1"
