@@ -188,6 +188,8 @@ class TurnCosts:
     cumulative_usd: tuple[float, ...] = ()
     """Actor and memory dollars after each turn, with the cache."""
     cumulative_uncached_usd: tuple[float, ...] = ()
+    reads: tuple[int, ...] = ()
+    """The tokens each turn read from the cache (with ``cumulative``)."""
 
     @property
     def cached_share(self) -> float | None:
@@ -215,6 +217,7 @@ def turn_costs(table: TurnTable, profile: CacheProfile, *, cumulative: bool = Fa
     actor = uncached = memory = 0.0
     running: list[float] = []
     running_uncached: list[float] = []
+    reads: list[int] = []
     for index in range(len(table)):
         gap = table.at[index] - table.at[index - 1] if index else None
         turn = TurnPrompt(table.prompt[index], table.shared[index], table.head[index], gap)
@@ -228,9 +231,10 @@ def turn_costs(table: TurnTable, profile: CacheProfile, *, cumulative: bool = Fa
         if cumulative:
             running.append(actor + memory)
             running_uncached.append(uncached + memory)
+            reads.append(read)
         previous = turn
     return TurnCosts(profile.name, len(table), sum(table.prompt), cached, written, actor, uncached, memory,
-                     tuple(running), tuple(running_uncached))
+                     tuple(running), tuple(running_uncached), tuple(reads))
 
 
 def reader_turns(messages: Sequence[Message], counter: TokenCounter, instructions: str, budget: int,

@@ -181,11 +181,6 @@ def prompt_cache_usage(usage: Any) -> PromptCacheUsage:
     return PromptCacheUsage(read, written)
 
 
-def cached_prompt_tokens(usage: Any) -> int | None:
-    """The prompt tokens a provider says it read from its prompt cache (see :func:`prompt_cache_usage`)."""
-    return prompt_cache_usage(usage).read
-
-
 def _retry_after(error: BaseException) -> float | None:
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None) or {}

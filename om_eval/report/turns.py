@@ -23,11 +23,20 @@ from om_eval.bench.turn_costs import TurnCosts, TurnTable, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, CacheProfile, profile_rates
 from om_eval.report.systems import memory_name_of
 
+#: The columns of the cost-per-turn table, in report and view alike.
+TURN_HEAD = ("run", "memory", "profile", "turns", "mean prompt", "cached", "$/1k turns cached",
+             "$/1k turns uncached", "ratio", "actor's ratio")
+
+
+def _times(ratio: float | None) -> str:
+    return "n/a" if ratio is None else f"{ratio:.2f}x"
+
 
 @dataclass(frozen=True)
 class TurnRow:
     """One run under one profile."""
 
+    run_id: str
     label: str
     memory: str
     profile: str
@@ -67,6 +76,13 @@ class TurnRow:
         actor = self.usd - self.memory_usd
         return (self.uncached_usd - self.memory_usd) / actor if actor > 0 else None
 
+    def cells(self) -> dict[str, str]:
+        """The row's cells as report and view write them, in :data:`TURN_HEAD`'s order."""
+        return {"label": self.label, "memory": self.memory, "profile": self.profile, "turns": f"{self.turns:,}",
+                "mean_prompt": f"{self.mean_prompt:,.0f}", "cached": f"{self.cached_share:.1%}",
+                "cached_usd": f"{self.per_thousand:,.3f}", "uncached_usd": f"{self.uncached_per_thousand:,.3f}",
+                "ratio": _times(self.ratio), "actor_ratio": _times(self.actor_ratio)}
+
 
 def run_tables(items: Iterable[Mapping[str, Any]]) -> list[TurnTable]:
     """The turn tables a run's items hold: one per memory (questions sharing a haystack share one table, whichever
@@ -95,7 +111,8 @@ def turn_rows(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, An
         for profile in chosen:
             costs: list[TurnCosts] = [turn_costs(table, profile) for table in tables]
             rows.append(TurnRow(
-                label=str(run.get("label") or run["run_id"][:8]), memory=memory_name_of(run), profile=profile.name,
+                run_id=str(run["run_id"]), label=str(run.get("label") or run["run_id"][:8]),
+                memory=memory_name_of(run), profile=profile.name,
                 questions=len(tables), turns=sum(c.turns for c in costs),
                 prompt_tokens=sum(c.prompt_tokens for c in costs), cached_tokens=sum(c.cached_tokens for c in costs),
                 usd=sum(c.total_usd for c in costs), uncached_usd=sum(c.total_uncached_usd for c in costs),
@@ -118,15 +135,10 @@ def turn_section(rows: Sequence[TurnRow]) -> str:
         "first turn pays in full). The ratio is dollars without the cache per dollar with it; the actor's ratio "
         "leaves out the Observer's and Reflector's calls, which are priced without a cache.",
         "",
-        "| run | memory | profile | turns | mean prompt | cached | $/1k turns cached | $/1k turns uncached | ratio "
-        "| actor's ratio |",
-        "|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| " + " | ".join(TURN_HEAD) + " |",
+        "|---|---|---|" + "---:|" * (len(TURN_HEAD) - 3),
     ]
-    for row in rows:
-        ratio, actor = (f"{value:.2f}x" if value is not None else "n/a" for value in (row.ratio, row.actor_ratio))
-        lines.append(f"| {row.label} | {row.memory} | {row.profile} | {row.turns:,} | {row.mean_prompt:,.0f} | "
-                     f"{row.cached_share:.1%} | {row.per_thousand:,.3f} | {row.uncached_per_thousand:,.3f} | "
-                     f"{ratio} | {actor} |")
+    lines += ["| " + " | ".join(row.cells().values()) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 

@@ -67,7 +67,7 @@ from om_eval.report.tables import (
     memory_name,
     summary_table,
 )
-from om_eval.report.turns import TurnRow, turn_rows
+from om_eval.report.turns import TURN_HEAD, TurnRow, turn_rows
 from om_eval.store.catalog import Catalog
 
 __all__ = ["ACTOR_HEAD_LINES", "ACTOR_TAIL_LINES", "LINE_CHARS", "OBSERVATION_LINES", "OLDER_GENERATION_LINES",
@@ -328,13 +328,8 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
 
 
 def _turn_costs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """The rows of ``om-eval report``'s cost-per-turn table (:func:`~om_eval.report.turns.turn_rows`), each with
-    the id of its run (so the page can name the run as its other tables do)."""
-    by_run: dict[str, list[Mapping[str, Any]]] = {}
-    for item in items:
-        by_run.setdefault(str(item["run_id"]), []).append(item)
-    return [{"run_id": str(run["run_id"]), **asdict(turn)} for run in runs
-            for turn in turn_rows([run], by_run.get(str(run["run_id"]), []))]
+    """The rows of ``om-eval report``'s cost-per-turn table (:func:`~om_eval.report.turns.turn_rows`)."""
+    return [asdict(turn) for turn in turn_rows(runs, items)]
 
 
 def _models(run: Mapping[str, Any], row: RunSummary) -> dict[str, Any]:
@@ -493,25 +488,12 @@ def _agreement_rows(pairs: Sequence[Mapping[str, Any]], labels: Mapping[str, str
             for pair in pairs]
 
 
-#: The columns of the cost-per-turn table (as ``om-eval report`` prints it).
-_TURN_HEAD = ("run", "memory", "profile", "turns", "mean prompt", "cached", "$/1k turns cached",
-             "$/1k turns uncached", "ratio", "actor's ratio")
-
-
 def _turn_cells(entry: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
-    """One row of the cost-per-turn table, its numbers written as ``om-eval report`` writes them, its run named as
-    in the page's other tables."""
-    row = TurnRow(**{key: value for key, value in entry.items() if key != "run_id"})
+    """One row of the cost-per-turn table as ``om-eval report`` writes it, its run named as in the page's other
+    tables."""
     run = runs.get(entry["run_id"], {})
-    return {"label": run.get("label", row.label), "color": run.get("color", ""),
-            "memory": row.memory, "profile": row.profile, "turns": f"{row.turns:,}",
-            "mean_prompt": f"{row.mean_prompt:,.0f}", "cached": f"{row.cached_share:.1%}",
-            "cached_usd": f"{row.per_thousand:,.3f}", "uncached_usd": f"{row.uncached_per_thousand:,.3f}",
-            "ratio": _times(row.ratio), "actor_ratio": _times(row.actor_ratio)}
-
-
-def _times(ratio: float | None) -> str:
-    return "n/a" if ratio is None else f"{ratio:.2f}x"
+    cells = TurnRow(**entry).cells()
+    return {**cells, "label": run.get("label", cells["label"]), "color": run.get("color", "")}
 
 
 def _run_notes(table: ReportTable, skipped_files: Sequence[str], budgets: Sequence[str] = ()) -> list[str]:
@@ -549,7 +531,7 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         agreement_head=("run", "judge A", "judge B", "n", "agreement", "Cohen's kappa", "accuracy A", "accuracy B"),
         agreement=_agreement_rows(data["agreement"], labels),
         agreement_narrowed=any(pair.get("note") for pair in data["agreement"]),
-        turn_head=_TURN_HEAD,
+        turn_head=TURN_HEAD,
         turn_rows=[_turn_cells(entry, runs) for entry in data.get("turn_costs", ())],
         panels=data["panels"],
         tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],

@@ -13,9 +13,9 @@ from om_eval.llm.client import (
     LLMCallError,
     LLMClient,
     build_request,
-    cached_prompt_tokens,
     is_retryable,
     litellm_model_id,
+    prompt_cache_usage,
     provider_params,
 )
 from om_eval.llm.providers import register_scripted
@@ -137,12 +137,12 @@ def test_the_providers_prompt_cache_count_reaches_the_ledger_and_the_response_ca
 def test_the_prompt_cache_count_is_read_from_objects_and_mappings() -> None:
     import litellm
 
-    assert cached_prompt_tokens(litellm.Usage(prompt_tokens=9, prompt_tokens_details={"cached_tokens": 4})) == 4
-    assert cached_prompt_tokens({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}) == 4
-    assert cached_prompt_tokens({"prompt_tokens": 9, "cache_read_input_tokens": 5}) == 5
-    assert cached_prompt_tokens({"prompt_tokens_details": None}) is None
-    assert cached_prompt_tokens({"prompt_tokens_details": {"cached_tokens": True}}) is None  # not a count
-    assert cached_prompt_tokens(None) is None
+    assert prompt_cache_usage(litellm.Usage(prompt_tokens=9, prompt_tokens_details={"cached_tokens": 4})).read == 4
+    assert prompt_cache_usage({"prompt_tokens": 9, "prompt_tokens_details": {"cached_tokens": 4}}).read == 4
+    assert prompt_cache_usage({"prompt_tokens": 9, "cache_read_input_tokens": 5}).read == 5
+    assert prompt_cache_usage({"prompt_tokens_details": None}).read is None
+    assert prompt_cache_usage({"prompt_tokens_details": {"cached_tokens": True}}).read is None  # not a count
+    assert prompt_cache_usage(None).read is None
 
 
 def test_deterministic_calls_are_cached_and_hits_cost_nothing(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from om_eval.bench.turn_costs import TurnTable, turn_costs
-from om_eval.llm.cache_profiles import PROFILES, CacheProfile, TurnPrompt, cache_use
+from om_eval.llm.cache_profiles import PROFILES, CacheProfile
 from om_eval.report.plotting.canvas import new_figure, safe_text
 from om_eval.report.plotting.panels import Panel, legend_columns, panels, run_colours, wrap_label
 from om_eval.report.tables import ReportTable, RunSummary
@@ -77,19 +77,6 @@ class TurnSeries:
     longest: int
 
 
-def _reads(table: TurnTable, profile: CacheProfile) -> list[int]:
-    """The tokens each turn of ``table`` reads from the cache (as :func:`~om_eval.bench.turn_costs.turn_costs`
-    counts them)."""
-    previous: TurnPrompt | None = None
-    reads = []
-    for index in range(len(table)):
-        gap = table.at[index] - table.at[index - 1] if index else None
-        turn = TurnPrompt(table.prompt[index], table.shared[index], table.head[index], gap)
-        reads.append(cache_use(profile, turn, previous)[0])
-        previous = turn
-    return reads
-
-
 def turn_series(tables: Sequence[TurnTable], profile: CacheProfile, questions: int | None = None) -> TurnSeries | None:
     """``tables`` folded by turn index under ``profile``; the cumulative cost divided by ``questions`` (by default
     the number of tables). ``None`` when no table has a turn."""
@@ -101,7 +88,7 @@ def turn_series(tables: Sequence[TurnTable], profile: CacheProfile, questions: i
     cost, uncached = [0.0] * length, [0.0] * length
     for table in kept:
         priced = turn_costs(table, profile, cumulative=True)
-        for index, read in enumerate(_reads(table, profile)):
+        for index, read in enumerate(priced.reads):
             prompts[index] += table.prompt[index]
             counts[index] += 1
             reads[index] += read
