@@ -19,7 +19,7 @@ is compared block by block, the first one that differs in part.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any
@@ -168,6 +168,82 @@ class TurnRecorder:
                 shared += mine.tokens * head // len(mine.text)
             break
         return shared
+
+
+@dataclass(frozen=True)
+class PromptPart:
+    """One piece of the prompt an agent on some memory would send at a user turn (a memory system hands these to
+    :meth:`~om_eval.memory.system.MemoryServices.record_turn`)."""
+
+    key: Hashable
+    """Equal keys mean equal text: a part is counted once per key, and consecutive turns share the parts they both
+    start with (a message's id, a memory's version, the instructions' name)."""
+    text: str
+    head: bool = False
+    """Part of the prompt's stable head: the system messages before the conversation, where a cache breakpoint
+    goes. Head parts come first."""
+
+
+class PartRecorder:
+    """Builds a :class:`TurnTable` from the prompts a memory system describes part by part, at each user turn.
+
+    Each part is counted once per key, so a turn costs no counting beyond its new parts. Two consecutive prompts
+    share the parts they start with; at the first part that differs, their texts' common start counts in
+    proportion (an observation list that grew at its end shares its old part). Model calls the system makes while
+    it builds its memory are charged to the next turn it records (they were paid by the time of that turn), and
+    those after the last turn to the last.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self.table = TurnTable()
+        self._counts: dict[Hashable, int] = {}
+        self._previous: list[PromptPart] = []
+        self._pending = [0, 0, 0, 0]
+
+    def tokens(self, part: PromptPart) -> int:
+        count = self._counts.get(part.key)
+        if count is None:
+            count = self._counts[part.key] = self.counter.count_text(part.text)
+        return count
+
+    def record(self, parts: Sequence[PromptPart], at: datetime, reply: PromptPart | None = None) -> None:
+        shared = 0
+        for mine, theirs in zip(parts, self._previous, strict=False):
+            if mine.key == theirs.key:
+                shared += self.tokens(mine)
+                continue
+            if mine.text:
+                shared += self.tokens(mine) * common_prefix_length(mine.text, theirs.text) // len(mine.text)
+            break
+        head = 0
+        for part in parts:
+            if not part.head:
+                break
+            head += self.tokens(part)
+        self.table.append(at.timestamp(), sum(self.tokens(p) for p in parts), shared, head,
+                          self.tokens(reply) if reply is not None else 0)
+        self._previous = list(parts)
+        self._flush(-1)
+
+    def charge(self, stage: str, prompt_tokens: int | None, completion_tokens: int | None) -> None:
+        """A memory model call's tokens (``stage`` ``reflector``, or anything else for the Observer's columns)."""
+        offset = 2 if stage == "reflector" else 0
+        self._pending[offset] += prompt_tokens or 0
+        self._pending[offset + 1] += completion_tokens or 0
+
+    def finish(self) -> TurnTable:
+        """The table, with calls made after the last turn charged to it."""
+        if len(self.table):
+            self._flush(-1)
+        return self.table
+
+    def _flush(self, index: int) -> None:
+        columns = (self.table.observer_prompt, self.table.observer_completion, self.table.reflector_prompt,
+                   self.table.reflector_completion)
+        for column, value in zip(columns, self._pending, strict=True):
+            column[index] += value
+        self._pending = [0, 0, 0, 0]
 
 
 @dataclass(frozen=True)

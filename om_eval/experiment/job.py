@@ -413,6 +413,7 @@ class RunJob:
 
     async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge) -> Any:
         """Build (or share) the question's memory with the seam's system, then answer and judge through it."""
+        from om_eval.bench.turn_costs import PartRecorder
         from om_eval.memory.answering import SystemBuild, system_answer_and_judge
         from om_eval.memory.services import HarnessServices
 
@@ -423,7 +424,12 @@ class RunJob:
         key = f"{system.name}:{self.memory_key}-{haystack_hash(question)}"
 
         async def make_build() -> SystemBuild:
-            return SystemBuild(await system.ingest(question, services), key, reused=False)
+            if not spec.run.turn_costs:
+                return SystemBuild(await system.ingest(question, services), key, reused=False)
+            recorder = PartRecorder(self.counter)
+            memory = await system.ingest(question, replace(services, turns=recorder))
+            table = recorder.finish()
+            return SystemBuild(memory, key, reused=False, turns=table.to_json() if len(table) else None)
 
         build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
                        else make_build())

@@ -8,6 +8,7 @@ Mastra's semantic recall (:mod:`~om_eval.memory.rag_mastra`) and the LongMemEval
 (:mod:`~om_eval.memory.registry`). :mod:`~om_eval.memory.answering` answers and grades a question through a system.
 """
 
+from om_eval.bench.turn_costs import PromptPart
 from om_eval.memory.system import INGEST_STAGES, MemoryContext, MemoryServices, MemorySystem
 
-__all__ = ["INGEST_STAGES", "MemoryContext", "MemoryServices", "MemorySystem"]
+__all__ = ["INGEST_STAGES", "MemoryContext", "MemoryServices", "MemorySystem", "PromptPart"]

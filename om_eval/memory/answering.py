@@ -62,6 +62,8 @@ class SystemBuild:
     memory: Any
     key: str
     reused: bool
+    turns: str | None = None
+    """The turn table the system recorded while it built the memory (JSON), if it recorded one."""
 
 
 def as_context(value: MemoryContext | str | None) -> MemoryContext:
@@ -141,14 +143,15 @@ async def system_answer_and_judge(
         judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
         context_tokens=context_tokens,
         retrieval=retrieval_record(context, question, top_k if isinstance(top_k, int) else None),
-        turns=_retrieval_turns(system, context, question, counter, context_tokens),
+        turns=build.turns if build.turns is not None else _retrieval_turns(system, context, question, counter,
+                                                                             context_tokens),
     )
 
 
 def _retrieval_turns(system: MemorySystem, context: MemoryContext, question: Question, counter: TokenCounter,
                      context_tokens: int | None) -> str | None:
-    """A retrieval system's turns, as an agent retrieving at every turn would take them (systems that retrieve
-    nothing record none: their per-turn context is their own)."""
+    """For a retrieval system that records no turns of its own: an agent retrieving at every turn, shown as much as
+    its answer was (systems that retrieve nothing and record nothing have no table)."""
     if context.ranked_ids is None or not context_tokens:
         return None
     from om_eval.bench.answer import actor_prompts

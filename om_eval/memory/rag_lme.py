@@ -14,6 +14,7 @@ the paper's own reader prompt from the pinned LongMemEval commit at run time (:m
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -33,10 +34,19 @@ from om_eval.bench.official_reader import (
     OfficialReaderError,
     load_official_reader,
 )
-from om_eval.bench.retrieval import Granularity, RetrievalDocument, bm25_okapi_scores, rank, retrieval_documents
+from om_eval.bench.retrieval import (
+    Bm25Okapi,
+    Granularity,
+    RetrievalDocument,
+    bm25_okapi_scores,
+    rank,
+    retrieval_documents,
+    tokenize,
+)
+from om_eval.bench.turn_costs import PromptPart
 from om_eval.data.records import HaystackSession, Question
 from om_eval.memory.options import one_of, reject_unknown, whole_number
-from om_eval.memory.system import QUERY_STAGE, MemoryContext, MemoryServices
+from om_eval.memory.system import QUERY_STAGE, TURN_SPACING, MemoryContext, MemoryServices
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import TokenCounter
 
@@ -125,7 +135,53 @@ class LongMemEvalRetrievalSystem:
             for start in range(0, len(texts), 128):
                 rows += await services.embed(texts[start:start + 128])
             vectors = _unit(np.asarray(rows, dtype=float)) if rows else None
-        return RetrievalIndex(documents, sessions, vectors)
+        index = RetrievalIndex(documents, sessions, vectors)
+        if services.recording_turns:
+            self.record_turns(index, question, services)
+        return index
+
+    def record_turns(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> None:
+        """At each user turn, what an agent retrieving for it would send: the reader's opening, the ``top_k``
+        documents of earlier sessions that best match the user's message (by date, numbered), the day's date, the
+        session's messages so far and the user's message. BM25 scores over the documents of the sessions before
+        (re-weighted once per session); the embedding retriever needs the message's own vector, which only
+        ``granularity=turn`` has (its documents are the user turns), so with ``session`` no turns are recorded
+        rather than embedding every message. Not cut to ``context_tokens``: ``top_k`` documents fit it on
+        LongMemEval and LoCoMo."""
+        if self.retriever == "embedding" and (self.granularity != "turn" or index.vectors is None):
+            return
+        self.prepare()
+        opening, rest = baseline_prompts()["prompt"].split("{sessions}")
+        dating = rest.split("{question}")[0]
+        own = {(d.session_index, d.value_turns[0].content): n for n, d in enumerate(index.documents)}
+        counts = [Counter(tokenize(d.text)) for d in index.documents] if self.retriever == "bm25" else []
+        searchable: list[int] = []
+        for session in question.sessions_by_date():
+            bm25 = Bm25Okapi([counts[n] for n in searchable]) if counts else None
+            said: list[PromptPart] = []
+            for position, turn in enumerate(session.turns):
+                part = PromptPart(("message", session.index, position), turn.content)
+                if turn.role == "user":
+                    at = session.date + TURN_SPACING * position
+                    if bm25 is not None:
+                        scores = bm25.scores(turn.content)
+                    else:
+                        query = index.vectors[own[(session.index, turn.content)]] \
+                            if (session.index, turn.content) in own else None
+                        scores = [] if query is None or not searchable else list(index.vectors[searchable] @ query)
+                    hits = [index.documents[searchable[i]] for i in (rank(scores)[: self.top_k] if scores else [])]
+                    shown = sorted(hits, key=lambda d: index.sessions[d.session_index].date)
+                    blocks = [PromptPart(("document", d.id, number), self._block(number, d, index), head=True)
+                              for number, d in enumerate(shown, 1)]
+                    following = session.turns[position + 1] if position + 1 < len(session.turns) else None
+                    reply = PromptPart(("message", session.index, position + 1), following.content) \
+                        if following is not None and following.role == "assistant" else None
+                    day = PromptPart(("date", at.date()), render_template(dating, question_date=f"{at:%Y/%m/%d (%a)}"),
+                                     head=True)
+                    services.record_turn([PromptPart("opening", opening, head=True), *blocks, day, *said, part],
+                                         at=at, reply=reply)
+                said.append(part)
+            searchable += [n for n, d in enumerate(index.documents) if d.session_index == session.index]
 
     async def _scores(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> list[float]:
         if self.retriever == "bm25":

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -24,10 +25,11 @@ from typing import Any
 
 import numpy as np
 
+from om_eval.bench.turn_costs import PromptPart
 from om_eval.common.files import short_hash
 from om_eval.data.records import Question
 from om_eval.memory.options import reject_unknown, whole_number
-from om_eval.memory.system import QUERY_STAGE, MemoryContext, MemoryServices
+from om_eval.memory.system import QUERY_STAGE, TURN_SPACING, MemoryContext, MemoryServices
 from om_eval.om.prompts import fill
 
 #: Longest message embedded whole; a longer one is embedded in chunks of at most this many characters.
@@ -151,7 +153,57 @@ class MastraRecallSystem:
         vectors: list[list[float]] = []
         for start in range(0, len(chunks), EMBED_BATCH):
             vectors += await services.embed(chunks[start:start + EMBED_BATCH])
-        return RecallIndex(tuple(messages), tuple(owners), _unit_rows(vectors))
+        recall = RecallIndex(tuple(messages), tuple(owners), _unit_rows(vectors))
+        if services.recording_turns:
+            self.record_turns(recall, services)
+        return recall
+
+    def record_turns(self, index: RecallIndex, services: MemoryServices) -> None:
+        """At each user turn, what an agent recalling for it would send: the instructions, the messages recalled for
+        the user's message from the sessions before (the session's own are in the prompt already), today's date,
+        the session's messages so far and the user's message. The query is the message's own embedding, already
+        in the index (the mean of its chunks'), so no model is called."""
+        prompts = recall_prompts()
+        opening, closing = prompts["block"].split("{messages}")
+        head = [PromptPart("instructions", prompts["instructions"], head=True)]
+        chunks_of: dict[int, list[int]] = {}
+        for chunk, owner in enumerate(index.chunk_owner):
+            chunks_of.setdefault(owner, []).append(chunk)
+        said: list[PromptPart] = []
+        start = 0  # the first chunk of the current session
+        for number, message in enumerate(index.messages):
+            if message.position == 0:
+                said = []
+                start = bisect_left(index.chunk_owner, number)
+            part = PromptPart(("message", message.id), message.content)
+            if message.role == "user":
+                shown = self.widened(index, self._hits(index, chunks_of.get(number, []), start))
+                recalled = [PromptPart("opening", opening, head=True), *self._lines(shown),
+                            PromptPart("closing", closing, head=True)] if shown else []
+                moment = message.at - MESSAGE_SPACING * message.position  # the session's date
+                today = PromptPart(("today", moment.date()), fill(prompts["today"], date=f"{moment:%Y/%m/%d (%a)}"),
+                                   head=True)
+                following = index.messages[number + 1] if number + 1 < len(index.messages) else None
+                reply = PromptPart(("message", following.id), following.content) \
+                    if following is not None and following.session == message.session \
+                    and following.role == "assistant" else None
+                services.record_turn([*head, *recalled, today, *said, part], reply=reply,
+                                     at=moment + TURN_SPACING * message.position)
+            said.append(part)
+
+    def _hits(self, index: RecallIndex, own_chunks: Sequence[int], searchable: int) -> list[int]:
+        """The messages of the ``top_k`` chunks of the first ``searchable`` nearest to the mean of ``own_chunks``."""
+        if not own_chunks or not searchable:
+            return []
+        query = _unit_rows([index.vectors[own_chunks].mean(axis=0)])[0]
+        scores = index.vectors[:searchable] @ query
+        order = np.lexsort((np.arange(searchable), -scores))[: self.top_k]
+        return list(dict.fromkeys(index.chunk_owner[int(chunk)] for chunk in order))
+
+    def _lines(self, shown: Sequence[StoredMessage]) -> list[PromptPart]:
+        """The recalled messages as parts of the block: each day's header, each message's line."""
+        return [PromptPart(("line", message.id) if message is not None else ("day", line), line, head=True)
+                for message, line in self.rendered_lines(shown)]
 
     def ranked_messages(self, index: RecallIndex, query_vector: Sequence[float]) -> tuple[list[int], list[int]]:
         """Every message by its nearest chunk, best first (each once), and the hits: the messages of the ``top_k``
@@ -203,15 +255,20 @@ class MastraRecallSystem:
     @staticmethod
     def render(messages: Sequence[StoredMessage]) -> str:
         """Messages in time order, a header line whenever the UTC day changes, each with its time of day."""
+        return "\n".join(line for _, line in MastraRecallSystem.rendered_lines(messages)).strip("\n")
+
+    @staticmethod
+    def rendered_lines(messages: Sequence[StoredMessage]) -> list[tuple[StoredMessage | None, str]]:
+        """The block's lines: ``(None, a day's header)`` or ``(message, its line)``."""
         prompts = recall_prompts()
-        lines: list[str] = []
+        lines: list[tuple[StoredMessage | None, str]] = []
         day = None
         for message in messages:
             moment = message.at.astimezone(UTC) if message.at.tzinfo else message.at
             if moment.date() != day:
                 day = moment.date()
-                lines.append(fill(prompts["day"], day=f"{moment.year}, {moment.strftime('%B')} {moment.day}"))
+                lines.append((None, fill(prompts["day"], day=f"{moment.year}, {moment.strftime('%B')} {moment.day}")))
             stamp = f"{moment.hour % 12 or 12}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
             text = json.dumps({"role": message.role, "content": message.content}, ensure_ascii=False)
-            lines.append(fill(prompts["line"], time=stamp, message=text))
-        return "\n".join(lines).strip("\n")
+            lines.append((message, fill(prompts["line"], time=stamp, message=text)))
+        return lines

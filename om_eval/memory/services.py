@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, cast
 
+from om_eval.bench.turn_costs import PartRecorder, PromptPart
 from om_eval.om.config import ConfigError, ModelSettings
 from om_eval.om.model import ChatModel, Stage
 from om_eval.om.tokens import TokenCounter
@@ -23,6 +25,16 @@ class HarnessServices:
     embedder: ModelSettings | None = None
     """``models.embedding``: the model :meth:`embed` calls (``None``: the system may embed nothing)."""
     options: Mapping[str, Any] = field(default_factory=dict)
+    turns: PartRecorder | None = None
+    """Where :meth:`record_turn` goes (``None``: turns are not recorded)."""
+
+    @property
+    def recording_turns(self) -> bool:
+        return self.turns is not None
+
+    def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
+        if self.turns is not None:
+            self.turns.record(parts, at, reply)
 
     def count_tokens(self, text: str) -> int:
         return self.counter.count_text(text)
@@ -33,6 +45,8 @@ class HarnessServices:
                               option="models.observer")
         model: ChatModel = self.client
         reply = await model.complete([dict(m) for m in messages], stage=cast(Stage, stage), settings=self.observer)
+        if self.turns is not None:
+            self.turns.charge(stage, reply.prompt_tokens, reply.completion_tokens)
         return reply.text
 
     async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"

@@ -7,6 +7,9 @@ every observation, and with ``scope=thread`` it sees none (the layer shares noth
 
 The observer is, by ``memory.observer``: ``llm`` (a short prompt in our words, one fact per line, through the run's
 ``models.observer``), ``fallback`` (the layer's own ``Processed N items``) or any ``package.module:function``.
+
+While it ingests, each user turn is recorded as an agent on the layer would send it (``run.turn_costs``): the
+harness's instructions and the recalled block (the stable head), then the session's messages so far.
 """
 
 from __future__ import annotations
@@ -15,10 +18,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from importlib import import_module
 from typing import Any
 
+from om_eval.bench.turn_costs import PromptPart
 from om_eval.data.records import Question
+from om_eval.memory.answering import seam_actor_prompts
 from om_eval.memory.options import reject_unknown
-from om_eval.memory.system import MemoryContext, MemoryServices
+from om_eval.memory.system import TURN_SPACING, MemoryContext, MemoryServices
 from om_eval.om.config import ConfigError
+from om_eval.om.prompts import fill
 from om_eval.simple_om import SimpleObservationalMemory
 from om_eval.simple_om.llm_observer import llm_observer, observer_prompt_hash
 
@@ -91,14 +97,24 @@ class SimpleOMSystem:
         memory = SimpleObservationalMemory(**self.settings, observer=self._observer(services),
                                            count_tokens=services.count_tokens)
         resource = question.memory_owner
+        turns = _TurnParts(memory, resource) if services.recording_turns else None
         for session in question.sessions_by_date():
             thread = f"{session.session_id}#{session.index}"
-            for turn in session.turns:
+            said: list[PromptPart] = []
+            for position, turn in enumerate(session.turns):
                 item = {"type": "message", "role": turn.role, "content": turn.content}
                 if turn.role == "assistant":
                     await memory.store([item], thread_id=thread, resource_id=resource)
                 else:
                     await memory.on_item_append(item, thread_id=thread, resource_id=resource)
+                part = PromptPart(("message", thread, position), turn.content)
+                if turns is not None and turn.role != "assistant":
+                    following = session.turns[position + 1] if position + 1 < len(session.turns) else None
+                    reply = PromptPart(("message", thread, position + 1), following.content) \
+                        if following is not None and following.role == "assistant" else None
+                    services.record_turn([*turns.head(thread), *said, part], reply=reply,
+                                         at=session.date + TURN_SPACING * position)
+                said.append(part)
         return memory
 
     async def context(self, memory: SimpleObservationalMemory, question: Question,
@@ -107,3 +123,26 @@ class SimpleOMSystem:
         state = memory.state(thread_id=f"question:{question.question_id}", resource_id=question.memory_owner)
         return MemoryContext(memory=block, detail={"observations": len(state.observations),
                                                    "version": state.version})
+
+
+class _TurnParts:
+    """The stable head of an agent's prompt on the layer at a turn: the harness's instructions, then the recalled
+    block as rule 5 places it (rendered again only when the state's version moves)."""
+
+    def __init__(self, memory: SimpleObservationalMemory, resource: str) -> None:
+        self.memory = memory
+        self.resource = resource
+        prompts = seam_actor_prompts()
+        self.instructions = PromptPart("instructions", prompts["instructions"], head=True)
+        self._template = prompts["memory"]
+        self._shown: dict[tuple[str, int], PromptPart | None] = {}
+
+    def head(self, thread: str) -> list[PromptPart]:
+        key = self.memory.key_for(thread_id=thread, resource_id=self.resource)
+        version = self.memory.state(thread_id=thread, resource_id=self.resource).version
+        if (key, version) not in self._shown:
+            block = self.memory.recall(thread_id=thread, resource_id=self.resource)
+            self._shown[(key, version)] = PromptPart(("observations", key, version),
+                                                     fill(self._template, memory=block), head=True) if block else None
+        shown = self._shown[(key, version)]
+        return [self.instructions] if shown is None else [self.instructions, shown]

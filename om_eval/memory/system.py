@@ -15,14 +15,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
+from om_eval.bench.replay import ReplayConfig
+from om_eval.bench.turn_costs import PromptPart
 from om_eval.data.records import Question
 
 #: Stages whose calls build a memory (ingest cost); every other stage answers or grades (answer cost). Embedding a
 #: question to search with is stage ``query``: an answer cost, paid on every question.
 INGEST_STAGES = ("observer", "reflector", "retrieval")
 QUERY_STAGE = "query"
+#: Time between a session's turns in a recorded turn table, as the OM replay times them, so every system's turns
+#: line up (a provider's cache forgets an idle prefix after minutes: the spacing is part of what is measured).
+TURN_SPACING = timedelta(seconds=ReplayConfig().turn_spacing_seconds)
 
 
 @dataclass(frozen=True)
@@ -71,6 +77,19 @@ class MemoryServices(Protocol):
                     ) -> list[list[float]]:
         """One vector per text from ``model`` (default the run's ``models.embedding``), cached, in the ledger under
         ``stage``: ``retrieval`` to build an index (ingest), ``query`` for what a question searches with."""
+        ...
+
+    @property
+    def recording_turns(self) -> bool:
+        """Whether :meth:`record_turn` keeps what it is given (``run.turn_costs``): a system may skip the work of
+        describing its turns when it does not."""
+        ...
+
+    def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
+        """While ``ingest`` replays a history: at a user turn, what an agent on this memory would send its model
+        then, part by part (:class:`~om_eval.bench.turn_costs.PromptPart`, ending with the user's message), and the
+        reply it got (the history's own). The harness counts and prices it (``items.turns``); a system that records
+        nothing is shown by the size of its answer-time context, when it retrieves, or not at all."""
         ...
 
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from om_eval.bench.answer import actor_prompts
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
-from om_eval.bench.turn_costs import TurnRecorder, TurnTable, reader_turns, turn_costs
+from om_eval.bench.turn_costs import PartRecorder, PromptPart, TurnRecorder, TurnTable, reader_turns, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, profile_rates
 from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.records import Message
@@ -162,3 +162,51 @@ def test_a_retrieving_agent_shares_only_its_instructions() -> None:
     assert table.shared == [0] + [instructions] * (len(users) - 1)
     assert table.prompt == [instructions + 3000 + counter.count_text(m.text()) for m in users]
     assert set(table.head) == {instructions + 3000}
+
+
+def _part(key: int, head: bool = False) -> PromptPart:
+    # Texts of distinct keys start with distinct letters, so a differing part shares nothing of its text.
+    return PromptPart(key, " ".join([chr(ord("a") + key)] * (key + 1)), head=head)
+
+
+@settings(max_examples=300, deadline=None)
+@given(turns=st.lists(st.lists(st.integers(0, 6), max_size=8), min_size=1, max_size=12),
+       heads=st.lists(st.integers(0, 3), min_size=12, max_size=12))
+def test_described_turns_share_their_longest_common_run_of_parts(turns: list[list[int]], heads: list[int]) -> None:
+    counter = CountingCounter()
+    recorder = PartRecorder(counter)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    previous: list[int] = []
+    for number, (keys, head) in enumerate(zip(turns, heads, strict=False)):
+        recorder.record([_part(k, head=i < head) for i, k in enumerate(keys)], start + timedelta(seconds=number))
+        common = 0
+        while common < min(len(keys), len(previous)) and keys[common] == previous[common]:
+            common += 1
+        assert recorder.table.shared[-1] == sum(k + 1 for k in keys[:common])
+        assert recorder.table.prompt[-1] == sum(k + 1 for k in keys)
+        assert recorder.table.head[-1] == sum(k + 1 for k in keys[:head])
+        previous = keys
+    # Each distinct part was counted once, however many turns sent it.
+    assert counter.characters == sum(len(_part(k).text) for k in {k for keys in turns for k in keys})
+
+
+def test_a_differing_part_shares_its_common_start_in_proportion() -> None:
+    recorder = PartRecorder(CountingCounter())
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    recorder.record([PromptPart("i", "one two"), PromptPart(1, "a b c d")], at)
+    recorder.record([PromptPart("i", "one two"), PromptPart(2, "a b c d e f g h")], at)
+    # The new part's first 7 characters of 15 are the old part's whole text: that share of its 8 tokens.
+    assert recorder.table.shared[-1] == 2 + 8 * 7 // 15
+
+
+def test_memory_calls_are_charged_to_the_next_turn_and_the_last_ones_to_the_last() -> None:
+    recorder = PartRecorder(CountingCounter())
+    at = datetime(2024, 1, 1, tzinfo=UTC)
+    recorder.charge("observer", 100, 10)
+    recorder.record([PromptPart("i", "x")], at)
+    recorder.charge("reflector", 50, 5)
+    recorder.record([PromptPart("i", "x")], at)
+    recorder.charge("observer", 7, 1)
+    table = recorder.finish()
+    assert table.observer_prompt == [100, 7] and table.observer_completion == [10, 1]
+    assert table.reflector_prompt == [0, 50] and table.reflector_completion == [0, 5]

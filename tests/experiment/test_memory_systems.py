@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from om_eval.bench.turn_costs import TurnTable
 from om_eval.store import Catalog
 from tests.locomo_shaped import write_locomo_shaped
 
@@ -112,3 +113,15 @@ def test_a_locomo_conversation_is_ingested_once_for_all_its_questions(tmp_path: 
     # though the index was built once, from the first question.
     correct = [tuple(json.loads(record)["correct"]) for _, record in items]
     assert all(correct) and len(set(correct)) > 1
+
+
+def test_every_system_records_what_its_agent_would_send_at_each_turn(sweep: dict[str, dict]) -> None:
+    for name in ("om", "simple_om", "rag_mastra", "rag_lme", "full_context"):
+        tables = [TurnTable.from_json(item["turns"]) for item in sweep[name]["items"] if item["turns"]]
+        assert len(tables) == 7 and all(len(table) for table in tables), name
+    run = sweep["simple_om"]
+    simple = [TurnTable.from_json(item["turns"]) for item in run["items"]]
+    with duckdb.connect(str(run["results"] / "store" / f"{run['run_id']}.duckdb"), read_only=True) as con:
+        (paid,) = con.execute("SELECT sum(prompt_tokens) FROM llm_calls WHERE stage = 'observer'").fetchone()
+    # The layer's Observer calls are charged to the turns they were made at, as OM's are.
+    assert sum(sum(t.observer_prompt) for t in simple) == paid > 0

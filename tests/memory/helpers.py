@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from om_eval.bench.turn_costs import PartRecorder, PromptPart
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.data.records import format_lme_date as date_text
 
@@ -35,8 +36,12 @@ class WordCounter:
 class FakeServices:
     """Services with a bag-of-words embedder and a scripted completion; records what was asked."""
 
-    def __init__(self, options: Mapping[str, Any] | None = None, replies: Sequence[str] = ()) -> None:
+    def __init__(self, options: Mapping[str, Any] | None = None, replies: Sequence[str] = (),
+                 turns: PartRecorder | None = None) -> None:
         self.options = dict(options or {})
+        self.turns = turns
+        self.recorded: list[list[PromptPart]] = []
+        """The parts of each turn recorded (with ``turns``)."""
         self.replies = list(replies)
         self.completions: list[list[Mapping[str, str]]] = []
         self.embedded: list[list[str]] = []
@@ -46,10 +51,22 @@ class FakeServices:
 
     async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: str = "observer") -> str:
         self.completions.append(list(messages))
-        return self.replies.pop(0) if self.replies else ""
+        reply = self.replies.pop(0) if self.replies else ""
+        if self.turns is not None:
+            self.turns.charge(stage, sum(len(m["content"].split()) for m in messages), len(reply.split()))
+        return reply
 
     async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"
                     ) -> list[list[float]]:
         self.embedded.append(list(texts))
         vocabulary = ["lisbon", "city", "move", "moved", "dog", "bake", "sourdough", "weather"]
         return [[float(text.lower().count(word)) for word in vocabulary] + [0.01] for text in texts]
+
+    @property
+    def recording_turns(self) -> bool:
+        return self.turns is not None
+
+    def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
+        if self.turns is not None:
+            self.recorded.append(list(parts))
+            self.turns.record(parts, at, reply)

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from om_eval.bench.retrieval import bm25_okapi_scores
+from om_eval.bench.turn_costs import PartRecorder
 from om_eval.memory.rag_lme import LongMemEvalRetrievalSystem
 from om_eval.om.config import ConfigError
-from tests.memory.helpers import FakeServices, question, session
+from tests.memory.helpers import FakeServices, WordCounter, question, session
 
 HAYSTACK = question(
     session(0, "answer_a", ("user", "I moved to Lisbon last spring.", True), ("assistant", "Nice city."), day=5),
@@ -101,3 +102,32 @@ def test_a_reader_file_that_is_not_the_pinned_one_is_refused(tmp_path) -> None:
     system = LongMemEvalRetrievalSystem({"reader": "official", "reader_source": str(tmp_path)})
     with pytest.raises(ConfigError, match="differs from the pinned"):
         system.prepare()
+
+
+def recorded_turns(options: dict) -> FakeServices:
+    services = FakeServices(turns=PartRecorder(WordCounter()))
+    asyncio.run(LongMemEvalRetrievalSystem(options).ingest(HAYSTACK, services))
+    return services
+
+
+def shown_documents(services: FakeServices) -> list[list[str]]:
+    return [[part.key[1] for part in parts if isinstance(part.key, tuple) and part.key[0] == "document"]
+            for parts in services.recorded]
+
+
+@pytest.mark.parametrize("options", [{"granularity": "session"}, {"granularity": "turn"},
+                                     {"granularity": "turn", "retriever": "embedding"}])
+def test_each_user_turn_retrieves_for_its_own_message_from_the_sessions_before(options: dict) -> None:
+    services = recorded_turns({**options, "top_k": 1})
+    assert len(services.embedded) == (1 if options.get("retriever") == "embedding" else 0)  # the index only
+    suffix = "_1" if options["granularity"] == "turn" else ""
+    # In date order: the weather (nothing before it), the move (only the weather before), then "Which city is
+    # sunnier, Lisbon or Porto?", which finds the move.
+    assert shown_documents(services) == [[], [f"filler_b{suffix}"], [f"answer_a{suffix}"]]
+    table = services.turns.finish() if services.turns is not None else None
+    assert table is not None and len(table) == 3 and table.head[2] > table.head[0]
+
+
+def test_the_embedding_retriever_over_sessions_records_no_turns_rather_than_embed_every_message() -> None:
+    services = recorded_turns({"granularity": "session", "retriever": "embedding"})
+    assert services.recorded == [] and len(services.embedded) == 1

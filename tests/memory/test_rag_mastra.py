@@ -7,9 +7,16 @@ import json
 
 import pytest
 
-from om_eval.memory.rag_mastra import CHUNK_CHARS, MastraRecallSystem, split_message, stored_messages
+from om_eval.bench.turn_costs import PartRecorder, TurnTable
+from om_eval.memory.rag_mastra import (
+    CHUNK_CHARS,
+    MastraRecallSystem,
+    recall_prompts,
+    split_message,
+    stored_messages,
+)
 from om_eval.om.config import ConfigError
-from tests.memory.helpers import FakeServices, question, session
+from tests.memory.helpers import FakeServices, WordCounter, question, session
 
 HAYSTACK = question(
     session(0, "s0", ("user", "I bake sourdough on Sundays."), ("assistant", "Lovely."),
@@ -76,3 +83,42 @@ def test_long_messages_are_split_on_whitespace_and_keep_their_id() -> None:
 def test_bad_options_are_named(options: dict, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         MastraRecallSystem(options)
+
+
+TALK = question(
+    *HAYSTACK.sessions,
+    session(2, "s2", ("user", "Which city was that, Lisbon?"), ("assistant", "Lisbon."), ("user", "I bake bread too."),
+            ("assistant", "Nice."), day=5),
+    text="Which city?",
+)
+
+
+def recorded_turns(options: dict) -> tuple[TurnTable, FakeServices]:
+    services = FakeServices(turns=PartRecorder(WordCounter()))
+    asyncio.run(MastraRecallSystem(options).ingest(TALK, services))
+    assert services.turns is not None
+    return services.turns.finish(), services
+
+
+def test_each_user_turn_recalls_for_its_own_message_from_earlier_sessions_without_a_model_call() -> None:
+    table, services = recorded_turns({"top_k": 1, "message_range": 0})
+    assert len(services.embedded) == 1  # the index: each turn's query is its message's own vector
+    assert len(table) == sum(t.role == "user" for s in TALK.sessions for t in s.turns) == 9
+    lines = [[part.key[1] for part in parts if isinstance(part.key, tuple) and part.key[0] == "line"]
+             for parts in services.recorded]
+    assert lines[:3] == [[], [], []]  # the first session has nothing earlier to recall
+    assert all("answer_s1#1:2" not in shown for shown in lines[3:7])  # never the session's own messages
+    assert lines[7] == ["answer_s1#1:2"]  # "Which city was that, Lisbon?" finds the move
+    assert lines[8] == ["s0#0:0"]  # "I bake bread too." finds the sourdough
+
+
+def test_turns_share_their_prefix_until_the_recalled_messages_differ() -> None:
+    table, _ = recorded_turns({"top_k": 1, "message_range": 0})
+    counter = WordCounter()
+    instructions = counter.count_text(recall_prompts()["instructions"])
+    # Within the first session nothing is recalled: each turn starts with the whole previous prompt.
+    assert table.shared[1] == table.prompt[0] and table.shared[2] == table.prompt[1]
+    # The last session's second turn recalls another message: the prefix breaks inside the block.
+    opening = counter.count_text(recall_prompts()["block"].split("{messages}")[0])
+    assert instructions + opening <= table.shared[8] < table.head[7]
+    assert all(head > instructions for head in table.head[3:])

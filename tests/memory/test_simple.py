@@ -6,6 +6,8 @@ import asyncio
 
 import pytest
 
+from om_eval.bench.turn_costs import PartRecorder, TurnTable
+from om_eval.memory.answering import seam_actor_prompts
 from om_eval.memory.simple import SimpleOMSystem
 from om_eval.om.config import ConfigError
 from om_eval.simple_om.llm_observer import observation_lines
@@ -67,3 +69,69 @@ def test_bad_options_are_named(options: dict, named: str) -> None:
     with pytest.raises((ConfigError, ValueError), match=named):
         system = SimpleOMSystem(options)
         system._observer(FakeServices())
+
+
+TALK = question(
+    session(0, "s0", ("user", "one two three four"), ("assistant", "five six"), ("user", "a b"),
+            ("assistant", "c d"), day=0),
+    session(1, "s1", ("user", "seven eight nine ten"), ("assistant", "eleven twelve"), day=2),
+)
+
+
+class CountingWords:
+    name = "words"
+
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def count_text(self, text: str) -> int:
+        self.texts.append(text)
+        return len(text.split())
+
+
+def recorded(options: dict, replies: list[str]) -> tuple[TurnTable, CountingWords]:
+    counter = CountingWords()
+    recorder = PartRecorder(counter)
+    services = FakeServices(replies=replies, turns=recorder)
+    asyncio.run(SimpleOMSystem({"buffer_threshold": 6, **options}).ingest(TALK, services))
+    return recorder.finish(), counter
+
+
+def test_each_user_turn_is_recorded_with_the_recalled_block_as_its_stable_head() -> None:
+    table, _ = recorded({}, replies=["Counts to six.", "Counts to ten."])
+    instructions = len(seam_actor_prompts()["instructions"].split())
+    first_block = len("<observations>\n- Counts to six.\n</observations>".split())
+    second_block = len("<observations>\n- Counts to six.\n- Counts to ten.\n</observations>".split())
+    assert len(table) == 3
+    # Turn 1: nothing observed yet, so only the instructions before the user's message.
+    assert (table.prompt[0], table.head[0], table.shared[0], table.reply[0]) == (instructions + 4, instructions, 0, 2)
+    # The first session's pair (6 words) was distilled after its reply: turn 2 shows the block, and shares only the
+    # instructions with turn 1, whose next part was the user's message.
+    assert table.head[1] == instructions + first_block
+    assert table.prompt[1] == table.head[1] + 4 + 2 + 2
+    assert table.shared[1] == instructions
+    # The second session's first message reached the threshold again: the block grew at its end, so turn 3 shares
+    # most of the old block, not the session's messages (a new thread).
+    assert table.head[2] == instructions + second_block
+    assert instructions + first_block // 2 < table.shared[2] < instructions + first_block
+    # The distillation after turn 1's reply is charged to turn 2; the one on turn 3's own message to turn 3.
+    assert table.observer_prompt[0] == 0 and table.observer_prompt[1] > 0 and table.observer_prompt[2] > 0
+    assert table.observer_completion[1:] == [3, 3]
+
+
+def test_each_message_and_block_is_counted_once() -> None:
+    _, counter = recorded({}, replies=["Counts to six.", "Counts to ten."])
+    said = sorted(t.content for s in TALK.sessions for t in s.turns)
+    # Three turns show eleven messages and replies in all; each is counted once, as is each version of the block.
+    assert sorted(text for text in counter.texts if text in said) == said
+    assert len([text for text in counter.texts if text.startswith("<observations>")]) == 2
+
+
+def test_thread_scope_shows_each_session_only_its_own_observations() -> None:
+    table, _ = recorded({"scope": "thread", "buffer_threshold": 4},
+                        replies=["Counts.", "Counts again.", "Ten is the last number."])
+    instructions = len(seam_actor_prompts()["instructions"].split())
+    # Each user message of session 0 reaches 4 words and is distilled before its turn; so is session 1's, whose turn
+    # shows its own thread's block only.
+    assert table.head[1] == instructions + len("<observations>\n- Counts.\n- Counts again.\n</observations>".split())
+    assert table.head[2] == instructions + len("<observations>\n- Ten is the last number.\n</observations>".split())

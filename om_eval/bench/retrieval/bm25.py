@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BM25_B", "BM25_EPSILON", "BM25_K1", "bm25_okapi_scores", "rank", "tokenize"]
+__all__ = ["BM25_B", "BM25_EPSILON", "BM25_K1", "Bm25Okapi", "bm25_okapi_scores", "rank", "tokenize"]
 
 #: ``BM25Okapi``'s defaults, which upstream keeps.
 BM25_K1 = 1.5
@@ -57,27 +57,40 @@ def bm25_okapi_scores(corpus: Sequence[str], query: str) -> list[float]:
         One score per document, in corpus order, equal bit for bit to ``BM25Okapi(...).get_scores(...)``. An empty
         corpus gives an empty list (``BM25Okapi`` divides by zero there).
     """
-    if not corpus:
-        return []
-    term_counts = [Counter(tokenize(text)) for text in corpus]
-    lengths = [sum(counts.values()) for counts in term_counts]
-    document_frequencies: dict[str, int] = {}
-    for counts in term_counts:
-        for word in counts:
-            document_frequencies[word] = document_frequencies.get(word, 0) + 1
-    idf = _idf(document_frequencies, len(corpus))
-    mean_length = sum(lengths) / len(corpus)
-    # k1 * (1 - b + b * |d| / avgdl), grouped as BM25Okapi groups it.
-    saturation = [BM25_K1 * ((1 - BM25_B) + BM25_B * length / mean_length) for length in lengths]
-    scores = [0.0] * len(corpus)
-    for word in tokenize(query):
-        if word not in idf:
-            continue  # upstream adds 0 * (...) == +0.0, which changes no score
-        weight = idf[word]
-        for i, counts in enumerate(term_counts):
-            tf = counts.get(word, 0)
-            scores[i] += weight * (tf * (BM25_K1 + 1) / (tf + saturation[i]))
-    return scores
+    return Bm25Okapi([Counter(tokenize(text)) for text in corpus]).scores(query)
+
+
+class Bm25Okapi:
+    """``BM25Okapi`` over documents already counted (:func:`tokenize`, then a :class:`~collections.Counter`), so an
+    index over a growing corpus recounts no document."""
+
+    def __init__(self, term_counts: Sequence[Counter[str]]) -> None:
+        self.term_counts = term_counts
+        if not term_counts:
+            self.idf: dict[str, float] = {}
+            self.saturation: list[float] = []
+            return
+        lengths = [sum(counts.values()) for counts in term_counts]
+        document_frequencies: dict[str, int] = {}
+        for counts in term_counts:
+            for word in counts:
+                document_frequencies[word] = document_frequencies.get(word, 0) + 1
+        self.idf = _idf(document_frequencies, len(term_counts))
+        mean_length = sum(lengths) / len(term_counts)
+        # k1 * (1 - b + b * |d| / avgdl), grouped as BM25Okapi groups it.
+        self.saturation = [BM25_K1 * ((1 - BM25_B) + BM25_B * length / mean_length) for length in lengths]
+
+    def scores(self, query: str) -> list[float]:
+        """One score per document, in order (an empty corpus: an empty list)."""
+        scores = [0.0] * len(self.term_counts)
+        for word in tokenize(query):
+            if word not in self.idf:
+                continue  # upstream adds 0 * (...) == +0.0, which changes no score
+            weight = self.idf[word]
+            for i, counts in enumerate(self.term_counts):
+                tf = counts.get(word, 0)
+                scores[i] += weight * (tf * (BM25_K1 + 1) / (tf + self.saturation[i]))
+        return scores
 
 
 def rank(scores: Sequence[float] | NDArray[np.floating[Any]]) -> list[int]:
