@@ -21,11 +21,12 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from om_eval.common.text import common_prefix_length
 from om_eval.llm.cache_profiles import CacheProfile, TurnPrompt, cache_use, profile_rates
+from om_eval.om.dates import annotation_texts
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.records import Message
 from om_eval.om.tokens import TokenCounter
@@ -82,8 +83,8 @@ class TurnRecorder:
     preamble and instructions, counted once, when the memory first has observations); the other threads'
     unobserved messages; the observations; the thread's unobserved tail; the user's message. Memory tokens are
     the engine's own counts (the observations' and each queued message's, kept as they change), so a turn costs
-    no rendering and no counting; the dates the rendered observations carry are left out, and a new day changes
-    them, but a provider's cache has forgotten a prefix by the next day anyway.
+    no rendering and no counting; to the observations' count are added the relative dates and gap markers the
+    actor reads with them on the turn's day (only those short notes are counted, once each).
     """
 
     def __init__(self, counter: TokenCounter, instructions: str, layout: str = "chunked") -> None:
@@ -94,6 +95,8 @@ class TurnRecorder:
         self._fixed: _Block | None = None
         self._previous: list[_Block] = []
         self._events_seen = 0
+        self._dates: tuple[str, date, str, int] | None = None
+        self._note_tokens: dict[str, int] = {}
 
     def unit_added(self, memory: ObservationalMemory, thread_id: str, unit: Sequence[Message]) -> None:
         """Record a turn for each user message of ``unit``, just added to ``thread_id`` and not yet observed: the
@@ -145,16 +148,33 @@ class TurnRecorder:
         if not observations:
             return []  # 1.x shows no memory at all before the first observation
         others = memory.queued_tokens() - memory.queued_tokens(thread_id) if memory.resource_scope else 0
+        annotated, dates = self._dated(observations, now)
         if self._fixed is None:
-            self._fixed = _Block(("fixed", None), self._fixed_tokens(memory, thread_id, now, others), system=True)
+            self._fixed = _Block(("fixed", None), self._fixed_tokens(memory, thread_id, now, others + dates),
+                                 system=True)
         return [self._fixed, _Block(("others", (thread_id, others)), others, system=True),
-                _Block(("observations", observations), record.observation_token_count, observations, system=True)]
+                _Block(("observations", (observations, now.date())), record.observation_token_count + dates,
+                       annotated, system=True)]
 
-    def _fixed_tokens(self, memory: ObservationalMemory, thread_id: str, now: datetime, others: int) -> int:
-        """The memory's fixed text: one rendering, less its observations and other threads' messages."""
+    def _dated(self, observations: str, now: datetime) -> tuple[str, int]:
+        """The observations as the actor reads them on ``now``'s day (relative dates and gap markers added) and
+        the tokens those add; worked out again only when the observations or the day change."""
+        if self._dates is None or self._dates[0] != observations or self._dates[1] != now.date():
+            annotated, added = annotation_texts(observations, now)
+            tokens = 0
+            for note in added:
+                if (count := self._note_tokens.get(note)) is None:
+                    count = self._note_tokens[note] = self.counter.count_text(note)
+                tokens += count
+            self._dates = (observations, now.date(), annotated, tokens)
+        return self._dates[2], self._dates[3]
+
+    def _fixed_tokens(self, memory: ObservationalMemory, thread_id: str, now: datetime, shown: int) -> int:
+        """The memory's fixed text: one rendering, less its observations (with their dates) and other threads'
+        messages (``shown`` tokens besides the observations)."""
         rendered = memory.wording.actor_memory_messages(memory.context_inputs(now, thread_id), self.layout)
         total = sum(self.counter.count_text(m["content"]) for m in rendered)
-        return max(0, total - memory.record(thread_id).observation_token_count - others)
+        return max(0, total - memory.record(thread_id).observation_token_count - shown)
 
     def _shared(self, blocks: Sequence[_Block]) -> int:
         shared = 0

@@ -33,6 +33,7 @@ from om_eval.om.js.text import LINE_END, LINE_START, WS, js_trim
 __all__ = [
     "BOUNDARY_PATTERN",
     "annotate_observations",
+    "annotation_texts",
     "format_boundary",
     "format_gap",
     "format_relative_time",
@@ -240,8 +241,9 @@ def parse_inline_date(text: str) -> datetime | None:
     return None
 
 
-def _annotate_inline(text: str, now: datetime) -> str:
-    """Rewrite every parseable ``(estimated|meaning …YYYY)`` clause of the whole text."""
+def _annotate_inline(text: str, now: datetime, added: list[str] | None = None) -> str:
+    """Rewrite every parseable ``(estimated|meaning …YYYY)`` clause of the whole text (``added`` collects the
+    inserted notes)."""
 
     def rewrite(match: re.Match[str]) -> str:
         prefix, content = match[1], match[2]
@@ -252,6 +254,8 @@ def _annotate_inline(text: str, now: datetime) -> str:
         line_before = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
         if parsed < now and _FUTURE_INTENT_RE.search(line_before):
             note += ", likely already happened"
+        if added is not None:
+            added.append(f" - {note}")
         return f"({prefix} {content} - {note})"
 
     return _INLINE_ANNOTATION_RE.sub(rewrite, text)
@@ -279,8 +283,19 @@ def annotate_observations(text: str, now: datetime | date) -> str:
     Returns:
         The annotated text.
     """
+    return _annotated(text, now, None)
+
+
+def annotation_texts(text: str, now: datetime | date) -> tuple[str, list[str]]:
+    """:func:`annotate_observations`'s result and the pieces it inserted into ``text`` (relative times, gap
+    markers), so a caller that already counted ``text`` counts only what was added."""
+    added: list[str] = []
+    return _annotated(text, now, added), added
+
+
+def _annotated(text: str, now: datetime | date, added: list[str] | None) -> str:
     current = _naive(now)
-    expanded = _annotate_inline(text, current)
+    expanded = _annotate_inline(text, current, added)
     pieces: list[str] = []
     position = 0
     previous: datetime | None = None
@@ -292,7 +307,10 @@ def annotate_observations(text: str, now: datetime | date) -> str:
         gap = format_gap(previous, header_date) if previous is not None else None
         if gap is not None:
             pieces.append(f"\n{gap}\n\n")
-        pieces.append(f"{match['lead']}{match['text']} ({format_relative_time(header_date, current)})")
+        relative = f" ({format_relative_time(header_date, current)})"
+        if added is not None:
+            added += [f"\n{gap}\n\n", relative] if gap is not None else [relative]
+        pieces.append(f"{match['lead']}{match['text']}{relative}")
         position = match.end()
         previous = header_date
     pieces.append(expanded[position:])

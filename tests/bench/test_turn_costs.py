@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -14,6 +15,7 @@ from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
 from om_eval.bench.turn_costs import PartRecorder, PromptPart, TurnRecorder, TurnTable, reader_turns, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, profile_rates
 from om_eval.llm.scripted.model import ScriptedModel
+from om_eval.om.dates import annotate_observations
 from om_eval.om.records import Message
 from om_eval.om.tokens import default_counter
 from tests.bench.test_replay import om_config, question
@@ -210,3 +212,31 @@ def test_memory_calls_are_charged_to_the_next_turn_and_the_last_ones_to_the_last
     table = recorder.finish()
     assert table.observer_prompt == [100, 7] and table.observer_completion == [10, 1]
     assert table.reflector_prompt == [0, 50] and table.reflector_completion == [0, 5]
+
+
+class ShownRecorder(TurnRecorder):
+    """Keeps each turn's observations block, and the observations and time it was made from."""
+
+    def __init__(self, counter: CountingCounter) -> None:
+        super().__init__(counter, actor_prompts()["instructions"])
+        self.shown: list[tuple[str, datetime, Any]] = []
+
+    def _memory(self, memory, thread_id, now):  # type: ignore[no-untyped-def]
+        blocks = super()._memory(memory, thread_id, now)
+        if blocks:
+            self.shown.append((memory.record(thread_id).active_observations, now, blocks[-1]))
+        return blocks
+
+
+def test_a_turns_observations_are_counted_with_the_dates_they_are_shown_with_that_day() -> None:
+    recorder = ShownRecorder(CountingCounter())
+    model = ScriptedModel()
+    asyncio.run(replay_question(question(), om_config(message_tokens=40), observer=model, reflector=model,
+                                token_counter=recorder.counter, turns=recorder))
+    assert len(recorder.shown) == 6
+    for observations, now, block in recorder.shown:
+        annotated = annotate_observations(observations, now)
+        assert block.text == annotated and annotated != observations  # "(18 days ago)", "[5 days later]", ...
+        assert block.tokens == len(annotated.split())
+    # The same observations on another day are another block (their relative dates moved), compared by text.
+    assert len({block.key for _, _, block in recorder.shown}) == len(recorder.shown)

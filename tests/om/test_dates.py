@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from om_eval.om.dates import (
     BOUNDARY_PATTERN,
     annotate_observations,
+    annotation_texts,
     format_boundary,
     format_gap,
     format_relative_time,
@@ -705,3 +706,23 @@ def test_prop_as_of_far_future_keeps_every_chunk(chunks: list[str], stamps: list
     expected = "\n\n".join(chunk.strip() for chunk in chunks if chunk.strip())
     assert observations_as_of(text, datetime(9999, 1, 1)) == expected
     assert observations_as_of(text, datetime(9999, 1, 1, tzinfo=UTC)) == expected
+
+
+@given(
+    st.lists(
+        st.tuples(st.dates(min_value=date(2000, 1, 1), max_value=date(2030, 1, 1)), st.text(max_size=20)),
+        max_size=6,
+    ),
+    _datetimes,
+)
+def test_prop_annotation_texts_are_exactly_what_annotating_inserts(entries: list[tuple[date, str]],
+                                                                  now: datetime) -> None:
+    text = "\n".join(
+        f"Date: {d:%b} {d.day}, {d.year}\n* User will do {note!r} (meaning {d:%B} {d.day}, {d.year})"
+        for d, note in entries
+    )
+    annotated, added = annotation_texts(text, now)
+    assert annotated == annotate_observations(text, now)
+    # Inline clauses here have single spaces, so annotating only inserts: the lengths add up.
+    assert len(annotated) == len(text) + sum(map(len, added))
+    assert len(added) >= 2 * len(entries)  # a relative date per header and per "(meaning ...)", gaps besides
