@@ -1,12 +1,15 @@
-"""What the turn-by-turn cost replay adds to building memories: CPU time of replaying S-sized synthetic questions
-through OM with and without a :class:`~om_eval.bench.turn_costs.TurnRecorder`, alternated, best of ``--rounds``.
+"""What the turn-by-turn cost replay adds to building memories: CPU time of building S-sized synthetic questions'
+memories with and without recording their turns, alternated, best of ``--rounds``.
 
-Writes ``--questions`` seeded S-sized questions (~115k tokens each) first (not measured), then replays each with
-the zero-latency scripted model for the Observer and Reflector (the replay alone: no answering, judging or store),
-and prints the CPU seconds of both, the time added per question and its share of the replay.
-``benchmarks/harness.py --no-turns`` measures the same on the whole harness, where it is below the run-to-run noise.
+Writes ``--questions`` seeded S-sized questions (~115k tokens each) first (not measured), then builds each memory
+(the build alone: no answering, judging or store) and prints the CPU seconds of both, the time added per question
+and its share of the build. ``--system om`` (the default) replays OM with the zero-latency scripted model for the
+Observer and Reflector, with and without a :class:`~om_eval.bench.turn_costs.TurnRecorder`; ``simple_om`` (its
+fallback observer: no model), ``rag_lme`` (BM25) and ``rag_mastra`` (the scripted embedding, computed in-process)
+ingest through the memory seam with and without a :class:`~om_eval.bench.turn_costs.PartRecorder`.
+``benchmarks/harness.py --no-turns`` measures OM's on the whole harness, where it is below the run-to-run noise.
 
-Run: ``python benchmarks/turn_replay.py [--questions 25] [--rounds 3]``
+Run: ``python benchmarks/turn_replay.py [--system om] [--questions 25] [--rounds 3]``
 """
 
 from __future__ import annotations
@@ -16,17 +19,19 @@ import asyncio
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--questions", type=int, default=25)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--system", default="om", choices=["om", "simple_om", "rag_lme", "rag_mastra"])
     args = parser.parse_args()
 
     from om_eval.bench.answer import actor_prompts
     from om_eval.bench.replay import replay_question
-    from om_eval.bench.turn_costs import TurnRecorder
+    from om_eval.bench.turn_costs import PartRecorder, TurnRecorder
     from om_eval.data import load_dataset
     from om_eval.data.synth import iter_generate, write_dataset
     from om_eval.llm.scripted.model import ScriptedModel
@@ -46,12 +51,16 @@ def main() -> None:
         start = time.process_time()
         for question in questions:
             counter = default_counter()
-            recorder = TurnRecorder(counter, instructions) if record else None
-            model = ScriptedModel(history=0)
-            asyncio.run(replay_question(question, config, observer=model, reflector=model, token_counter=counter,
-                                        turns=recorder))
-            if recorder is not None:
-                turns += len(recorder.table)
+            if args.system == "om":
+                recorder = TurnRecorder(counter, instructions) if record else None
+                model = ScriptedModel(history=0)
+                asyncio.run(replay_question(question, config, observer=model, reflector=model,
+                                            token_counter=counter, turns=recorder))
+                turns += len(recorder.table) if recorder is not None else 0
+            else:
+                parts = PartRecorder(counter) if record else None
+                asyncio.run(seam_system(args.system).ingest(question, InProcessServices(counter, parts)))
+                turns += len(parts.table) if parts is not None else 0
         return time.process_time() - start
 
     replay(False)  # imports and first-use caches out of the way
@@ -61,9 +70,45 @@ def main() -> None:
         with_turns.append(replay(True))
     best_without, best_with = min(without), min(with_turns)
     added = (best_with - best_without) / len(questions)
-    print(f"{len(questions)} S-sized questions, {turns // args.rounds:,} user turns recorded per round")
-    print(f"replay CPU time, best of {args.rounds}: {best_without:.2f} s without the recorder, {best_with:.2f} s with")
-    print(f"added: {added * 1000:.1f} ms per question ({best_with / best_without - 1:+.1%} of the replay)")
+    print(f"{args.system}: {len(questions)} S-sized questions, {turns // args.rounds:,} user turns recorded per round")
+    print(f"build CPU time, best of {args.rounds}: {best_without:.2f} s without recording turns, "
+          f"{best_with:.2f} s with")
+    print(f"added: {added * 1000:.1f} ms per question ({best_with / best_without - 1:+.1%} of the build)")
+
+
+def seam_system(name: str) -> Any:
+    from om_eval.memory.registry import make_system
+
+    options = {"simple_om": {"observer": "fallback"}, "rag_lme": {"retriever": "bm25"}, "rag_mastra": {}}[name]
+    return make_system(name, options)
+
+
+class InProcessServices:
+    """The harness's services without a client: no model besides the scripted embedding, computed here."""
+
+    def __init__(self, counter: Any, turns: Any) -> None:
+        self.options: dict[str, Any] = {}
+        self.counter = counter
+        self.turns = turns
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.counter.count_text(text))
+
+    async def complete(self, messages: Any, *, stage: str = "observer") -> str:
+        raise RuntimeError("the benchmark's systems call no chat model")
+
+    async def embed(self, texts: Any, *, model: str | None = None, stage: str = "retrieval") -> list[list[float]]:
+        from om_eval.llm.providers import scripted_embedding
+
+        return [scripted_embedding(text) for text in texts]
+
+    @property
+    def recording_turns(self) -> bool:
+        return self.turns is not None
+
+    def record_turn(self, parts: Any, *, at: Any, reply: Any = None) -> None:
+        if self.turns is not None:
+            self.turns.record(parts, at, reply)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ the paper's own reader prompt from the pinned LongMemEval commit at run time (:m
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,13 +34,12 @@ from om_eval.bench.official_reader import (
     load_official_reader,
 )
 from om_eval.bench.retrieval import (
-    Bm25Okapi,
     Granularity,
+    GrowingBm25,
     RetrievalDocument,
     bm25_okapi_scores,
     rank,
     retrieval_documents,
-    tokenize,
 )
 from om_eval.bench.turn_costs import PromptPart
 from om_eval.data.records import HaystackSession, Question
@@ -143,45 +141,49 @@ class LongMemEvalRetrievalSystem:
     def record_turns(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> None:
         """At each user turn, what an agent retrieving for it would send: the reader's opening, the ``top_k``
         documents of earlier sessions that best match the user's message (by date, numbered), the day's date, the
-        session's messages so far and the user's message. BM25 scores over the documents of the sessions before
-        (re-weighted once per session); the embedding retriever needs the message's own vector, which only
-        ``granularity=turn`` has (its documents are the user turns), so with ``session`` no turns are recorded
-        rather than embedding every message. Not cut to ``context_tokens``: ``top_k`` documents fit it on
-        LongMemEval and LoCoMo."""
+        session's messages so far and the user's message. BM25 is weighted over the documents of the sessions
+        before (:class:`~om_eval.bench.retrieval.GrowingBm25`); the embedding retriever needs the message's own
+        vector, which only ``granularity=turn`` has (its documents are the user turns), so with ``session`` no turns
+        are recorded rather than embedding every message. Not cut to ``context_tokens``: ``top_k`` documents fit it
+        on LongMemEval and LoCoMo."""
         if self.retriever == "embedding" and (self.granularity != "turn" or index.vectors is None):
             return
         self.prepare()
-        opening, rest = baseline_prompts()["prompt"].split("{sessions}")
-        dating = rest.split("{question}")[0]
-        own = {(d.session_index, d.value_turns[0].content): n for n, d in enumerate(index.documents)}
-        counts = [Counter(tokenize(d.text)) for d in index.documents] if self.retriever == "bm25" else []
-        searchable: list[int] = []
-        for session in question.sessions_by_date():
-            bm25 = Bm25Okapi([counts[n] for n in searchable]) if counts else None
+        opening = PromptPart("opening", baseline_prompts()["prompt"].split("{sessions}")[0], head=True)
+        dating = baseline_prompts()["prompt"].split("{sessions}")[1].split("{question}")[0]
+        sessions = question.sessions_by_date()
+        ordered = [n for s in sessions for n, d in enumerate(index.documents) if d.session_index == s.index]
+        bm25 = GrowingBm25([index.documents[n].text for n in ordered]) if self.retriever == "bm25" else None
+        vectors = index.vectors[ordered] if bm25 is None else np.zeros((0, 0))
+        own = {(index.documents[n].session_index, index.documents[n].value_turns[0].content): position
+               for position, n in enumerate(ordered)}
+        parts: dict[tuple[str, int], list[PromptPart]] = {}
+        searchable = 0  # the documents of the sessions before: the first ones of ``ordered``
+        for session in sessions:
+            if bm25 is not None:
+                bm25.grow(searchable)
             said: list[PromptPart] = []
             for position, turn in enumerate(session.turns):
                 part = PromptPart(("message", session.index, position), turn.content)
                 if turn.role == "user":
-                    at = session.date + TURN_SPACING * position
                     if bm25 is not None:
                         scores = bm25.scores(turn.content)
                     else:
-                        query = index.vectors[own[(session.index, turn.content)]] \
-                            if (session.index, turn.content) in own else None
-                        scores = [] if query is None or not searchable else list(index.vectors[searchable] @ query)
-                    hits = [index.documents[searchable[i]] for i in (rank(scores)[: self.top_k] if scores else [])]
+                        mine = own.get((session.index, turn.content))
+                        scores = vectors[:searchable] @ vectors[mine] if mine is not None else np.zeros(0)
+                    hits = [index.documents[ordered[i]] for i in rank(scores)[: self.top_k]]
                     shown = sorted(hits, key=lambda d: index.sessions[d.session_index].date)
-                    blocks = [PromptPart(("document", d.id, number), self._block(number, d, index), head=True)
-                              for number, d in enumerate(shown, 1)]
+                    blocks = [piece for number, d in enumerate(shown, 1)
+                              for piece in self._block_parts(number, d, index, parts)]
+                    at = session.date + TURN_SPACING * position
+                    day = PromptPart(("date", at.date()), render_template(dating, question_date=f"{at:%Y/%m/%d (%a)}"),
+                                     head=True)
                     following = session.turns[position + 1] if position + 1 < len(session.turns) else None
                     reply = PromptPart(("message", session.index, position + 1), following.content) \
                         if following is not None and following.role == "assistant" else None
-                    day = PromptPart(("date", at.date()), render_template(dating, question_date=f"{at:%Y/%m/%d (%a)}"),
-                                     head=True)
-                    services.record_turn([PromptPart("opening", opening, head=True), *blocks, day, *said, part],
-                                         at=at, reply=reply)
+                    services.record_turn([opening, *blocks, day, *said, part], at=at, reply=reply)
                 said.append(part)
-            searchable += [n for n, d in enumerate(index.documents) if d.session_index == session.index]
+            searchable += sum(d.session_index == session.index for d in index.documents)
 
     async def _scores(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> list[float]:
         if self.retriever == "bm25":
@@ -210,6 +212,23 @@ class LongMemEvalRetrievalSystem:
             ranked_ids=tuple(ids[i] for i in ranking), correct_ids=tuple(self.correct_ids(question)),
             corpus_ids=tuple(ids), detail={"hits": len(hits)},
         )
+
+    def _block_parts(self, number: int, document: RetrievalDocument, index: RetrievalIndex,
+                     made: dict[tuple[str, int], list[PromptPart]]) -> list[PromptPart]:
+        """A shown document as turn parts: its numbered header and its turns apart (the turns are the same text
+        whatever the number, so they are rendered and counted once), made once per document and number."""
+        cached = made.get((document.id, number))
+        if cached is None:
+            if self._official is not None:
+                cached = [PromptPart(("document", document.id, number), self._block(number, document, index), True)]
+            else:
+                before, after = baseline_prompts()["session"].split("{content}")
+                header = render_template(before, number=number, date=index.sessions[document.session_index].date_text)
+                turns = json.dumps([{"role": t.role, "content": t.content} for t in document.value_turns])
+                cached = [PromptPart(("header", document.id, number), header, True),
+                          PromptPart(("document", document.id), turns + after, True)]
+            made[(document.id, number)] = cached
+        return cached
 
     def _block(self, number: int, document: RetrievalDocument, index: RetrievalIndex) -> str:
         # json.dumps of the turn list, as upstream dumps it (has_answer removed).

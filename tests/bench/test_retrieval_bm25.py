@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from om_eval.bench.retrieval import Granularity, bm25_okapi_scores, rank, retrieval_documents, tokenize
+from om_eval.bench.retrieval import (
+    Granularity,
+    GrowingBm25,
+    bm25_okapi_scores,
+    rank,
+    retrieval_documents,
+    tokenize,
+)
 from om_eval.data.loader import question_from_record
 from om_eval.data.synth import generate
 
@@ -70,3 +77,16 @@ def test_rankings_of_a_synthetic_haystack_equal_upstreams(granularity: Granulari
         upstream = np.argsort(rank_bm25.BM25Okapi([doc.split(" ") for doc in corpus]).get_scores(
             question.question.split(" ")))[::-1]
         assert rank(bm25_okapi_scores(corpus, question.question)) == upstream.tolist()
+
+
+@settings(max_examples=200, deadline=None)
+@given(corpus=st.lists(st.text(alphabet="abcd ", max_size=12), min_size=1, max_size=8),
+       query=st.text(alphabet="abcd ", max_size=10), data=st.data())
+def test_a_growing_index_scores_its_first_documents_as_bm25okapi_over_them(corpus: list[str], query: str,
+                                                                          data: st.DataObject) -> None:
+    index = GrowingBm25(corpus)
+    sizes = sorted(data.draw(st.lists(st.integers(0, len(corpus)), min_size=1, max_size=3)))
+    for size in sizes:
+        index.grow(size)
+        expected = bm25_okapi_scores(corpus[:size], query)
+        assert np.allclose(index.scores(query), expected, rtol=1e-12, atol=1e-12)

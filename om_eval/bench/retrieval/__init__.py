@@ -4,7 +4,7 @@
 ``metrics`` computes recall_any, recall_all and ndcg_any at k, turn- and session-level, with upstream's results.
 """
 
-from om_eval.bench.retrieval.bm25 import Bm25Okapi, bm25_okapi_scores, rank, tokenize
+from om_eval.bench.retrieval.bm25 import GrowingBm25, bm25_okapi_scores, rank, tokenize
 from om_eval.bench.retrieval.documents import Granularity, RetrievalDocument, correct_ids, retrieval_documents
 from om_eval.bench.retrieval.metrics import (
     Ranking,
@@ -16,8 +16,8 @@ from om_eval.bench.retrieval.metrics import (
 )
 
 __all__ = [
-    "Bm25Okapi",
     "Granularity",
+    "GrowingBm25",
     "Ranking",
     "RetrievalDocument",
     "RetrievalScores",

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BM25_B", "BM25_EPSILON", "BM25_K1", "Bm25Okapi", "bm25_okapi_scores", "rank", "tokenize"]
+__all__ = ["BM25_B", "BM25_EPSILON", "BM25_K1", "GrowingBm25", "bm25_okapi_scores", "rank", "tokenize"]
 
 #: ``BM25Okapi``'s defaults, which upstream keeps.
 BM25_K1 = 1.5
@@ -57,42 +57,90 @@ def bm25_okapi_scores(corpus: Sequence[str], query: str) -> list[float]:
         One score per document, in corpus order, equal bit for bit to ``BM25Okapi(...).get_scores(...)``. An empty
         corpus gives an empty list (``BM25Okapi`` divides by zero there).
     """
-    return Bm25Okapi([Counter(tokenize(text)) for text in corpus]).scores(query)
-
-
-class Bm25Okapi:
-    """``BM25Okapi`` over documents already counted (:func:`tokenize`, then a :class:`~collections.Counter`), so an
-    index over a growing corpus recounts no document."""
-
-    def __init__(self, term_counts: Sequence[Counter[str]]) -> None:
-        self.term_counts = term_counts
-        if not term_counts:
-            self.idf: dict[str, float] = {}
-            self.saturation: list[float] = []
-            return
-        lengths = [sum(counts.values()) for counts in term_counts]
-        document_frequencies: dict[str, int] = {}
-        for counts in term_counts:
-            for word in counts:
-                document_frequencies[word] = document_frequencies.get(word, 0) + 1
-        self.idf = _idf(document_frequencies, len(term_counts))
-        mean_length = sum(lengths) / len(term_counts)
-        # k1 * (1 - b + b * |d| / avgdl), grouped as BM25Okapi groups it.
-        self.saturation = [BM25_K1 * ((1 - BM25_B) + BM25_B * length / mean_length) for length in lengths]
-
-    def scores(self, query: str) -> list[float]:
-        """One score per document, in order (an empty corpus: an empty list)."""
-        scores = [0.0] * len(self.term_counts)
-        for word in tokenize(query):
-            if word not in self.idf:
-                continue  # upstream adds 0 * (...) == +0.0, which changes no score
-            weight = self.idf[word]
-            for i, counts in enumerate(self.term_counts):
-                tf = counts.get(word, 0)
-                scores[i] += weight * (tf * (BM25_K1 + 1) / (tf + self.saturation[i]))
-        return scores
+    if not corpus:
+        return []
+    term_counts = [Counter(tokenize(text)) for text in corpus]
+    lengths = [sum(counts.values()) for counts in term_counts]
+    document_frequencies: dict[str, int] = {}
+    for counts in term_counts:
+        for word in counts:
+            document_frequencies[word] = document_frequencies.get(word, 0) + 1
+    idf = _idf(document_frequencies, len(corpus))
+    mean_length = sum(lengths) / len(corpus)
+    # k1 * (1 - b + b * |d| / avgdl), grouped as BM25Okapi groups it.
+    saturation = [BM25_K1 * ((1 - BM25_B) + BM25_B * length / mean_length) for length in lengths]
+    scores = [0.0] * len(corpus)
+    for word in tokenize(query):
+        if word not in idf:
+            continue  # upstream adds 0 * (...) == +0.0, which changes no score
+        weight = idf[word]
+        for i, counts in enumerate(term_counts):
+            tf = counts.get(word, 0)
+            scores[i] += weight * (tf * (BM25_K1 + 1) / (tf + saturation[i]))
+    return scores
 
 
 def rank(scores: Sequence[float] | NDArray[np.floating[Any]]) -> list[int]:
     """Document indices, best score first, with ties in the order upstream's ``np.argsort(scores)[::-1]`` gives."""
     return [int(i) for i in np.argsort(np.asarray(scores, dtype=np.float64))[::-1]]
+
+
+class GrowingBm25:
+    """BM25Okapi's scores over the first ``n`` of a fixed list of documents, as ``n`` grows: what an agent's index
+    holds at each moment of a conversation (the turn-cost replay retrieves at every user turn).
+
+    Every document is counted once, up front; :meth:`grow` takes in the next documents and re-weights (document
+    frequencies, the idf floor, lengths) in numpy; :meth:`scores` touches only the postings of the query's words.
+    The formulas are :func:`bm25_okapi_scores`'s, summed in another order: equal to it to rounding, not bit for bit
+    (ranking ties may break otherwise), which is why upstream's scoring stays the function above.
+    """
+
+    def __init__(self, corpus: Sequence[str]) -> None:
+        self._ids: dict[str, int] = {}
+        postings: dict[int, tuple[list[int], list[int]]] = {}
+        self._document_words: list[NDArray[np.intp]] = []
+        lengths = []
+        for position, text in enumerate(corpus):
+            counts = Counter(tokenize(text))
+            lengths.append(sum(counts.values()))
+            words = [self._ids.setdefault(word, len(self._ids)) for word in counts]
+            self._document_words.append(np.asarray(words, dtype=np.intp))
+            for word, tf in zip(words, counts.values(), strict=True):
+                documents, frequencies = postings.setdefault(word, ([], []))
+                documents.append(position)
+                frequencies.append(tf)
+        self._postings = {word: (np.asarray(d, dtype=np.intp), np.asarray(f, dtype=np.float64))
+                          for word, (d, f) in postings.items()}
+        self._lengths = np.asarray(lengths, dtype=np.float64)
+        self._frequencies = np.zeros(len(self._ids), dtype=np.float64)
+        self._idf = np.zeros(len(self._ids), dtype=np.float64)
+        self._saturation = np.zeros(0, dtype=np.float64)
+        self.size = 0
+
+    def grow(self, size: int) -> None:
+        """Index the first ``size`` documents."""
+        for position in range(self.size, size):
+            self._frequencies[self._document_words[position]] += 1
+        self.size = size
+        if not size:
+            return
+        seen = self._frequencies > 0
+        idf = np.log(size - self._frequencies + 0.5) - np.log(self._frequencies + 0.5)
+        floor = BM25_EPSILON * float(idf[seen].mean())
+        self._idf = np.where(idf < 0, floor, idf)
+        lengths = self._lengths[:size]
+        self._saturation = BM25_K1 * ((1 - BM25_B) + BM25_B * lengths / lengths.mean())
+
+    def scores(self, query: str) -> NDArray[np.float64]:
+        """One score per indexed document (an empty index: an empty array)."""
+        scores = np.zeros(self.size, dtype=np.float64)
+        for word, repeats in Counter(tokenize(query)).items():
+            word_id = self._ids.get(word)
+            if word_id is None or not self._frequencies[word_id]:
+                continue
+            documents, frequencies = self._postings[word_id]
+            kept = int(np.searchsorted(documents, self.size))
+            documents, frequencies = documents[:kept], frequencies[:kept]
+            scores[documents] += repeats * self._idf[word_id] * (
+                frequencies * (BM25_K1 + 1) / (frequencies + self._saturation[documents]))
+        return scores
