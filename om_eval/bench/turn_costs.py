@@ -26,7 +26,7 @@ from typing import Any
 
 from om_eval.common.text import common_prefix_length
 from om_eval.llm.cache_profiles import CacheProfile, TurnPrompt, cache_use, profile_rates
-from om_eval.om.dates import annotation_texts
+from om_eval.om.dates import DateMark, date_marks, mark_notes
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.records import Message
 from om_eval.om.tokens import TokenCounter
@@ -74,6 +74,8 @@ class _Block:
     text: str | None = None
     """Kept for memory messages, whose shared part is counted when they differ."""
     system: bool = False
+    dated_from: int | None = None
+    """Observations: where in ``text`` the first date note goes (the first difference on another day)."""
 
 
 class TurnRecorder:
@@ -95,8 +97,7 @@ class TurnRecorder:
         self._fixed: _Block | None = None
         self._previous: list[_Block] = []
         self._events_seen = 0
-        self._dates: tuple[str, date, str, int] | None = None
-        self._note_tokens: dict[str, int] = {}
+        self._dates = _DateNotes(counter)
 
     def unit_added(self, memory: ObservationalMemory, thread_id: str, unit: Sequence[Message]) -> None:
         """Record a turn for each user message of ``unit``, just added to ``thread_id`` and not yet observed: the
@@ -148,26 +149,13 @@ class TurnRecorder:
         if not observations:
             return []  # 1.x shows no memory at all before the first observation
         others = memory.queued_tokens() - memory.queued_tokens(thread_id) if memory.resource_scope else 0
-        annotated, dates = self._dated(observations, now)
+        dates = self._dates.tokens(observations, now)
         if self._fixed is None:
             self._fixed = _Block(("fixed", None), self._fixed_tokens(memory, thread_id, now, others + dates),
                                  system=True)
         return [self._fixed, _Block(("others", (thread_id, others)), others, system=True),
                 _Block(("observations", (observations, now.date())), record.observation_token_count + dates,
-                       annotated, system=True)]
-
-    def _dated(self, observations: str, now: datetime) -> tuple[str, int]:
-        """The observations as the actor reads them on ``now``'s day (relative dates and gap markers added) and
-        the tokens those add; worked out again only when the observations or the day change."""
-        if self._dates is None or self._dates[0] != observations or self._dates[1] != now.date():
-            annotated, added = annotation_texts(observations, now)
-            tokens = 0
-            for note in added:
-                if (count := self._note_tokens.get(note)) is None:
-                    count = self._note_tokens[note] = self.counter.count_text(note)
-                tokens += count
-            self._dates = (observations, now.date(), annotated, tokens)
-        return self._dates[2], self._dates[3]
+                       observations, system=True, dated_from=self._dates.first)]
 
     def _fixed_tokens(self, memory: ObservationalMemory, thread_id: str, now: datetime, shown: int) -> int:
         """The memory's fixed text: one rendering, less its observations (with their dates) and other threads'
@@ -183,11 +171,57 @@ class TurnRecorder:
                 shared += mine.tokens
                 continue
             if mine.text is not None and theirs.text is not None and mine.text:
-                # Observations grow at the end: their common start, in proportion to the text (no counting).
+                # Observations grow at the end: their common start, in proportion to the text (no counting). On
+                # another day their relative dates differ from the first one on.
                 head = common_prefix_length(mine.text, theirs.text)
+                if mine.key[1][1] != theirs.key[1][1] and mine.dated_from is not None:
+                    head = min(head, mine.dated_from)
                 shared += mine.tokens * head // len(mine.text)
             break
         return shared
+
+
+class _DateNotes:
+    """The tokens of the relative dates and gap markers OM's actor reads with the observations on a day, kept as
+    the observations grow: an appended text is read from its last old line on, and the notes are worked out
+    again only when the day changes (each distinct note counted once)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._text = ""
+        self._marks: list[DateMark] = []
+        self._day: date | None = None
+        self._tokens = 0
+        self._counts: dict[str, int] = {}
+
+    @property
+    def first(self) -> int | None:
+        return self._marks[0].start if self._marks else None
+
+    def tokens(self, text: str, now: datetime) -> int:
+        if text != self._text:
+            if self._text and text.startswith(self._text):
+                cut = self._text.rfind("\n") + 1
+                kept = [mark for mark in self._marks if mark.start < cut]
+                previous = next((mark.when for mark in reversed(kept) if mark.header), None)
+                added = date_marks(text, cut, previous)
+                if self._day == now.date():
+                    self._tokens += self._count(added, now) - self._count(self._marks[len(kept):], now)
+                self._marks = kept + added
+            else:
+                self._marks, self._day = date_marks(text), None
+            self._text = text
+        if self._day != now.date():
+            self._day, self._tokens = now.date(), self._count(self._marks, now)
+        return self._tokens
+
+    def _count(self, marks: Sequence[DateMark], now: datetime) -> int:
+        total = 0
+        for note in mark_notes(marks, now):
+            if (count := self._counts.get(note)) is None:
+                count = self._counts[note] = self.counter.count_text(note)
+            total += count
+        return total
 
 
 @dataclass(frozen=True)

@@ -26,17 +26,21 @@ switch (one day less), which om-eval does not reproduce.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 from om_eval.om.js.text import LINE_END, LINE_START, WS, js_trim
 
 __all__ = [
     "BOUNDARY_PATTERN",
+    "DateMark",
     "annotate_observations",
-    "annotation_texts",
+    "date_marks",
     "format_boundary",
     "format_gap",
     "format_relative_time",
+    "mark_notes",
     "observations_as_of",
     "parse_boundary_timestamp",
     "parse_header_date",
@@ -241,9 +245,8 @@ def parse_inline_date(text: str) -> datetime | None:
     return None
 
 
-def _annotate_inline(text: str, now: datetime, added: list[str] | None = None) -> str:
-    """Rewrite every parseable ``(estimated|meaning …YYYY)`` clause of the whole text (``added`` collects the
-    inserted notes)."""
+def _annotate_inline(text: str, now: datetime) -> str:
+    """Rewrite every parseable ``(estimated|meaning …YYYY)`` clause of the whole text."""
 
     def rewrite(match: re.Match[str]) -> str:
         prefix, content = match[1], match[2]
@@ -254,8 +257,6 @@ def _annotate_inline(text: str, now: datetime, added: list[str] | None = None) -
         line_before = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
         if parsed < now and _FUTURE_INTENT_RE.search(line_before):
             note += ", likely already happened"
-        if added is not None:
-            added.append(f" - {note}")
         return f"({prefix} {content} - {note})"
 
     return _INLINE_ANNOTATION_RE.sub(rewrite, text)
@@ -283,19 +284,8 @@ def annotate_observations(text: str, now: datetime | date) -> str:
     Returns:
         The annotated text.
     """
-    return _annotated(text, now, None)
-
-
-def annotation_texts(text: str, now: datetime | date) -> tuple[str, list[str]]:
-    """:func:`annotate_observations`'s result and the pieces it inserted into ``text`` (relative times, gap
-    markers), so a caller that already counted ``text`` counts only what was added."""
-    added: list[str] = []
-    return _annotated(text, now, added), added
-
-
-def _annotated(text: str, now: datetime | date, added: list[str] | None) -> str:
     current = _naive(now)
-    expanded = _annotate_inline(text, current, added)
+    expanded = _annotate_inline(text, current)
     pieces: list[str] = []
     position = 0
     previous: datetime | None = None
@@ -307,14 +297,59 @@ def _annotated(text: str, now: datetime | date, added: list[str] | None) -> str:
         gap = format_gap(previous, header_date) if previous is not None else None
         if gap is not None:
             pieces.append(f"\n{gap}\n\n")
-        relative = f" ({format_relative_time(header_date, current)})"
-        if added is not None:
-            added += [f"\n{gap}\n\n", relative] if gap is not None else [relative]
-        pieces.append(f"{match['lead']}{match['text']}{relative}")
+        pieces.append(f"{match['lead']}{match['text']} ({format_relative_time(header_date, current)})")
         position = match.end()
         previous = header_date
     pieces.append(expanded[position:])
     return "".join(pieces)
+
+
+@dataclass(frozen=True)
+class DateMark:
+    """A place where :func:`annotate_observations` adds a note: a date header (its relative date after it, a gap
+    marker before it) or an inline ``(estimated|meaning …)`` clause (its relative date inside it)."""
+
+    start: int
+    """Where it starts in the text."""
+    when: datetime
+    header: bool
+    gap: str | None = None
+    """A header's gap marker (from the previous valid header), or None."""
+    future: bool = False
+    """An inline clause whose line states a future intent before it."""
+
+
+def date_marks(text: str, start: int = 0, previous: datetime | None = None) -> list[DateMark]:
+    """The marks of ``text`` from ``start`` on (``previous``: the last valid header's date before ``start``), so a
+    caller whose text grows reads only what was added. :func:`mark_notes` gives what annotating adds for them."""
+    marks = []
+    for match in _INLINE_ANNOTATION_RE.finditer(text, start):
+        parsed = parse_inline_date(match[2])
+        if parsed is not None:
+            line_before = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
+            marks.append(DateMark(match.start(), parsed, False, future=bool(_FUTURE_INTENT_RE.search(line_before))))
+    for match in _HEADER_RE.finditer(text, start):
+        header_date = _header_date(match["text"])
+        if header_date is None:
+            continue
+        gap = format_gap(previous, header_date) if previous is not None else None
+        marks.append(DateMark(match.start(), header_date, True, gap))
+        previous = header_date
+    return sorted(marks, key=lambda mark: mark.start)
+
+
+def mark_notes(marks: Iterable[DateMark], now: datetime | date) -> list[str]:
+    """The pieces :func:`annotate_observations` inserts at ``marks`` on ``now``: relative dates and gap markers."""
+    current = _naive(now)
+    notes = []
+    for mark in marks:
+        relative = format_relative_time(mark.when, current)
+        if mark.header:
+            notes += [f"\n{mark.gap}\n\n", f" ({relative})"] if mark.gap is not None else [f" ({relative})"]
+        else:
+            late = ", likely already happened" if mark.future and mark.when < current else ""
+            notes.append(f" - {relative}{late}")
+    return notes
 
 
 def _utc(moment: datetime) -> datetime:

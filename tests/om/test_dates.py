@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from om_eval.om.dates import (
     BOUNDARY_PATTERN,
     annotate_observations,
-    annotation_texts,
+    date_marks,
     format_boundary,
     format_gap,
     format_relative_time,
+    mark_notes,
     observations_as_of,
     parse_boundary_timestamp,
     parse_header_date,
@@ -710,19 +711,26 @@ def test_prop_as_of_far_future_keeps_every_chunk(chunks: list[str], stamps: list
 
 @given(
     st.lists(
-        st.tuples(st.dates(min_value=date(2000, 1, 1), max_value=date(2030, 1, 1)), st.text(max_size=20)),
+        st.tuples(st.dates(min_value=date(2000, 1, 1), max_value=date(2030, 1, 1)), st.text(max_size=20),
+                  st.sampled_from(["will do", "did"])),
         max_size=6,
     ),
     _datetimes,
+    st.integers(0, 5),
 )
-def test_prop_annotation_texts_are_exactly_what_annotating_inserts(entries: list[tuple[date, str]],
-                                                                  now: datetime) -> None:
+def test_prop_date_marks_give_exactly_what_annotating_inserts(entries: list[tuple[date, str, str]], now: datetime,
+                                                              split: int) -> None:
     text = "\n".join(
-        f"Date: {d:%b} {d.day}, {d.year}\n* User will do {note!r} (meaning {d:%B} {d.day}, {d.year})"
-        for d, note in entries
+        f"Date: {d:%b} {d.day}, {d.year}\n* User {verb} {note!r} (meaning {d:%B} {d.day}, {d.year})"
+        for d, note, verb in entries
     )
-    annotated, added = annotation_texts(text, now)
-    assert annotated == annotate_observations(text, now)
-    # Inline clauses here have single spaces, so annotating only inserts: the lengths add up.
-    assert len(annotated) == len(text) + sum(map(len, added))
-    assert len(added) >= 2 * len(entries)  # a relative date per header and per "(meaning ...)", gaps besides
+    annotated = annotate_observations(text, now)
+    notes = mark_notes(date_marks(text), now)
+    # Inline clauses here have single spaces, so annotating only inserts: the lengths add up, and each note is there.
+    assert len(annotated) == len(text) + sum(map(len, notes))
+    assert all(note in annotated for note in notes)
+    # Read in two parts (as a growing text is), from the start of a line, the marks are the same.
+    cut = text.rfind("\n", 0, len(text) * split // 5) + 1
+    first = [mark for mark in date_marks(text) if mark.start < cut]
+    previous = next((mark.when for mark in reversed(first) if mark.header), None)
+    assert first + date_marks(text, cut, previous) == date_marks(text)
