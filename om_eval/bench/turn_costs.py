@@ -201,7 +201,11 @@ class _DateNotes:
     def tokens(self, text: str, now: datetime) -> int:
         if text != self._text:
             if self._text and text.startswith(self._text):
+                # Read again from the last old line, or from the line of a parenthesis still open at the old end
+                # (an inline date clause may span lines, and the new text may close it).
                 cut = self._text.rfind("\n") + 1
+                if (unclosed := self._text.find("(", self._text.rfind(")") + 1)) >= 0:
+                    cut = min(cut, self._text.rfind("\n", 0, unclosed) + 1)
                 kept = [mark for mark in self._marks if mark.start < cut]
                 previous = next((mark.when for mark in reversed(kept) if mark.header), None)
                 added = date_marks(text, cut, previous)
@@ -244,8 +248,9 @@ class PartRecorder:
     Each part is counted once per key, so a turn costs no counting beyond its new parts. Two consecutive prompts
     share the parts they start with; at the first part that differs, their texts' common start counts in
     proportion (an observation list that grew at its end shares its old part). Model calls the system makes while
-    it builds its memory are charged to the next turn it records (they were paid by the time of that turn), and
-    those after the last turn to the last.
+    it builds its memory are charged to the turn it records next, those after the last turn to the last: a system
+    that records a turn once its reply is stored charges a turn the calls its message and its reply caused, as
+    OM's replay does.
     """
 
     def __init__(self, counter: TokenCounter) -> None:

@@ -149,15 +149,22 @@ class LongMemEvalRetrievalSystem:
         if self.retriever == "embedding" and (self.granularity != "turn" or index.vectors is None):
             return
         self.prepare()
-        opening = PromptPart("opening", baseline_prompts()["prompt"].split("{sessions}")[0], head=True)
-        dating = baseline_prompts()["prompt"].split("{sessions}")[1].split("{question}")[0]
+        # The reader's prompt with markers in its slots: the opening before the history, the date's line after it.
+        laid_out = self._official.prompt("\0", "\1", "\2") if self._official is not None else render_template(
+            baseline_prompts()["prompt"], sessions="\0", question_date="\1", question="\2")
+        opening = PromptPart("opening", laid_out.split("\0")[0], head=True)
+        dating = laid_out.split("\0")[1].split("\2")[0]
         sessions = question.sessions_by_date()
-        ordered = [n for s in sessions for n, d in enumerate(index.documents) if d.session_index == s.index]
+        documents_of: dict[int, list[int]] = {}
+        for n, document in enumerate(index.documents):
+            documents_of.setdefault(document.session_index, []).append(n)
+        ordered = [n for s in sessions for n in documents_of.get(s.index, [])]
         bm25 = GrowingBm25([index.documents[n].text for n in ordered]) if self.retriever == "bm25" else None
         vectors = index.vectors[ordered] if bm25 is None else np.zeros((0, 0))
-        own = {(index.documents[n].session_index, index.documents[n].value_turns[0].content): position
-               for position, n in enumerate(ordered)}
-        parts: dict[tuple[str, int], list[PromptPart]] = {}
+        # The embedding retriever's documents are user turns: a message's own vector is its document's.
+        own = {(index.documents[n].session_index, index.documents[n].text): position
+               for position, n in enumerate(ordered)} if bm25 is None else {}
+        parts: dict[tuple[int, int], list[PromptPart]] = {}
         searchable = 0  # the documents of the sessions before: the first ones of ``ordered``
         for session in sessions:
             if bm25 is not None:
@@ -171,19 +178,20 @@ class LongMemEvalRetrievalSystem:
                     else:
                         mine = own.get((session.index, turn.content))
                         scores = vectors[:searchable] @ vectors[mine] if mine is not None else np.zeros(0)
-                    hits = [index.documents[ordered[i]] for i in rank(scores)[: self.top_k]]
-                    shown = sorted(hits, key=lambda d: index.sessions[d.session_index].date)
-                    blocks = [piece for number, d in enumerate(shown, 1)
-                              for piece in self._block_parts(number, d, index, parts)]
+                    hits = [ordered[i] for i in rank(scores)[: self.top_k]]
+                    # By date (stable), as the answer's context is shown; a document is named by its position, since
+                    # a cleaned haystack may repeat a session's id.
+                    shown = sorted(hits, key=lambda n: index.sessions[index.documents[n].session_index].date)
+                    blocks = [piece for number, n in enumerate(shown, 1)
+                              for piece in self._block_parts(number, n, index, parts)]
                     at = session.date + TURN_SPACING * position
-                    day = PromptPart(("date", at.date()), render_template(dating, question_date=f"{at:%Y/%m/%d (%a)}"),
-                                     head=True)
+                    day = PromptPart(("date", at.date()), dating.replace("\1", f"{at:%Y/%m/%d (%a)}"), head=True)
                     following = session.turns[position + 1] if position + 1 < len(session.turns) else None
                     reply = PromptPart(("message", session.index, position + 1), following.content) \
                         if following is not None and following.role == "assistant" else None
                     services.record_turn([opening, *blocks, day, *said, part], at=at, reply=reply)
                 said.append(part)
-            searchable += sum(d.session_index == session.index for d in index.documents)
+            searchable += len(documents_of.get(session.index, []))
 
     async def _scores(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> list[float]:
         if self.retriever == "bm25":
@@ -213,21 +221,23 @@ class LongMemEvalRetrievalSystem:
             corpus_ids=tuple(ids), detail={"hits": len(hits)},
         )
 
-    def _block_parts(self, number: int, document: RetrievalDocument, index: RetrievalIndex,
-                     made: dict[tuple[str, int], list[PromptPart]]) -> list[PromptPart]:
-        """A shown document as turn parts: its numbered header and its turns apart (the turns are the same text
-        whatever the number, so they are rendered and counted once), made once per document and number."""
-        cached = made.get((document.id, number))
+    def _block_parts(self, number: int, position: int, index: RetrievalIndex,
+                     made: dict[tuple[int, int], list[PromptPart]]) -> list[PromptPart]:
+        """The document at ``position`` shown ``number``-th, as turn parts: its numbered header and its turns apart
+        (the turns are the same text whatever the number, so they are rendered and counted once), made once per
+        document and number."""
+        cached = made.get((position, number))
         if cached is None:
+            document = index.documents[position]
             if self._official is not None:
-                cached = [PromptPart(("document", document.id, number), self._block(number, document, index), True)]
+                cached = [PromptPart(("document", position, number), self._block(number, document, index), True)]
             else:
                 before, after = baseline_prompts()["session"].split("{content}")
                 header = render_template(before, number=number, date=index.sessions[document.session_index].date_text)
                 turns = json.dumps([{"role": t.role, "content": t.content} for t in document.value_turns])
-                cached = [PromptPart(("header", document.id, number), header, True),
-                          PromptPart(("document", document.id), turns + after, True)]
-            made[(document.id, number)] = cached
+                cached = [PromptPart(("header", position, number), header, True),
+                          PromptPart(("document", position), turns + after, True)]
+            made[(position, number)] = cached
         return cached
 
     def _block(self, number: int, document: RetrievalDocument, index: RetrievalIndex) -> str:

@@ -15,6 +15,7 @@ harness's instructions and the recalled block (the stable head), then the sessio
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from datetime import datetime
 from importlib import import_module
 from typing import Any
 
@@ -108,13 +109,11 @@ class SimpleOMSystem:
                 else:
                     await memory.on_item_append(item, thread_id=thread, resource_id=resource)
                 part = PromptPart(("message", thread, position), turn.content)
-                if turns is not None and turn.role != "assistant":
-                    following = session.turns[position + 1] if position + 1 < len(session.turns) else None
-                    reply = PromptPart(("message", thread, position + 1), following.content) \
-                        if following is not None and following.role == "assistant" else None
-                    services.record_turn([*turns.head(thread), *said, part], reply=reply,
-                                         at=session.date + TURN_SPACING * position)
+                if turns is not None:
+                    turns.step(services, thread, turn.role, part, said, session.date + TURN_SPACING * position)
                 said.append(part)
+            if turns is not None:
+                turns.flush(services)
         return memory
 
     async def context(self, memory: SimpleObservationalMemory, question: Question,
@@ -136,6 +135,26 @@ class _TurnParts:
         self.instructions = PromptPart("instructions", prompts["instructions"], head=True)
         self._template = prompts["memory"]
         self._shown: dict[tuple[str, int], PromptPart | None] = {}
+        self._waiting: tuple[list[PromptPart], datetime] | None = None
+
+    def step(self, services: MemoryServices, thread: str, role: str, part: PromptPart, said: list[PromptPart],
+             at: datetime) -> None:
+        """After a message reached the layer: a user message's prompt is taken now and recorded once its reply is
+        stored, so the turn is charged the distillations its message and its reply caused (as OM's replay does)."""
+        if role == "assistant" and self._waiting is not None:
+            prompt, when = self._waiting
+            services.record_turn(prompt, at=when, reply=part)
+            self._waiting = None
+            return
+        self.flush(services)
+        if role != "assistant":
+            self._waiting = ([*self.head(thread), *said, part], at)
+
+    def flush(self, services: MemoryServices) -> None:
+        """Record a waiting turn that got no reply."""
+        if self._waiting is not None:
+            services.record_turn(self._waiting[0], at=self._waiting[1])
+            self._waiting = None
 
     def head(self, thread: str) -> list[PromptPart]:
         key = self.memory.key_for(thread_id=thread, resource_id=self.resource)

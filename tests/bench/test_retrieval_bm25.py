@@ -90,3 +90,11 @@ def test_a_growing_index_scores_its_first_documents_as_bm25okapi_over_them(corpu
         index.grow(size)
         expected = bm25_okapi_scores(corpus[:size], query)
         assert np.allclose(index.scores(query), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_a_growing_index_refuses_to_shrink_or_outgrow_its_documents() -> None:
+    index = GrowingBm25(["a b", "b c"])
+    index.grow(2)
+    for size in (1, 3):
+        with pytest.raises(ValueError, match="only grows"):
+            index.grow(size)

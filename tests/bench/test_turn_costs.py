@@ -243,3 +243,32 @@ def test_a_turns_observations_are_counted_with_the_dates_they_are_shown_with_tha
     assert len({block.key for _, _, block in recorder.shown}) == len(recorder.shown)
     first = recorder.shown[0][2]
     assert first.dated_from == recorder.shown[0][0].index("Date:")
+
+
+def test_date_notes_read_again_a_clause_left_open_by_the_old_text() -> None:
+    from om_eval.bench.turn_costs import _DateNotes
+
+    old = "Date: Jan 2, 2024\n* User said the plan (meaning the trip to Porto\n"
+    new = old + "Date: Jan 5, 2024\n* User will fly out (meaning Jan 9, 2024)\n"
+    now = datetime(2024, 2, 1, 12)
+    growing = _DateNotes(CountingCounter())
+    growing.tokens(old, now)
+    fresh = _DateNotes(CountingCounter())
+    assert growing.tokens(new, now) == fresh.tokens(new, now)
+    assert fresh.tokens(new, now) == len(annotate_observations(new, now).split()) - len(new.split())
+
+
+@settings(max_examples=200, deadline=None)
+@given(pieces=st.lists(st.sampled_from([
+    "Date: Jan 2, 2024\n", "Date: Mar 9, 2024\n", "* User will go (meaning Feb 3, 2024)\n", "* trip (meaning the\n",
+    "end of Apr 4, 2024)\n", "* plain line\n", "(estimated ", "June 1, 2024)\n"]), min_size=1, max_size=12),
+    days=st.lists(st.integers(0, 400), min_size=12, max_size=12))
+def test_date_notes_of_a_growing_text_equal_those_of_the_whole_text(pieces: list[str], days: list[int]) -> None:
+    from om_eval.bench.turn_costs import _DateNotes
+
+    growing = _DateNotes(CountingCounter())
+    text = ""
+    for piece, day in zip(pieces, days, strict=False):
+        text += piece
+        now = datetime(2024, 1, 1, 12) + timedelta(days=day)
+        assert growing.tokens(text, now) == _DateNotes(CountingCounter()).tokens(text, now)

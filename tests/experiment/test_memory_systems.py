@@ -123,5 +123,5 @@ def test_every_system_records_what_its_agent_would_send_at_each_turn(sweep: dict
     simple = [TurnTable.from_json(item["turns"]) for item in run["items"]]
     with duckdb.connect(str(run["results"] / "store" / f"{run['run_id']}.duckdb"), read_only=True) as con:
         (paid,) = con.execute("SELECT sum(prompt_tokens) FROM llm_calls WHERE stage = 'observer'").fetchone()
-    # The layer's Observer calls are charged to the turns they were made at, as OM's are.
+    # Every Observer call of the layer is charged to a turn.
     assert sum(sum(t.observer_prompt) for t in simple) == paid > 0

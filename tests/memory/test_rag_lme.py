@@ -9,6 +9,7 @@ import pytest
 
 from om_eval.bench.retrieval import bm25_okapi_scores
 from om_eval.bench.turn_costs import PartRecorder
+from om_eval.data.records import Question
 from om_eval.memory.rag_lme import LongMemEvalRetrievalSystem
 from om_eval.om.config import ConfigError
 from tests.memory.helpers import FakeServices, WordCounter, question, session
@@ -104,30 +105,45 @@ def test_a_reader_file_that_is_not_the_pinned_one_is_refused(tmp_path) -> None:
         system.prepare()
 
 
-def recorded_turns(options: dict) -> FakeServices:
+def recorded_turns(options: dict, haystack: Question = HAYSTACK) -> tuple[FakeServices, list[list[str]]]:
+    """The services the turns went to, and each turn's shown documents by id."""
     services = FakeServices(turns=PartRecorder(WordCounter()))
-    asyncio.run(LongMemEvalRetrievalSystem(options).ingest(HAYSTACK, services))
-    return services
-
-
-def shown_documents(services: FakeServices) -> list[list[str]]:
-    return [[part.key[1] for part in parts if isinstance(part.key, tuple) and part.key[0] == "document"]
-            for parts in services.recorded]
+    index = asyncio.run(LongMemEvalRetrievalSystem(options).ingest(haystack, services))
+    shown = [[index.documents[part.key[1]].id for part in parts
+              if isinstance(part.key, tuple) and part.key[0] == "document"] for parts in services.recorded]
+    return services, shown
 
 
 @pytest.mark.parametrize("options", [{"granularity": "session"}, {"granularity": "turn"},
                                      {"granularity": "turn", "retriever": "embedding"}])
 def test_each_user_turn_retrieves_for_its_own_message_from_the_sessions_before(options: dict) -> None:
-    services = recorded_turns({**options, "top_k": 1})
+    services, shown = recorded_turns({**options, "top_k": 1})
     assert len(services.embedded) == (1 if options.get("retriever") == "embedding" else 0)  # the index only
     suffix = "_1" if options["granularity"] == "turn" else ""
     # In date order: the weather (nothing before it), the move (only the weather before), then "Which city is
     # sunnier, Lisbon or Porto?", which finds the move.
-    assert shown_documents(services) == [[], [f"filler_b{suffix}"], [f"answer_a{suffix}"]]
+    assert shown == [[], [f"filler_b{suffix}"], [f"answer_a{suffix}"]]
     table = services.turns.finish() if services.turns is not None else None
     assert table is not None and len(table) == 3 and table.head[2] > table.head[0]
 
 
 def test_the_embedding_retriever_over_sessions_records_no_turns_rather_than_embed_every_message() -> None:
-    services = recorded_turns({"granularity": "session", "retriever": "embedding"})
+    services, _ = recorded_turns({"granularity": "session", "retriever": "embedding"})
     assert services.recorded == [] and len(services.embedded) == 1
+
+
+def test_sessions_sharing_an_id_or_without_turns_are_told_apart() -> None:
+    # A cleaned haystack repeats a session's id with other turns; a session may have no turns at all.
+    haystack = question(
+        session(0, "dup", ("user", "I moved to Lisbon last spring."), ("assistant", "Nice."), day=1),
+        session(1, "dup", ("user", "My dog is called Rex and he likes the beach."), ("assistant", "Cute."), day=2),
+        session(2, "empty", day=3),
+        session(3, "later", ("user", "When I moved to Lisbon"), ("assistant", "Yes."), ("user", "My dog is called"),
+                day=4),
+    )
+    services, shown = recorded_turns({"top_k": 1}, haystack)
+    assert shown[2:] == [["dup"], ["dup"]]  # the move, then the dog: BM25 over user text, tokens split on spaces
+    texts = {part.key: part.text for parts in services.recorded for part in parts}
+    shown_parts = [part.key for parts in services.recorded[2:] for part in parts if part.key[0] == "document"]
+    # Two documents named "dup", each counted as its own text.
+    assert len(set(shown_parts)) == 2 and len({texts[key] for key in shown_parts}) == 2

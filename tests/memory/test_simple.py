@@ -114,9 +114,9 @@ def test_each_user_turn_is_recorded_with_the_recalled_block_as_its_stable_head()
     # most of the old block, not the session's messages (a new thread).
     assert table.head[2] == instructions + second_block
     assert instructions + first_block // 2 < table.shared[2] < instructions + first_block
-    # The distillation after turn 1's reply is charged to turn 2; the one on turn 3's own message to turn 3.
-    assert table.observer_prompt[0] == 0 and table.observer_prompt[1] > 0 and table.observer_prompt[2] > 0
-    assert table.observer_completion[1:] == [3, 3]
+    # Each distillation is charged to the turn whose reply (turn 1) or message (turn 3) set it off, as OM's are.
+    assert table.observer_prompt[0] > 0 and table.observer_prompt[1] == 0 and table.observer_prompt[2] > 0
+    assert table.observer_completion == [3, 0, 3]
 
 
 def test_each_message_and_block_is_counted_once() -> None:

@@ -118,7 +118,10 @@ class GrowingBm25:
         self.size = 0
 
     def grow(self, size: int) -> None:
-        """Index the first ``size`` documents."""
+        """Index the first ``size`` documents (an index only grows)."""
+        if not self.size <= size <= len(self._document_words):
+            raise ValueError(f"grow({size}): the index holds {self.size} of {len(self._document_words)} documents "
+                             "and only grows")
         for position in range(self.size, size):
             self._frequencies[self._document_words[position]] += 1
         self.size = size
