@@ -90,4 +90,8 @@ def _remove(results: str, run_ids: list[str]) -> int:
         print(f"removed run {run_id[:16]}:")
         for path in removed.paths:
             print(f"  {path}")
+        if removed.kept:
+            print("  kept, written elsewhere with export --out (delete them by hand if they should go too):")
+            for path in removed.kept:
+                print(f"    {path}")
     return 1 if failed else 0

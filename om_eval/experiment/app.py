@@ -405,7 +405,8 @@ def _check_results_folder(args: Sequence[str]) -> str | None:
 
     Hydra makes ``<run.results_dir>/hydra/<date>/<time>`` before any job starts, so a read-only or full results
     folder failed there with Hydra's traceback; the same check is made here first, by making (and removing) a
-    folder in it. A results folder given as an interpolation or a sweep list is left to the jobs.
+    folder in it (in its nearest existing parent when it does not exist yet). A results folder given as an
+    interpolation or a sweep list is left to the jobs.
     """
     if _NO_OUTPUT_OPTIONS & set(args):
         return None
@@ -421,14 +422,18 @@ def _check_results_folder(args: Sequence[str]) -> str | None:
 
         value = RunSchema.results_dir  # type: ignore[attr-defined]  # made by schema_of: mypy sees a bare type
     folder = Path(os.path.expanduser(value))
+    # Probed in the folder, or in its nearest existing parent when it is new: a command line Hydra then rejects
+    # must not leave an empty results folder behind.
+    probed = folder
+    while not probed.exists() and probed != probed.parent:
+        probed = probed.parent
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        os.rmdir(tempfile.mkdtemp(prefix=".om-eval-write-check-", dir=folder))
+        os.rmdir(tempfile.mkdtemp(prefix=".om-eval-write-check-", dir=probed))
     except OSError as error:
         problem = disk_problem(error)  # anything else (a file in the folder's place) is left to Hydra and the job
         if problem is None:
             return None
-        if problem.path and Path(problem.path).parent == folder:  # the probe's own name means nothing to the user
+        if problem.path and Path(problem.path).parent == probed:  # the probe's own name means nothing to the user
             problem = replace(problem, path=str(folder))
         return problem.describe("point run.results_dir at another folder")
     return None

@@ -59,8 +59,10 @@ from om_eval.bench.benchmark import Benchmark, benchmark_of_run
 from om_eval.bench.metrics import write_eval_results_jsonl, write_hypotheses_jsonl
 from om_eval.bench.pipeline import hypothesis_hash
 from om_eval.bench.scoring import run_metrics
+from om_eval.common.files import atomic_writer
 from om_eval.data.records import Question
 from om_eval.report.comparability import run_comparability
+from om_eval.store.removal import ARCHIVES, note_archive_elsewhere
 
 __all__ = ["ANSWER_COLUMNS", "ArchiveError", "RunProgress", "UnfinishedRunError", "archive_bytes", "archive_state",
            "export_run", "rescore_archive"]
@@ -276,12 +278,12 @@ def export_run(results_dir: str | Path, run: str, out: str | Path | None = None,
     path = Path(out) if out is not None else Path(results_dir) / "exports" / f"{run_id}.zip"
     if not progress.finished:
         path = _partial_path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    unfinished = path.with_name(path.name + ".partial")  # never a half-written archive under the final name
-    with zipfile.ZipFile(unfinished, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+    # Never a half-written archive under the final name, and no temporary file left when writing fails.
+    with atomic_writer(path, "wb") as handle, zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
         for name, data in members.items():
-            archive.writestr(zipfile.ZipInfo(name, _FIXED_TIME), data, compress_type=zipfile.ZIP_DEFLATED)
-    unfinished.replace(path)
+            zipped.writestr(zipfile.ZipInfo(name, _FIXED_TIME), data, compress_type=zipfile.ZIP_DEFLATED)
+    if path.resolve().parent != (Path(results_dir) / ARCHIVES).resolve():
+        note_archive_elsewhere(results_dir, run_id, path)
     return path
 
 

@@ -7,7 +7,8 @@ snapshots and the response cache are shared by every run with the same memory or
 What belongs to a run, all named by its id: the store file and what the writer and DuckDB keep beside it (WAL,
 lock, the call journal and its rewrite's temporary file), the official exports under ``runs/<id>/`` and the
 archives ``om-eval export`` wrote under ``exports/``. The journal matters most: left behind, the calls of the
-deleted run came back into the ledger (and the budget) of the next run with the same configuration.
+deleted run came back into the ledger (and the budget) of the next run with the same configuration. Archives
+written elsewhere (``export --out``) are the user's to keep or share: they are listed, never deleted.
 """
 
 from __future__ import annotations
@@ -26,11 +27,38 @@ SIDECARS = (".calls.jsonl", ".wal", ".lock")
 RUN_EXPORTS, ARCHIVES = "runs", "exports"
 
 
+#: Suffix of the list, under ``exports/``, of a run's archives written elsewhere (``om-eval export --out``).
+ELSEWHERE = ".elsewhere.txt"
+
+
 @dataclass(frozen=True)
 class Removed:
     run_id: str
     paths: tuple[Path, ...]
     """Every file and folder removed, in the order they were."""
+    kept: tuple[Path, ...] = ()
+    """The run's archives written outside the results folder that still exist: left where the user put them."""
+
+
+def note_archive_elsewhere(results_dir: Path | str, run_id: str, archive: Path) -> None:
+    """Remember an archive of ``run_id`` written outside ``<results>/exports`` (so ``runs rm`` can name it)."""
+    listing = Path(results_dir) / ARCHIVES / f"{run_id}{ELSEWHERE}"
+    known = archives_elsewhere(results_dir, run_id, existing=False)
+    if archive.resolve() not in known:
+        listing.parent.mkdir(parents=True, exist_ok=True)
+        with listing.open("a", encoding="utf-8") as handle:
+            handle.write(f"{archive.resolve()}\n")
+
+
+def archives_elsewhere(results_dir: Path | str, run_id: str, *, existing: bool = True) -> list[Path]:
+    """The archives of ``run_id`` written outside the results folder (``existing``: those still there)."""
+    listing = Path(results_dir) / ARCHIVES / f"{run_id}{ELSEWHERE}"
+    try:
+        lines = listing.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    paths = [Path(line) for line in dict.fromkeys(lines) if line.strip()]
+    return [path for path in paths if path.is_file()] if existing else paths
 
 
 def run_artefacts(results_dir: Path | str, run_id: str) -> list[Path]:
@@ -65,6 +93,7 @@ def remove_run(results_dir: Path | str, run_id: str) -> Removed:
     if not store.exists():
         raise FileNotFoundError(f"no run file {store}")
     lock = store.with_name(store.name + ".lock")
+    kept = tuple(archives_elsewhere(results, run_id))  # read before the list goes with the run's archives
     fd = open_lock(lock)
     removed: list[Path] = []
     try:
@@ -80,7 +109,7 @@ def remove_run(results_dir: Path | str, run_id: str) -> Removed:
         removed.append(lock)
     finally:
         os.close(fd)
-    return Removed(run_id, tuple(removed))
+    return Removed(run_id, tuple(removed), kept)
 
 
 def _delete(path: Path) -> None:

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import pathlib
+import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -195,6 +196,26 @@ def test_export_to_a_read_only_folder_is_one_line(tmp_path: Path, monkeypatch: p
     assert not (tmp_path / "exports").exists()
 
 
+def test_a_full_disk_while_exporting_keeps_the_archive_of_before_and_leaves_no_temporary_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert invoke(tmp_path).code == 0
+    assert cli("export", "smoke", "--results", str(tmp_path)).code == 0
+    (archive,) = (tmp_path / "exports").iterdir()
+    before = archive.read_bytes()
+    real_writestr = zipfile.ZipFile.writestr
+
+    def full_after_one(self: zipfile.ZipFile, name: object, data: object, *args: object, **kwargs: object) -> None:
+        if self.namelist():  # the first member fits, the second finds the disk full
+            raise no_space(tmp_path / "exports")
+        real_writestr(self, name, data, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(zipfile.ZipFile, "writestr", full_after_one)
+    line = one_line(cli("export", "smoke", "--results", str(tmp_path)), "export")
+    assert "the disk is full" in line
+    assert list((tmp_path / "exports").iterdir()) == [archive] and archive.read_bytes() == before
+
+
 def test_runs_rm_on_a_read_only_folder_is_one_line_and_removes_nothing(tmp_path: Path,
                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     assert invoke(tmp_path).code == 0
@@ -233,3 +254,12 @@ def test_disk_problems_are_told_from_other_errors() -> None:
     assert disk_problem(refused) is None
     assert disk_problem(FileNotFoundError(errno.ENOENT, "No such file or directory", "x")) is None
     assert disk_problem(duckdb.ConversionException("Permission denied is not a number")) is None
+
+
+def test_a_command_line_hydra_rejects_leaves_no_results_folder(tmp_path: Path) -> None:
+    fresh = tmp_path / "new" / "results"
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(buffer), pytest.raises(SystemExit) as ended:
+        main(["run", "memory=no_such_memory", f"run.results_dir={fresh}", "run.progress=false"])
+    assert ended.value.code != 0 and "no_such_memory" in buffer.getvalue()
+    assert not (tmp_path / "new").exists()

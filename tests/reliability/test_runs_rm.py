@@ -117,3 +117,21 @@ def test_a_journal_beside_no_run_file_is_not_moved_into_a_new_run(tmp_path: Path
         store.register_run(run_info("r1"))
         assert store.recovered_calls == 0 and store.spent_usd("r1") == 0
     assert not journal.exists()
+
+
+def test_rm_names_the_archives_written_elsewhere_and_leaves_them(tmp_path: Path) -> None:
+    results, elsewhere = tmp_path / "results", tmp_path / "shared"
+    assert invoke(results).code == 0
+    (run_id,) = [r["run_id"] for r in query(results, "SELECT run_id FROM runs")]
+    for name in ("mine.zip", "mine.zip"):  # exported twice to one place: named once
+        code, output = cli("export", run_id, "--results", str(results), "--out", str(elsewhere / name))
+        assert code == 0, output
+    code, output = cli("export", run_id, "--results", str(results))  # the default place is the run's own
+    assert code == 0, output
+
+    code, output = cli("runs", "rm", run_id[:8], "--results", str(results), "--yes")
+    assert code == 0, output
+    kept = output.split("kept, written elsewhere", 1)[1].splitlines()[1:]
+    assert [line.strip() for line in kept] == [str((elsewhere / "mine.zip").resolve())], output
+    assert (elsewhere / "mine.zip").is_file(), "an archive the user put elsewhere was deleted"
+    assert not any(path.name.startswith(run_id) for path in results.rglob("*")), "a file of the removed run is left"
