@@ -35,7 +35,9 @@ VERSION = "1.3.0"
 """The tokenx release reproduced (what @mastra/memory 1.10.0 resolved and 1.31.0 bundles)."""
 
 _PUNCTUATION = r"[.,!?;(){}\[\]<>:/\\|@#$%^&*+=`~_-]"
-_SPLIT = re.compile(rf"([{WS}]+|{_PUNCTUATION}+)")
+#: The pieces of the text split at runs of whitespace and of ASCII punctuation, less the whitespace runs (they
+#: count 0): the punctuation runs and the text between separators. Half as many pieces to look up as a split.
+_PIECES = re.compile(rf"[^{WS}{_PUNCTUATION[1:-1]}]+|{_PUNCTUATION}+")
 _WHITESPACE = re.compile(rf"[{WS}]+")
 _CJK = re.compile(
     "[\u4e00-\u9fff\u3400-\u4dbf\u3000-\u303f\uff00-\uffef\u30a0-\u30ff\u2e80-\u2eff\u31c0-\u31ef\u3200-\u32ff"
@@ -110,7 +112,7 @@ def estimate_tokens(text: str) -> int:
 
 @lru_cache(maxsize=100_000)
 def _line_tokens(line: str) -> int:
-    return sum(map(segment_tokens, filter(None, _SPLIT.split(line))))
+    return sum(map(segment_tokens, _PIECES.findall(line)))
 
 
 class TokenxCounter:

@@ -119,3 +119,15 @@ def test_the_estimate_is_the_sum_over_pieces() -> None:
 def test_lines_are_counted_independently(first: str, second: str) -> None:
     # What lets the estimate be cached line by line: a line feed never joins or splits a piece.
     assert estimate_tokens(first + "\n" + second) == estimate_tokens(first) + estimate_tokens(second)
+
+
+@given(st.text(max_size=300))
+def test_the_counted_pieces_are_the_splits_pieces_less_whitespace(text: str) -> None:
+    import re
+
+    from om_eval.om.js import tokenx
+    from om_eval.om.js.text import WS
+
+    # tokenx splits at whitespace runs and at ASCII punctuation runs, keeping both; whitespace counts 0.
+    split = re.split(rf"([{WS}]+|{tokenx._PUNCTUATION}+)", text)
+    assert tokenx._PIECES.findall(text) == [piece for piece in split if piece and not re.fullmatch(f"[{WS}]+", piece)]
