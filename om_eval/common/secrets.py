@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_WORDS", "is_secret_key", "redact_secrets"]
+__all__ = ["REDACTED", "SECRET_WORDS", "holds_secrets", "is_secret_key", "redact_secrets"]
 
 REDACTED = "***"
 """What a secret value is replaced with."""
@@ -37,6 +38,7 @@ def _words(key: str) -> list[str]:
     return [word.lower() for word in _WORDS.findall(key)]
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: Any) -> bool:
     """Whether a mapping key names a credential (see the module docstring). Non-string keys never do."""
     if not isinstance(key, str):
@@ -74,3 +76,16 @@ def redact_secrets(value: Any) -> Any:
         changes = {f.name: redact_secrets(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init}
         return dataclasses.replace(value, **changes)
     return copy.deepcopy(value)
+
+
+def holds_secrets(value: Any) -> bool:
+    """Whether :func:`redact_secrets` would hide anything in ``value``: a secret key with a value that is not
+    ``None``, at any depth. Reads keys only, copies nothing (a large request without credentials is then used as
+    it is)."""
+    if isinstance(value, Mapping):
+        return any((item is not None and is_secret_key(key)) or holds_secrets(item) for key, item in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(holds_secrets(item) for item in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return any(holds_secrets(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init)
+    return False

@@ -9,7 +9,7 @@ the provider can be left out of the key, because the key is computed from the sa
 
 from __future__ import annotations
 
-import dataclasses
+import copy
 import hashlib
 import json
 import math
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from om_eval.common.secrets import redact_secrets
+from om_eval.common.secrets import holds_secrets, redact_secrets
 from om_eval.llm.pricing import Price
 
 #: Mastra-style provider names litellm knows by another name.
@@ -84,8 +84,11 @@ class LLMRequest:
 
     def __post_init__(self) -> None:
         body = {"model": self.model, "messages": list(self.messages), **self.params}
-        object.__setattr__(self, "payload", canonical_json(body))
-        object.__setattr__(self, "key_payload", canonical_json(redact_secrets(body)))
+        payload = canonical_json(body)
+        object.__setattr__(self, "payload", payload)
+        # Serialised again only when there is something to redact: an Observer's request is tens of kilobytes.
+        key_payload = canonical_json(redact_secrets(body)) if holds_secrets(body) else payload
+        object.__setattr__(self, "key_payload", key_payload)
 
     def __repr__(self) -> str:
         params = redact_secrets(self.params)  # an api_key passed through provider options must not be shown
@@ -99,8 +102,12 @@ class LLMRequest:
         return cls(model=model, messages=frozen_messages, params=frozen_params)
 
     def priced(self, price: Price | None) -> LLMRequest:
-        """This request with ``price`` attached."""
-        return self if price == self.price else dataclasses.replace(self, price=price)
+        """This request with ``price`` attached (the serialisations are shared: a price is not part of them)."""
+        if price == self.price:
+            return self
+        priced = copy.copy(self)
+        object.__setattr__(priced, "price", price)
+        return priced
 
     def litellm_kwargs(self) -> dict[str, Any]:
         """The keyword arguments for ``litellm.acompletion`` (fresh copies every time)."""

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from om_eval.common.secrets import REDACTED, is_secret_key, redact_secrets
+from om_eval.common.secrets import REDACTED, holds_secrets, is_secret_key, redact_secrets
 from om_eval.llm.cache import CachedResponse, ResponseCache
-from om_eval.llm.request import LLMRequest, cache_key
+from om_eval.llm.pricing import Price
+from om_eval.llm.request import LLMRequest, cache_key, canonical_json
 from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig
 
 SECRET = "sk-live-7f3a9c1e5b"
@@ -124,3 +125,29 @@ def test_redaction_leaves_other_keys_intact(value: dict[str, Any]) -> None:
             assert clean[key] == redact_secrets(item)
             if not isinstance(item, (dict, list)):
                 assert clean[key] == item
+
+
+_BODY_KEYS = st.sampled_from(["role", "content", "api_key", "max_tokens", "Authorization", "hf_token", "model", "x"])
+_BODIES = st.recursive(
+    st.none() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_BODY_KEYS, inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(_BODIES)
+def test_what_holds_no_secrets_is_unchanged_by_redacting(body: Any) -> None:
+    # (A secret that already reads "***" holds a secret that redacting leaves as it is.)
+    assert holds_secrets(body) or redact_secrets(body) == body
+    assert not holds_secrets(body) or redact_secrets(body) != body or "***" in repr(body)
+
+
+@given(st.dictionaries(_BODY_KEYS, _BODIES, max_size=3))
+def test_a_requests_key_payload_is_its_redacted_serialisation(params: dict) -> None:
+    params.pop("model", None)
+    request = LLMRequest.build("scripted/om-eval", [{"role": "user", "content": "hi"}], **params)
+    assert request.key_payload == canonical_json(redact_secrets(
+        {"model": request.model, "messages": list(request.messages), **request.params}))
+    priced = request.priced(Price(1.0, 2.0))
+    assert (priced.payload, priced.key_payload, priced.price) == (request.payload, request.key_payload,
+                                                                  Price(1.0, 2.0))
