@@ -196,7 +196,8 @@ class _DateNotes:
 
     @property
     def first(self) -> int | None:
-        return self._marks[0].start if self._marks else None
+        """Where the text's first relative date goes (the first place another day changes)."""
+        return self._marks[0].note_at if self._marks else None
 
     def tokens(self, text: str, now: datetime) -> int:
         if text != self._text:

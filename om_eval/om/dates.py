@@ -311,6 +311,8 @@ class DateMark:
 
     start: int
     """Where it starts in the text."""
+    note_at: int
+    """Where its relative date goes: after a header, before an inline clause's closing parenthesis."""
     when: datetime
     header: bool
     gap: str | None = None
@@ -327,13 +329,14 @@ def date_marks(text: str, start: int = 0, previous: datetime | None = None) -> l
         parsed = parse_inline_date(match[2])
         if parsed is not None:
             line_before = text[text.rfind("\n", 0, match.start()) + 1 : match.start()]
-            marks.append(DateMark(match.start(), parsed, False, future=bool(_FUTURE_INTENT_RE.search(line_before))))
+            marks.append(DateMark(match.start(), match.end() - 1, parsed, False,
+                                  future=bool(_FUTURE_INTENT_RE.search(line_before))))
     for match in _HEADER_RE.finditer(text, start):
         header_date = _header_date(match["text"])
         if header_date is None:
             continue
         gap = format_gap(previous, header_date) if previous is not None else None
-        marks.append(DateMark(match.start(), header_date, True, gap))
+        marks.append(DateMark(match.start(), match.end(), header_date, True, gap))
         previous = header_date
     return sorted(marks, key=lambda mark: mark.start)
 

@@ -241,8 +241,8 @@ def test_a_turns_observations_are_counted_with_the_dates_they_are_shown_with_tha
     # The same observations on another day are another block (their relative dates moved), which shares the
     # previous day's only up to its first date.
     assert len({block.key for _, _, block in recorder.shown}) == len(recorder.shown)
-    first = recorder.shown[0][2]
-    assert first.dated_from == recorder.shown[0][0].index("Date:")
+    observations, _, first = recorder.shown[0]
+    assert first.dated_from == observations.index("\n", observations.index("Date:"))  # after the first header
 
 
 def test_date_notes_read_again_a_clause_left_open_by_the_old_text() -> None:
