@@ -170,6 +170,7 @@ class MastraRecallSystem:
         for chunk, owner in enumerate(index.chunk_owner):
             chunks_of.setdefault(owner, []).append(chunk)
         said: list[PromptPart] = []
+        made: dict[str, tuple[Any, PromptPart, PromptPart]] = {}
         start = 0  # the first chunk of the current session
         for number, message in enumerate(index.messages):
             if message.position == 0:
@@ -178,7 +179,7 @@ class MastraRecallSystem:
             part = PromptPart(("message", message.id), message.content)
             if message.role == "user":
                 shown = self.widened(index, self._hits(index, chunks_of.get(number, []), start))
-                recalled = [PromptPart("opening", opening, head=True), *self._lines(shown),
+                recalled = [PromptPart("opening", opening, head=True), *self._lines(shown, made),
                             PromptPart("closing", closing, head=True)] if shown else []
                 moment = message.at - MESSAGE_SPACING * message.position  # the session's date
                 today = PromptPart(("today", moment.date()), fill(prompts["today"], date=f"{moment:%Y/%m/%d (%a)}"),
@@ -200,10 +201,22 @@ class MastraRecallSystem:
         order = np.lexsort((np.arange(searchable), -scores))[: self.top_k]
         return list(dict.fromkeys(index.chunk_owner[int(chunk)] for chunk in order))
 
-    def _lines(self, shown: Sequence[StoredMessage]) -> list[PromptPart]:
-        """The recalled messages as parts of the block: each day's header, each message's line."""
-        return [PromptPart(("line", message.id) if message is not None else ("day", line), line, head=True)
-                for message, line in self.rendered_lines(shown)]
+    def _lines(self, shown: Sequence[StoredMessage], made: dict[str, tuple[Any, PromptPart, PromptPart]]
+               ) -> list[PromptPart]:
+        """The recalled messages as parts of the block: each day's header, each message's line (each message's
+        made once, in ``made``)."""
+        parts: list[PromptPart] = []
+        day = None
+        for message in shown:
+            if (done := made.get(message.id)) is None:
+                moment, header, line = self.message_line(message)
+                done = made[message.id] = (moment.date(), PromptPart(("day", header), header, head=True),
+                                           PromptPart(("line", message.id), line, head=True))
+            if done[0] != day:
+                day = done[0]
+                parts.append(done[1])
+            parts.append(done[2])
+        return parts
 
     def ranked_messages(self, index: RecallIndex, query_vector: Sequence[float]) -> tuple[list[int], list[int]]:
         """Every message by its nearest chunk, best first (each once), and the hits: the messages of the ``top_k``
@@ -260,15 +273,22 @@ class MastraRecallSystem:
     @staticmethod
     def rendered_lines(messages: Sequence[StoredMessage]) -> list[tuple[StoredMessage | None, str]]:
         """The block's lines: ``(None, a day's header)`` or ``(message, its line)``."""
-        prompts = recall_prompts()
         lines: list[tuple[StoredMessage | None, str]] = []
         day = None
         for message in messages:
-            moment = message.at.astimezone(UTC) if message.at.tzinfo else message.at
+            moment, header, line = MastraRecallSystem.message_line(message)
             if moment.date() != day:
                 day = moment.date()
-                lines.append((None, fill(prompts["day"], day=f"{moment.year}, {moment.strftime('%B')} {moment.day}")))
-            stamp = f"{moment.hour % 12 or 12}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
-            text = json.dumps({"role": message.role, "content": message.content}, ensure_ascii=False)
-            lines.append((message, fill(prompts["line"], time=stamp, message=text)))
+                lines.append((None, header))
+            lines.append((message, line))
         return lines
+
+    @staticmethod
+    def message_line(message: StoredMessage) -> tuple[datetime, str, str]:
+        """A message's UTC time, the header of its day and its own line."""
+        prompts = recall_prompts()
+        moment = message.at.astimezone(UTC) if message.at.tzinfo else message.at
+        header = fill(prompts["day"], day=f"{moment.year}, {moment.strftime('%B')} {moment.day}")
+        stamp = f"{moment.hour % 12 or 12}:{moment.minute:02d} {'AM' if moment.hour < 12 else 'PM'}"
+        text = json.dumps({"role": message.role, "content": message.content}, ensure_ascii=False)
+        return moment, header, fill(prompts["line"], time=stamp, message=text)

@@ -24,11 +24,16 @@ def _render(observations: Sequence[str]) -> str:
 
 
 def fit_block(observations: Sequence[str], max_tokens: int, count_tokens: Callable[[str], int]) -> str | None:
-    """The block of the longest run of newest observations whose rendering fits in ``max_tokens``."""
-    best: str | None = None
-    for kept in range(1, len(observations) + 1):
-        block = _render(observations[-kept:])
-        if count_tokens(block) > max_tokens:
-            break
-        best = block
-    return best
+    """The block of the longest run of newest observations whose rendering fits in ``max_tokens``.
+
+    A block of more observations is the same block with more lines, never fewer tokens, so the longest run that
+    fits is found by halving: a few counts instead of one per observation.
+    """
+    low, high = 0, len(observations)  # low observations fit; more than high do not
+    while low < high:
+        kept = (low + high + 1) // 2
+        if count_tokens(_render(observations[-kept:])) <= max_tokens:
+            low = kept
+        else:
+            high = kept - 1
+    return _render(observations[-low:]) if low else None

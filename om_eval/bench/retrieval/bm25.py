@@ -89,28 +89,33 @@ class GrowingBm25:
     """BM25Okapi's scores over the first ``n`` of a fixed list of documents, as ``n`` grows: what an agent's index
     holds at each moment of a conversation (the turn-cost replay retrieves at every user turn).
 
-    Every document is counted once, up front; :meth:`grow` takes in the next documents and re-weights (document
-    frequencies, the idf floor, lengths) in numpy; :meth:`scores` touches only the postings of the query's words.
-    The formulas are :func:`bm25_okapi_scores`'s, summed in another order: equal to it to rounding, not bit for bit
-    (ranking ties may break otherwise), which is why upstream's scoring stays the function above.
+    Every document is counted once, up front, into postings sorted by word; :meth:`grow` takes in the next
+    documents and re-weights (document frequencies, the idf floor, lengths) in numpy; :meth:`scores` gathers the
+    postings of the query's words in one pass. The formulas are :func:`bm25_okapi_scores`'s, summed in another
+    order: equal to it to rounding, not bit for bit (ranking ties may break otherwise), which is why upstream's
+    scoring stays the function above.
     """
 
     def __init__(self, corpus: Sequence[str]) -> None:
         self._ids: dict[str, int] = {}
-        postings: dict[int, tuple[list[int], list[int]]] = {}
+        words: list[int] = []
+        documents: list[int] = []
+        frequencies: list[int] = []
         self._document_words: list[NDArray[np.intp]] = []
         lengths = []
         for position, text in enumerate(corpus):
             counts = Counter(tokenize(text))
             lengths.append(sum(counts.values()))
-            words = [self._ids.setdefault(word, len(self._ids)) for word in counts]
-            self._document_words.append(np.asarray(words, dtype=np.intp))
-            for word, tf in zip(words, counts.values(), strict=True):
-                documents, frequencies = postings.setdefault(word, ([], []))
-                documents.append(position)
-                frequencies.append(tf)
-        self._postings = {word: (np.asarray(d, dtype=np.intp), np.asarray(f, dtype=np.float64))
-                          for word, (d, f) in postings.items()}
+            ids = [self._ids.setdefault(word, len(self._ids)) for word in counts]
+            self._document_words.append(np.asarray(ids, dtype=np.intp))
+            words += ids
+            documents += [position] * len(ids)
+            frequencies += counts.values()
+        order = np.argsort(np.asarray(words, dtype=np.intp), kind="stable")  # by word, then by document
+        self._posting_documents = np.asarray(documents, dtype=np.intp)[order]
+        self._posting_frequencies = np.asarray(frequencies, dtype=np.float64)[order]
+        self._offsets = np.zeros(len(self._ids) + 1, dtype=np.intp)
+        np.cumsum(np.bincount(np.asarray(words, dtype=np.intp), minlength=len(self._ids)), out=self._offsets[1:])
         self._lengths = np.asarray(lengths, dtype=np.float64)
         self._frequencies = np.zeros(len(self._ids), dtype=np.float64)
         self._idf = np.zeros(len(self._ids), dtype=np.float64)
@@ -136,14 +141,18 @@ class GrowingBm25:
 
     def scores(self, query: str) -> NDArray[np.float64]:
         """One score per indexed document (an empty index: an empty array)."""
-        scores = np.zeros(self.size, dtype=np.float64)
-        for word, repeats in Counter(tokenize(query)).items():
-            word_id = self._ids.get(word)
-            if word_id is None or not self._frequencies[word_id]:
-                continue
-            documents, frequencies = self._postings[word_id]
-            kept = int(np.searchsorted(documents, self.size))
-            documents, frequencies = documents[:kept], frequencies[:kept]
-            scores[documents] += repeats * self._idf[word_id] * (
-                frequencies * (BM25_K1 + 1) / (frequencies + self._saturation[documents]))
-        return scores
+        counts = Counter(tokenize(query))
+        known = [(self._ids[word], repeats) for word, repeats in counts.items() if word in self._ids]
+        if not known or not self.size:
+            return np.zeros(self.size, dtype=np.float64)
+        ids = np.asarray([word for word, _ in known], dtype=np.intp)
+        repeats = np.asarray([times for _, times in known], dtype=np.float64)
+        starts, sizes = self._offsets[ids], self._offsets[ids + 1] - self._offsets[ids]
+        # Every posting of every query word, in one gather: each word's run of positions, laid end to end.
+        runs = np.repeat(starts - (np.cumsum(sizes) - sizes), sizes) + np.arange(int(sizes.sum()))
+        documents = self._posting_documents[runs]
+        indexed = documents < self.size
+        documents, frequencies = documents[indexed], self._posting_frequencies[runs][indexed]
+        weights = (np.repeat(repeats * self._idf[ids], sizes)[indexed]
+                   * (frequencies * (BM25_K1 + 1) / (frequencies + self._saturation[documents])))
+        return np.bincount(documents, weights=weights, minlength=self.size).astype(np.float64)
