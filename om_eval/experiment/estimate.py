@@ -159,5 +159,7 @@ def print_estimate(spec: Any, dataset: Dataset, console: Any) -> None:
         else:
             known += e.cost_usd
         table.add_row(e.stage, e.model, f"{e.calls:,}", f"{e.prompt_tokens:,}", f"{e.completion_tokens:,}", cost)
-    table.caption = f"total about ${known:,.2f}" + (f" plus unknown prices for {', '.join(unknown)}" if unknown else "")
+    # One model may serve several stages: named once.
+    table.caption = f"total about ${known:,.2f}" + (
+        f" plus unknown prices for {', '.join(dict.fromkeys(unknown))}" if unknown else "")
     console.print(table)

@@ -9,7 +9,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
 from om_eval.experiment.app import CONFIG_DIR
-from om_eval.experiment.estimate import estimate_run
+from om_eval.experiment.estimate import estimate_run, print_estimate
 from om_eval.experiment.job import RunJob, load_run_dataset
 from om_eval.experiment.schema import register_configs
 from om_eval.experiment.spec import spec_from_config
@@ -80,3 +80,16 @@ def test_forecast_of_seam_systems_names_their_ingest_stages_and_follows_their_bu
     simple = stages("memory=simple_om", "memory.buffer_threshold=40")
     assert set(simple) == {"observer", "actor", "judge"} and simple["observer"].calls >= 7
     assert set(stages("memory=rag_lme")) == {"actor", "judge"}  # BM25 costs nothing
+
+
+def test_the_forecast_names_an_unpriced_model_once_however_many_stages_it_serves(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    unpriced = "openai/om-eval-unpriced-model"
+    spec = spec_for(tmp_path, "experiment=mastra_gpt4o", "dataset=mini", f"models.actor.model={unpriced}",
+                    f"models.judge.model={unpriced}")
+    console = Console(record=True, width=300)
+    print_estimate(spec, load_run_dataset({"name": "mini"}), console)
+    shown = console.export_text()
+    caption = " ".join(shown[shown.rindex("┘") + 1:].split())  # the caption, however rich wraps it
+    assert caption.count(unpriced) == 1 and "plus unknown prices for" in caption, caption
