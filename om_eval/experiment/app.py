@@ -425,7 +425,7 @@ def _check_results_folder(args: Sequence[str]) -> str | None:
     # Probed in the folder, or in its nearest existing parent when it is new: a command line Hydra then rejects
     # must not leave an empty results folder behind.
     probed = folder
-    while not probed.exists() and probed != probed.parent:
+    while not os.path.exists(probed) and probed != probed.parent:  # False, not an error, for what cannot be read
         probed = probed.parent
     try:
         os.rmdir(tempfile.mkdtemp(prefix=".om-eval-write-check-", dir=probed))

@@ -60,7 +60,7 @@ from om_eval.report.archive import (
     run_progress,
 )
 from om_eval.report.comparability import run_comparability
-from om_eval.store.removal import ARCHIVES, note_archive_elsewhere
+from om_eval.store.removal import note_archive_elsewhere
 
 __all__ = ["ANSWER_COLUMNS", "ArchiveError", "RunProgress", "UnfinishedRunError", "archive_bytes", "archive_state",
            "export_run", "rescore_archive"]
@@ -176,8 +176,7 @@ def export_run(results_dir: str | Path, run: str, out: str | Path | None = None,
     with atomic_writer(path, "wb") as handle, zipfile.ZipFile(handle, "w", compression=zipfile.ZIP_DEFLATED) as zipped:
         for name, data in members.items():
             zipped.writestr(zipfile.ZipInfo(name, MEMBER_TIME), data, compress_type=zipfile.ZIP_DEFLATED)
-    if path.resolve().parent != (Path(results_dir) / ARCHIVES).resolve():
-        note_archive_elsewhere(results_dir, run_id, path)
+    note_archive_elsewhere(results_dir, run_id, path)
     return path
 
 

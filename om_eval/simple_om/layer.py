@@ -94,7 +94,8 @@ class SimpleObservationalMemory:
         scope: ``"resource"`` (all threads of a resource share one state) or ``"thread"``.
         observer: ``(buffer) -> list[str]`` or an awaitable of it; None records ``Processed N items``.
         budget: ``(min, max)`` tokens of the recalled block; it never exceeds max, min is recorded only.
-        count_tokens: any ``str -> int``; None counts with tiktoken ``o200k_base``.
+        count_tokens: any ``str -> int`` that never counts fewer tokens for a text with a line added (every
+            tokenizer: the recalled block is fitted by halving on that); None counts with tiktoken ``o200k_base``.
         timeout_s: seconds a hook waits for an awaitable observer before raising :class:`SimpleOMTimeout`.
     """
 

@@ -13,6 +13,7 @@ written elsewhere (``export --out``) are the user's to keep or share: they are l
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ from pathlib import Path
 
 from om_eval.common.files import open_lock, try_lock
 from om_eval.store.files import STORE_DIR, StoreBusyError
+
+log = logging.getLogger(__name__)
 
 #: Files the writer and DuckDB keep beside a run file, removed before the lock (the last one).
 SIDECARS = (".calls.jsonl", ".wal", ".lock")
@@ -37,21 +40,28 @@ class Removed:
     paths: tuple[Path, ...]
     """Every file and folder removed, in the order they were."""
     kept: tuple[Path, ...] = ()
-    """The run's archives written outside the results folder that still exist: left where the user put them."""
+    """The run's archives written elsewhere with ``export --out`` that still exist after the removal: left where the
+    user put them."""
 
 
 def note_archive_elsewhere(results_dir: Path | str, run_id: str, archive: Path) -> None:
-    """Remember an archive of ``run_id`` written outside ``<results>/exports`` (so ``runs rm`` can name it)."""
+    """Remember an archive of ``run_id`` that :func:`run_artefacts` does not find as the run's (written with
+    ``export --out`` anywhere but ``<results>/exports/<id>...``), so ``runs rm`` can name it. Best effort: a results
+    folder that cannot take the note (read-only, full) costs only the note, never the archive just written."""
+    if is_run_archive(results_dir, run_id, archive):
+        return
     listing = Path(results_dir) / ARCHIVES / f"{run_id}{ELSEWHERE}"
-    known = archives_elsewhere(results_dir, run_id, existing=False)
-    if archive.resolve() not in known:
-        listing.parent.mkdir(parents=True, exist_ok=True)
-        with listing.open("a", encoding="utf-8") as handle:
-            handle.write(f"{archive.resolve()}\n")
+    try:
+        if archive.resolve() not in archives_elsewhere(results_dir, run_id, existing=False):
+            listing.parent.mkdir(parents=True, exist_ok=True)
+            with listing.open("a", encoding="utf-8") as handle:
+                handle.write(f"{archive.resolve()}\n")
+    except OSError as error:
+        log.warning("could not note archive %s in %s (%s); om-eval runs rm will not name it", archive, listing, error)
 
 
 def archives_elsewhere(results_dir: Path | str, run_id: str, *, existing: bool = True) -> list[Path]:
-    """The archives of ``run_id`` written outside the results folder (``existing``: those still there)."""
+    """The archives of ``run_id`` noted by :func:`note_archive_elsewhere` (``existing``: those still there)."""
     listing = Path(results_dir) / ARCHIVES / f"{run_id}{ELSEWHERE}"
     try:
         lines = listing.read_text(encoding="utf-8").splitlines()
@@ -61,13 +71,19 @@ def archives_elsewhere(results_dir: Path | str, run_id: str, *, existing: bool =
     return [path for path in paths if path.is_file()] if existing else paths
 
 
-def run_artefacts(results_dir: Path | str, run_id: str) -> list[Path]:
-    """The files and folders of run ``run_id`` (a full id) in ``results_dir`` that exist now, the store file first.
+def is_run_archive(results_dir: Path | str, run_id: str, path: Path) -> bool:
+    """Whether ``path`` is one of the run's files under ``<results>/exports``: its name is the id followed by a dot,
+    a dash or an underscore (``<id>.zip``, ``<id>-partial.zip``), so another run's id that merely starts the same
+    way never matches; a leading dot is an unfinished write's temporary file (``.<id>.zip.<host>....tmp``)."""
+    if path.resolve().parent != (Path(results_dir) / ARCHIVES).resolve():
+        return False
+    name = path.name[1:] if path.name.startswith(".") and path.name.endswith(".tmp") else path.name
+    return name.startswith(run_id) and name[len(run_id):][:1] in (".", "-", "_")
 
-    An archive belongs to the run when its name is the id followed by a dot, a dash or an underscore
-    (``<id>.zip``, ``<id>.zip.partial``, ``<id>-partial.zip``), so another run's id that merely starts the same way
-    never matches.
-    """
+
+def run_artefacts(results_dir: Path | str, run_id: str) -> list[Path]:
+    """The files and folders of run ``run_id`` (a full id) in ``results_dir`` that exist now, the store file first
+    (archives: :func:`is_run_archive`)."""
     results = Path(results_dir)
     store = results / STORE_DIR / f"{run_id}.duckdb"
     found = [store, *(store.with_name(store.name + suffix) for suffix in SIDECARS)]
@@ -75,8 +91,7 @@ def run_artefacts(results_dir: Path | str, run_id: str) -> list[Path]:
     found.append(results / RUN_EXPORTS / run_id)
     archives = results / ARCHIVES
     if archives.is_dir():
-        found += sorted(path for path in archives.iterdir()
-                        if path.name.startswith(run_id) and path.name[len(run_id):][:1] in (".", "-", "_"))
+        found += sorted(path for path in archives.iterdir() if is_run_archive(results, run_id, path))
     return [path for path in found if path.exists() or path.is_symlink()]
 
 
@@ -93,7 +108,7 @@ def remove_run(results_dir: Path | str, run_id: str) -> Removed:
     if not store.exists():
         raise FileNotFoundError(f"no run file {store}")
     lock = store.with_name(store.name + ".lock")
-    kept = tuple(archives_elsewhere(results, run_id))  # read before the list goes with the run's archives
+    noted = archives_elsewhere(results, run_id, existing=False)  # read before the list goes with the run's files
     fd = open_lock(lock)
     removed: list[Path] = []
     try:
@@ -109,7 +124,7 @@ def remove_run(results_dir: Path | str, run_id: str) -> Removed:
         removed.append(lock)
     finally:
         os.close(fd)
-    return Removed(run_id, tuple(removed), kept)
+    return Removed(run_id, tuple(removed), tuple(path for path in noted if path.is_file()))
 
 
 def _delete(path: Path) -> None:

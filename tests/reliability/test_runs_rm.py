@@ -8,11 +8,15 @@ own ledger, where spend and budget counted them.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import json
+import os
 import signal
 from dataclasses import asdict
 from pathlib import Path
+
+import pytest
 
 from om_eval.cli import main
 from om_eval.llm.ledger import CallRecord
@@ -135,3 +139,38 @@ def test_rm_names_the_archives_written_elsewhere_and_leaves_them(tmp_path: Path)
     assert [line.strip() for line in kept] == [str((elsewhere / "mine.zip").resolve())], output
     assert (elsewhere / "mine.zip").is_file(), "an archive the user put elsewhere was deleted"
     assert not any(path.name.startswith(run_id) for path in results.rglob("*")), "a file of the removed run is left"
+
+
+def test_rm_names_what_it_leaves_and_only_that(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    assert invoke(results).code == 0
+    (run_id,) = [r["run_id"] for r in query(results, "SELECT run_id FROM runs")]
+    inside = results / "runs" / run_id / "copy.zip"  # goes with the run's folder
+    beside = results / "exports" / "copy.zip"  # under exports, but not named by the run's id: stays
+    for out in (inside, beside):
+        code, output = cli("export", run_id, "--results", str(results), "--out", str(out))
+        assert code == 0, output
+    # What a killed export leaves: atomic_writer's temporary file, named after the archive.
+    (results / "exports" / f".{run_id}.zip.host.1.ab.tmp").write_bytes(b"cut short")
+
+    code, output = cli("runs", "rm", run_id[:8], "--results", str(results), "--yes")
+    assert code == 0, output
+    kept = [line.strip() for line in output.split("kept, written elsewhere", 1)[1].splitlines()[1:]]
+    assert kept == [str(beside.resolve())] and beside.is_file() and not inside.exists(), output
+    assert not any(run_id in path.name for path in results.rglob("*")), "a file of the removed run is left"
+
+
+def test_an_export_elsewhere_from_a_read_only_results_folder_still_succeeds(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    results = tmp_path / "results"
+    assert invoke(results).code == 0
+    real_open = Path.open
+
+    def read_only(self: Path, mode: str = "r", *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        if self.name.endswith(".elsewhere.txt") and "a" in mode:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(self))
+        return real_open(self, mode, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "open", read_only)
+    code, output = cli("export", "smoke", "--results", str(results), "--out", str(tmp_path / "mine.zip"))
+    assert code == 0 and (tmp_path / "mine.zip").is_file(), output

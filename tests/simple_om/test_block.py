@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.simple_om import fit_block, render_block
+from om_eval.simple_om.layer import count_o200k
 from tests.simple_om.helpers import words
 
 
@@ -39,3 +40,17 @@ def test_the_block_is_the_longest_newest_run_within_the_budget(observations: lis
     if kept < len(observations):
         longer = render_block(observations[-(kept + 1):])
         assert longer is not None and len(longer) > max_tokens
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(alphabet="ab cé.\n🍞", max_size=30), max_size=15), st.integers(min_value=0, max_value=80))
+def test_with_the_default_tokenizer_the_block_is_the_one_a_linear_scan_finds(observations: list[str],
+                                                                             max_tokens: int) -> None:
+    # What halving relies on: o200k never counts fewer tokens when an older observation's line is added.
+    scanned = None
+    for kept in range(1, len(observations) + 1):
+        block = render_block(observations[-kept:])
+        if count_o200k(block or "") > max_tokens:
+            break
+        scanned = block
+    assert fit_block(observations, max_tokens, count_o200k) == scanned
