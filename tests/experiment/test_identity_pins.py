@@ -18,12 +18,12 @@ from om_eval.om.tokens import make_counter
 from tests.runs import compose_run
 
 PINS = {
-    "smoke": ("b58148b8abd5246d", "d163bbf8dfd6f4c3"),
-    "quickstart": ("7863811c99b64f1e", "eace34d1ed883375"),
+    "smoke": ("0da38ec8a1095857", "23a73367404ba752"),
+    "quickstart": ("70b2e8c307c12b5b", "3b5cdaadc62fc616"),
     # One per further prompt set and benchmark: the recall tool's words, LoCoMo's rules, the published preset.
-    "smoke om=retrieval": ("1b3b337035b1d308", "f4c50be0430a2446"),
-    "locomo_quickstart": ("f32b335d7355198e", "53ddbae926e190c3"),
-    "mastra_gpt4o": ("06025b214f7b8ace", "ff8d598ffeb543a9"),
+    "smoke om=retrieval": ("534906394f92f14e", "4f56606685ca9594"),
+    "locomo_quickstart": ("1a1ad5c951053b73", "12bc8d9f6f897ceb"),
+    "mastra_gpt4o": ("298de108b276b04e", "c7758ec6a92b4b03"),
     # Mastra's own prompts (prompt=mastra_exact): the pack's identity stands where om-eval's prompt hash does.
     "mastra_gpt4o_strict": ("b8b5a25c73e43093", "3c3529a4e7c645da"),
     "mastra_v1_31_strict": ("5a2cae9506a9f1e1", "71e4127800f7c495"),

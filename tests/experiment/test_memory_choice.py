@@ -17,7 +17,7 @@ def spec(results: Path, *overrides: str) -> RunSpec:
 
 
 def test_memory_om_is_the_run_without_the_group(tmp_path: Path) -> None:
-    assert spec(tmp_path, "memory=om").config_hash == spec(tmp_path).config_hash == "b58148b8abd5246d"
+    assert spec(tmp_path, "memory=om").config_hash == spec(tmp_path).config_hash == "0da38ec8a1095857"
 
 
 @pytest.mark.parametrize("reader", ["full_context", "oracle"])

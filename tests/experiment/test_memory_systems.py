@@ -19,7 +19,7 @@ from tests.locomo_shaped import write_locomo_shaped
 
 SYSTEMS = ("om", "simple_om", "rag_mastra", "rag_lme", "full_context", "oracle")
 #: Run ids pinned before memory= existed (tests/experiment/test_identity_pins.py pins smoke's too).
-SMOKE_ID = "b58148b8abd5246d"
+SMOKE_ID = "0da38ec8a1095857"
 
 
 def om_eval_run(results: Path, *overrides: str) -> None:
