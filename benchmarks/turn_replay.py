@@ -21,6 +21,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from om_eval.memory.services import TurnRecording
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -83,7 +85,7 @@ def seam_system(name: str) -> Any:
     return make_system(name, options)
 
 
-class InProcessServices:
+class InProcessServices(TurnRecording):
     """The harness's services without a client: no model besides the scripted embedding, computed here."""
 
     def __init__(self, counter: Any, turns: Any) -> None:
@@ -102,13 +104,6 @@ class InProcessServices:
 
         return [scripted_embedding(text) for text in texts]
 
-    @property
-    def recording_turns(self) -> bool:
-        return self.turns is not None
-
-    def record_turn(self, parts: Any, *, at: Any, reply: Any = None) -> None:
-        if self.turns is not None:
-            self.turns.record(parts, at, reply)
 
 
 if __name__ == "__main__":

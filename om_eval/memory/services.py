@@ -13,8 +13,23 @@ from om_eval.om.model import ChatModel, Stage
 from om_eval.om.tokens import TokenCounter
 
 
+class TurnRecording:
+    """:meth:`~om_eval.memory.system.MemoryServices.record_turn` over an optional :class:`PartRecorder` in
+    ``self.turns``: the harness's services and any stand-in for them record turns the same way."""
+
+    turns: PartRecorder | None
+
+    @property
+    def recording_turns(self) -> bool:
+        return self.turns is not None
+
+    def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
+        if self.turns is not None:
+            self.turns.record(parts, at, reply)
+
+
 @dataclass
-class HarnessServices:
+class HarnessServices(TurnRecording):
     """The run's models and tokenizer, handed to a memory system; every call lands in the question's ledger."""
 
     client: Any
@@ -27,14 +42,6 @@ class HarnessServices:
     options: Mapping[str, Any] = field(default_factory=dict)
     turns: PartRecorder | None = None
     """Where :meth:`record_turn` goes (``None``: turns are not recorded)."""
-
-    @property
-    def recording_turns(self) -> bool:
-        return self.turns is not None
-
-    def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
-        if self.turns is not None:
-            self.turns.record(parts, at, reply)
 
     def count_tokens(self, text: str) -> int:
         return self.counter.count_text(text)

@@ -9,6 +9,7 @@ from typing import Any
 from om_eval.bench.turn_costs import PartRecorder, PromptPart
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.data.records import format_lme_date as date_text
+from om_eval.memory.services import TurnRecording
 
 START = datetime(2023, 5, 1, 9, 0)
 
@@ -33,7 +34,7 @@ class WordCounter:
         return len(text.split())
 
 
-class FakeServices:
+class FakeServices(TurnRecording):
     """Services with a bag-of-words embedder and a scripted completion; records what was asked."""
 
     def __init__(self, options: Mapping[str, Any] | None = None, replies: Sequence[str] = (),
@@ -62,11 +63,7 @@ class FakeServices:
         vocabulary = ["lisbon", "city", "move", "moved", "dog", "bake", "sourdough", "weather"]
         return [[float(text.lower().count(word)) for word in vocabulary] + [0.01] for text in texts]
 
-    @property
-    def recording_turns(self) -> bool:
-        return self.turns is not None
-
     def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
         if self.turns is not None:
             self.recorded.append(list(parts))
-            self.turns.record(parts, at, reply)
+        super().record_turn(parts, at=at, reply=reply)

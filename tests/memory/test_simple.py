@@ -131,7 +131,7 @@ def test_thread_scope_shows_each_session_only_its_own_observations() -> None:
     table, _ = recorded({"scope": "thread", "buffer_threshold": 4},
                         replies=["Counts.", "Counts again.", "Ten is the last number."])
     instructions = len(seam_actor_prompts()["instructions"].split())
-    # Each user message of session 0 reaches 4 words and is distilled before its turn; so is session 1's, whose turn
-    # shows its own thread's block only.
+    # Each user message of the first conversation reaches 4 words and is distilled before its turn; so is the
+    # second's, whose turn shows its own thread's block only.
     assert table.head[1] == instructions + len("<observations>\n- Counts.\n- Counts again.\n</observations>".split())
     assert table.head[2] == instructions + len("<observations>\n- Ten is the last number.\n</observations>".split())
