@@ -271,10 +271,12 @@ class QuestionRun:
     context_tokens: int | None = None
     """Tokens of the memory the actor was shown (instructions and question left out), with the run's tokenizer."""
     retrieval: str | None = None
-    """A retrieval system's ranking and recall@k, as JSON (:func:`~om_eval.memory.answering.retrieval_record`)."""
+    """A retrieval system's ranking and recall@k, as JSON (:func:`~om_eval.bench.seam.retrieval_record`)."""
     turns: str | None = None
     """JSON of the memory's :class:`~om_eval.bench.turn_costs.TurnTable`, with the item of the question that built
     it (``None`` on the others that share it, and where nothing was recorded)."""
+    detail: str | None = None
+    """JSON of a seam system's own figures for the answer (:attr:`~om_eval.memory.system.MemoryContext.detail`)."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""

@@ -26,6 +26,7 @@ from typing import Any
 
 from om_eval.common.text import common_prefix_length
 from om_eval.llm.cache_profiles import CacheProfile, TurnPrompt, cache_use, profile_rates
+from om_eval.memory.parts import PromptPart
 from om_eval.om.dates import DateMark, date_marks, mark_notes
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.records import Message
@@ -227,20 +228,6 @@ class _DateNotes:
                 count = self._counts[note] = self.counter.count_text(note)
             total += count
         return total
-
-
-@dataclass(frozen=True)
-class PromptPart:
-    """One piece of the prompt an agent on some memory would send at a user turn (a memory system hands these to
-    :meth:`~om_eval.memory.system.MemoryServices.record_turn`)."""
-
-    key: Hashable
-    """Equal keys mean equal text: a part is counted once per key, and consecutive turns share the parts they both
-    start with (a message's id, a memory's version, the instructions' name)."""
-    text: str
-    head: bool = False
-    """Part of the prompt's stable head: the system messages before the conversation, where a cache breakpoint
-    goes. Head parts come first."""
 
 
 class PartRecorder:

@@ -297,7 +297,7 @@ class RunJob:
         if spec.baseline.enabled:
             return {"baseline": baseline_prompt_hash(), "reader": spec.baseline.reader}
         if self.system is not None:
-            from om_eval.memory.answering import seam_actor_prompt_hash
+            from om_eval.bench.seam import seam_actor_prompt_hash
 
             return {"memory": self.system.name, "identity": dict(self.system.identity()),
                     "actor": seam_actor_prompt_hash()}
@@ -413,32 +413,36 @@ class RunJob:
 
     async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge) -> Any:
         """Build (or share) the question's memory with the seam's system, then answer and judge through it."""
+        from om_eval.bench.seam import SystemBuild, system_answer_and_judge
         from om_eval.bench.turn_costs import PartRecorder
-        from om_eval.memory.answering import SystemBuild, system_answer_and_judge
         from om_eval.memory.services import HarnessServices
+        from om_eval.memory.view import history_view
 
         spec, system = self.spec, self.system
         roles = spec.role_models()
         services = HarnessServices(client, roles.get("models.observer"), self.counter,
-                                   embedder=roles.get("models.embedding"), options=spec.memory_options)
+                                   embedder=roles.get("models.embedding"), options=spec.memory_options,
+                                   system=system.name, declares_observer=system.uses_observer_model,
+                                   declares_embedding=system.uses_embedding_model)
         key = f"{system.name}:{self.memory_key}-{haystack_hash(question)}"
+        history = history_view(question)
 
         async def make_build() -> SystemBuild:
-            if not spec.run.turn_costs:
-                return SystemBuild(await system.ingest(question, services), key, reused=False)
-            recorder = PartRecorder(self.counter)
-            memory = await system.ingest(question, replace(services, turns=recorder))
-            table = recorder.finish()
-            return SystemBuild(memory, key, reused=False, turns=table.to_json() if len(table) else None)
+            recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
+            memory = await system.ingest(history, replace(services, turns=recorder))
+            table = recorder.finish() if recorder is not None else None
+            return SystemBuild(memory, key, reused=False, turns=table.to_json() if table is not None and len(table)
+                               else None, digest=system.memory_digest(memory))
 
         build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
                        else make_build())
         ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
         actor = spec.actor
-        if (answer_tokens := getattr(system, "max_output_tokens", None)) is not None:
-            actor = replace(actor, max_output_tokens=answer_tokens)
+        if system.max_output_tokens is not None:
+            actor = replace(actor, max_output_tokens=system.max_output_tokens)
         return await system_answer_and_judge(question, system, build, services=services, client=client,
-                                             actor=actor, judge=judge, counter=self.counter, ingest_calls=ingest)
+                                             actor=actor, judge=judge, counter=self.counter, history=history,
+                                             ingest_calls=ingest)
 
     def _reader_counter(self) -> Any:
         """The baseline reader's token counter (built once; OM's counter stays ``self.counter``)."""
@@ -579,8 +583,8 @@ class RunJob:
         self.prepare_prompts()
         dataset = dataset or self.load_dataset()
         judge = self.judge()  # a judge that cannot be built must fail before any store file exists
-        if self.system is not None and (prepare := getattr(self.system, "prepare", None)) is not None:
-            prepare()  # likewise a system that reads a file at run time (the paper's reader prompt)
+        if self.system is not None:
+            self.system.prepare()  # likewise a system that reads a file at run time (the paper's reader prompt)
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None

@@ -135,7 +135,7 @@ class RunSpec:
 
             payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
         elif self.through_seam:
-            from om_eval.memory.answering import seam_actor_prompt_hash
+            from om_eval.bench.seam import seam_actor_prompt_hash
 
             payload["prompts"] = {"memory": dict(self.system().identity()), "actor": seam_actor_prompt_hash(),
                                   "judge": judge_templates}
@@ -167,9 +167,9 @@ class RunSpec:
         roles = {"models.actor": self.actor, "models.judge": self.judge_model}
         if self.through_seam:
             system = self.system()
-            if getattr(system, "uses_observer_model", True):
+            if system.uses_observer_model:
                 roles["models.observer"] = self.om.observation.model
-            if getattr(system, "uses_embedding_model", False) and self.embedding is not None:
+            if system.uses_embedding_model and self.embedding is not None:
                 roles["models.embedding"] = self.embedding
         elif not self.baseline.enabled:
             roles |= {"models.observer": self.om.observation.model, "models.reflector": self.om.reflection.model}
@@ -271,9 +271,9 @@ def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[st
 
     system = make_system(name, memory)
     kept = {k: v for k, v in kept.items() if k not in ("om", "prompt", "baseline")}
-    unused = {"reflector"} | (set() if getattr(system, "uses_observer_model", True) else {"observer"})
+    unused = {"reflector"} | (set() if system.uses_observer_model else {"observer"})
     kept["models"] = {k: v for k, v in models.items() if k not in unused}
-    if getattr(system, "uses_embedding_model", False):
+    if system.uses_embedding_model:
         if embedding is None:
             raise ConfigError(f"memory={name} embeds text, but the run names no embedding model: set "
                               "model@models.embedding=<config> (scripted offline)", option="models.embedding")

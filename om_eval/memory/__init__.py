@@ -1,14 +1,42 @@
-"""Memory systems under test, behind one seam.
+"""The memory seam: how every memory system under test reaches the harness, and nothing more.
 
-:class:`MemorySystem` is what every system implements (ingest a history, give the actor its context);
-:class:`MemoryServices` is what the harness lends it (the run's models, with every call costed, and its
-tokenizer). The built-in systems are the simple observational-memory layer (:mod:`~om_eval.memory.simple`),
-Mastra's semantic recall (:mod:`~om_eval.memory.rag_mastra`) and the LongMemEval paper's flat retrieval
-(:mod:`~om_eval.memory.rag_lme`); plugins register through the ``om_eval.memory_systems`` entry points
-(:mod:`~om_eval.memory.registry`). :mod:`~om_eval.memory.answering` answers and grades a question through a system.
+:class:`MemorySystem` is what every system implements (ingest a history, give the actor its context), and
+:class:`MemorySystemBase` declares its optional hooks; :class:`MemoryServices` is what the harness lends it (the
+run's models, with every call costed, and its tokenizer). A system is shown :class:`HistoryView` and
+:class:`QuestionView`, never the gold: the harness answers, grades and scores retrieval itself.
+
+Systems are found by name (:mod:`~om_eval.memory.registry`): the built-in ones live in :mod:`om_eval.systems`,
+plugins register through the ``om_eval.memory_systems`` entry points. This package imports nothing above the data
+and model layers.
 """
 
-from om_eval.bench.turn_costs import PromptPart
-from om_eval.memory.system import INGEST_STAGES, MemoryContext, MemoryServices, MemorySystem
+from om_eval.memory.parts import PromptPart
+from om_eval.memory.system import (
+    ANSWER_STAGES,
+    INGEST_STAGES,
+    QUERY_STAGE,
+    TURN_SPACING,
+    MemoryContext,
+    MemoryServices,
+    MemorySystem,
+    MemorySystemBase,
+    Stage,
+)
+from om_eval.memory.view import HistoryView, QuestionView, SessionView, TurnView
 
-__all__ = ["INGEST_STAGES", "MemoryContext", "MemoryServices", "MemorySystem", "PromptPart"]
+__all__ = [
+    "ANSWER_STAGES",
+    "INGEST_STAGES",
+    "QUERY_STAGE",
+    "TURN_SPACING",
+    "HistoryView",
+    "MemoryContext",
+    "MemoryServices",
+    "MemorySystem",
+    "MemorySystemBase",
+    "PromptPart",
+    "QuestionView",
+    "SessionView",
+    "Stage",
+    "TurnView",
+]

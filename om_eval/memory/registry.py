@@ -6,8 +6,11 @@ A plugin is a package that declares, in its ``pyproject.toml``::
     my_memory = "my_package.memory:MyMemory"
 
 where ``MyMemory(options)`` returns a :class:`~om_eval.memory.system.MemorySystem`. Once installed it runs as
-``om-eval run memory=my_memory memory.some_option=3``, with no change to om-eval: the options it declares in a
-``default_options`` mapping can be set so (others need Hydra's ``+memory.<option>=``).
+``om-eval run memory=my_memory memory.some_option=3``, with no change to om-eval: the options it declares in its
+``default_options`` can be set so (others need Hydra's ``+memory.<option>=``).
+
+Built-in systems are found the same way, by where their factory lives, so this module (the seam) imports none of
+them: they sit above the harness's benchmark code, which the seam sits below.
 """
 
 from __future__ import annotations
@@ -18,7 +21,8 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from om_eval.memory.system import MemorySystem
+from om_eval.memory.system import MemoryContext, MemoryServices, MemorySystem, MemorySystemBase
+from om_eval.memory.view import HistoryView, QuestionView
 from om_eval.om.config import ConfigError
 
 ENTRY_POINT_GROUP = "om_eval.memory_systems"
@@ -29,9 +33,9 @@ READERS = ("full_context", "oracle")
 
 #: Built-in systems answered through the seam, by name: where their factory lives.
 BUILT_IN = {
-    "simple_om": "om_eval.memory.simple:SimpleOMSystem",
-    "rag_mastra": "om_eval.memory.rag_mastra:MastraRecallSystem",
-    "rag_lme": "om_eval.memory.rag_lme:LongMemEvalRetrievalSystem",
+    "simple_om": "om_eval.systems.simple:SimpleOMSystem",
+    "rag_mastra": "om_eval.systems.rag_mastra:MastraRecallSystem",
+    "rag_lme": "om_eval.systems.rag_lme:LongMemEvalRetrievalSystem",
 }
 
 Factory = Callable[[Mapping[str, Any]], MemorySystem]
@@ -49,12 +53,18 @@ def plugin_targets() -> dict[str, str]:
     return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _declared(source: object, hook: str) -> Any:
+    """The hook ``source`` (a plain plugin class or instance) declares, or :class:`MemorySystemBase`'s default.
+    The one place hooks are looked up by name: everything past the registry reads them as attributes."""
+    return getattr(source, hook, getattr(MemorySystemBase, hook))
+
+
 def plugin_defaults(name: str) -> dict[str, Any]:
     """A plugin's options at their defaults (its factory's ``default_options``), so ``memory.<option>=...`` sets
     them on the command line as a built-in system's; ``{}`` when it declares none or cannot be loaded (the run
     then says why)."""
     try:
-        defaults = getattr(_load(plugin_targets()[name]), "default_options", None)
+        defaults = _declared(_load(plugin_targets()[name]), "default_options")
     except (ImportError, AttributeError, KeyError):
         return {}
     return dict(defaults) if isinstance(defaults, Mapping) else {}
@@ -65,8 +75,44 @@ def available_systems() -> list[str]:
     return sorted({OM, *READERS, *BUILT_IN, *plugin_targets()})
 
 
-def make_system(name: str, options: Mapping[str, Any]) -> MemorySystem:
-    """The system ``name`` built with ``options`` (``memory.*`` without ``system``).
+class DeclaredSystem(MemorySystemBase):
+    """A plain class with the five required members, seen through :class:`MemorySystemBase`: the hooks it declares
+    are read once, here, and the ones it does not take their defaults."""
+
+    def __init__(self, inner: MemorySystem) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.uses_observer_model = bool(_declared(inner, "uses_observer_model"))
+        self.uses_embedding_model = bool(_declared(inner, "uses_embedding_model"))
+        answer_tokens = _declared(inner, "max_output_tokens")
+        self.max_output_tokens = None if answer_tokens is None else int(answer_tokens)
+        self._prepare = _declared(inner, "prepare")
+        self._digest = _declared(inner, "memory_digest")
+
+    def identity(self) -> Mapping[str, Any]:
+        return self.inner.identity()
+
+    def budget(self) -> Mapping[str, Any]:
+        return self.inner.budget()
+
+    async def ingest(self, history: HistoryView, services: MemoryServices) -> Any:
+        return await self.inner.ingest(history, services)
+
+    async def context(self, memory: Any, question: QuestionView, services: MemoryServices) -> MemoryContext | str:
+        return await self.inner.context(memory, question, services)
+
+    def prepare(self) -> None:
+        if self._prepare is not MemorySystemBase.prepare:
+            self._prepare()
+
+    def memory_digest(self, memory: Any) -> str:
+        if self._digest is MemorySystemBase.memory_digest:
+            return super().memory_digest(memory)
+        return str(self._digest(memory))
+
+
+def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
+    """The system ``name`` built with ``options`` (``memory.*`` without ``system``), with every hook declared.
 
     Raises:
         ConfigError: no such system, or it rejected its options (the message names the option).
@@ -89,7 +135,10 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystem:
         raise
     except (TypeError, ValueError) as error:
         raise ConfigError(f"memory={name}: {error}", option="memory") from None
+    if isinstance(system, MemorySystemBase):
+        return system
     if not isinstance(system, MemorySystem):
         raise ConfigError(f"memory={name}: {target} gave {type(system).__name__}, which lacks the MemorySystem "
                           "methods (name, identity, budget, ingest, context)", option="memory")
-    return system
+    return DeclaredSystem(system)
+

@@ -5,19 +5,30 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, cast
+from typing import Any, Protocol
 
-from om_eval.bench.turn_costs import PartRecorder, PromptPart
+from om_eval.memory.parts import PromptPart
+from om_eval.memory.system import CHAT_STAGES, EMBEDDING_STAGES
 from om_eval.om.config import ConfigError, ModelSettings
 from om_eval.om.model import ChatModel, Stage
 from om_eval.om.tokens import TokenCounter
 
 
+class TurnSink(Protocol):
+    """Where recorded turns go (the harness's :class:`~om_eval.bench.turn_costs.PartRecorder`)."""
+
+    def record(self, parts: Sequence[PromptPart], at: datetime, reply: PromptPart | None = None) -> None: ...
+
+    def charge(self, stage: str, prompt_tokens: int | None, completion_tokens: int | None) -> None: ...
+
+
 class TurnRecording:
-    """:meth:`~om_eval.memory.system.MemoryServices.record_turn` over an optional :class:`PartRecorder` in
+    """:meth:`~om_eval.memory.system.MemoryServices.record_turn` over an optional :class:`TurnSink` in
     ``self.turns``: the harness's services and any stand-in for them record turns the same way."""
 
-    turns: PartRecorder | None
+    turns: TurnSink | None
+    state_digest_opaque = True
+    """Lent to a system, not part of its memory: a memory holding its services is digested without them."""
 
     @property
     def recording_turns(self) -> bool:
@@ -26,6 +37,13 @@ class TurnRecording:
     def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
         if self.turns is not None:
             self.turns.record(parts, at, reply)
+
+
+def _check_stage(system: str, call: str, stage: str, allowed: Sequence[str]) -> Stage:
+    if stage not in allowed:
+        raise ValueError(f"memory={system} called services.{call}(stage={stage!r}): a system's calls are staged as "
+                         f"{', '.join(allowed)}")
+    return stage  # type: ignore[return-value]  # checked against the Stage values just above
 
 
 @dataclass
@@ -40,30 +58,46 @@ class HarnessServices(TurnRecording):
     embedder: ModelSettings | None = None
     """``models.embedding``: the model :meth:`embed` calls (``None``: the system may embed nothing)."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    turns: PartRecorder | None = None
+    turns: TurnSink | None = None
     """Where :meth:`record_turn` goes (``None``: turns are not recorded)."""
+    system: str = "this memory system"
+    """The system's name, for messages."""
+    declares_observer: bool = True
+    """The system sets ``uses_observer_model`` (a missing model is then the run's to name, not the system's)."""
+    declares_embedding: bool = True
 
     def count_tokens(self, text: str) -> int:
         return self.counter.count_text(text)
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: str = "observer") -> str:
+    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage = "observer") -> str:
         if self.observer is None:
-            raise ConfigError("this memory system asked for a model, but the run gives it none (models.observer)",
-                              option="models.observer")
+            if not self.declares_observer:
+                raise ConfigError(f"memory={self.system} calls services.complete, but does not say it uses a chat "
+                                  "model: set uses_observer_model = True on its class (the run then calls "
+                                  "models.observer)", option="memory")
+            raise ConfigError(f"memory={self.system} asked for a model, but the run gives it none "
+                              "(models.observer)", option="models.observer")
         model: ChatModel = self.client
-        reply = await model.complete([dict(m) for m in messages], stage=cast(Stage, stage), settings=self.observer)
+        checked = _check_stage(self.system, "complete", stage, CHAT_STAGES)
+        reply = await model.complete([dict(m) for m in messages], stage=checked, settings=self.observer)
         if self.turns is not None:
             self.turns.charge(stage, reply.prompt_tokens, reply.completion_tokens)
         return reply.text
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage = "retrieval"
                     ) -> list[list[float]]:
+        if not self.declares_embedding:
+            raise ConfigError(f"memory={self.system} calls services.embed, but does not say it embeds: set "
+                              "uses_embedding_model = True on its class (the run then needs "
+                              "model@models.embedding=<config>)", option="memory")
         name = model or (self.embedder.model if self.embedder is not None else None)
         if name is None:
-            raise ConfigError("this memory system asked for embeddings, but the run gives it no model "
+            raise ConfigError(f"memory={self.system} asked for embeddings, but the run gives it no model "
                               "(models.embedding)", option="models.embedding")
+        checked = _check_stage(self.system, "embed", stage, EMBEDDING_STAGES)
         if not texts:
             return []
         options = self.embedder.provider_options if self.embedder is not None and name == self.embedder.model else {}
-        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage=stage, options=options)
+        vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage=checked, options=options)
         return vectors
+

@@ -1,14 +1,17 @@
 """The memory seam: what every memory system under test implements, and what the harness lends it.
 
-A memory system does two things. It **ingests** a question's history (a LongMemEval haystack, a LoCoMo
-conversation) into a memory, and it gives the actor its **context** for a question from that memory. The harness
-does the rest the same way for every system: the actor's call, the judge, the store, the report. So OM, the simple
-observational-memory layer, RAG, the long-context readers and a plugin are compared on one footing.
+A memory system does two things. It **ingests** a history (a LongMemEval haystack, a LoCoMo conversation) into a
+memory, and it gives the actor its **context** for a question from that memory. The harness does the rest the same
+way for every system: the actor's call, the judge, retrieval metrics, the store, the report. So every system is
+compared on one footing, and none is shown the gold: it gets a :class:`~om_eval.memory.view.HistoryView` and a
+:class:`~om_eval.memory.view.QuestionView`, never the benchmark's record.
 
 Costs are not reported by the system: every model call it makes goes through :class:`MemoryServices` (the run's
 client: cached, retried, in the question's ledger under a stage), so ingest cost and answer cost are told apart by
-stage, and nothing can be left out. The context column is counted by the harness with the run's tokenizer, not
-estimated by the system.
+stage, and nothing can be left out. The context column is counted by the harness with the run's tokenizer.
+
+:class:`MemorySystem` is the required part (five members); :class:`MemorySystemBase` declares every optional hook
+with its default. A plain class with the five members is a system too: the registry reads the hooks it declares.
 """
 
 from __future__ import annotations
@@ -16,19 +19,38 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from om_eval.bench.replay import ReplayConfig
-from om_eval.bench.turn_costs import PromptPart
-from om_eval.data.records import Question
+from om_eval.memory.digest import state_digest
+from om_eval.memory.parts import PromptPart
+from om_eval.memory.view import HistoryView, QuestionView
+from om_eval.om.model import INGEST_STAGES, Stage
 
-#: Stages whose calls build a memory (ingest cost); every other stage answers or grades (answer cost). Embedding a
-#: question to search with is stage ``query``: an answer cost, paid on every question.
-INGEST_STAGES = ("observer", "reflector", "retrieval")
-QUERY_STAGE = "query"
-#: Time between a session's turns in a recorded turn table, as the OM replay times them, so every system's turns
-#: line up (a provider's cache forgets an idle prefix after minutes: the spacing is part of what is measured).
-TURN_SPACING = timedelta(seconds=ReplayConfig().turn_spacing_seconds)
+__all__ = [
+    "ANSWER_STAGES",
+    "CHAT_STAGES",
+    "EMBEDDING_STAGES",
+    "INGEST_STAGES",
+    "QUERY_STAGE",
+    "TURN_SPACING",
+    "MemoryContext",
+    "MemoryServices",
+    "MemorySystem",
+    "MemorySystemBase",
+    "Stage",
+]
+
+#: The stages a memory system's chat calls may name (both build a memory: ingest cost).
+CHAT_STAGES: tuple[Stage, ...] = ("observer", "reflector")
+#: The stages its embeddings may name: ``retrieval`` indexes a history (ingest), ``query`` searches it for a question
+#: (answer cost).
+EMBEDDING_STAGES: tuple[Stage, ...] = ("retrieval", "query")
+ANSWER_STAGES: tuple[Stage, ...] = ("query", "actor", "recall", "judge")
+"""The stages whose calls answer or grade a question (paid on every question)."""
+QUERY_STAGE: Stage = "query"
+#: Time between a session's turns in a recorded turn table, as the OM replay times them by default, so every
+#: system's turns line up (a provider's cache forgets an idle prefix after minutes: the spacing is measured too).
+TURN_SPACING = timedelta(seconds=5)
 
 
 @dataclass(frozen=True)
@@ -38,6 +60,11 @@ class MemoryContext:
     Either ``memory`` (a text block the harness lays out with its own actor prompt: instructions, the block, the
     current date and the question) or ``messages`` (the actor's whole prompt, question included, when the system's
     published layout must be kept, as the LongMemEval reader's is).
+
+    A retrieval system also says what it ranked: ``ranked_ids`` (best first) among ``corpus_ids`` (everything it
+    searched). An id is a turn's or a session's ``id`` from the view, or a document of the system's own, listed in
+    ``documents`` with the turns it holds. The harness checks the ranking (every id searched, none twice) and grades
+    it against the gold: recall@k and NDCG@k are never the system's to say.
     """
 
     memory: str | None = None
@@ -48,19 +75,20 @@ class MemoryContext:
     """With ``messages``: the part of them that is memory (what the context column counts); default the whole
     prompt."""
     ranked_ids: tuple[str, ...] | None = None
-    """Retrieval: the ids of the documents retrieved, best first (for recall@k)."""
-    correct_ids: tuple[str, ...] | None = None
-    """Retrieval: the ids of the documents that hold the evidence."""
+    """Retrieval: the ids retrieved, best first (the whole ranking when it can: recall@k is kept up to k=50)."""
     corpus_ids: tuple[str, ...] | None = None
-    """Retrieval: every document id searched."""
-    evidence: tuple[Any, ...] = ()
-    """Where each evidence turn went (:class:`~om_eval.bench.trace.EvidenceTrace`), when the system can say."""
+    """Retrieval: every id searched (default: ``ranked_ids``)."""
+    documents: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Retrieval: for an id that is neither a turn's nor a session's, the view's turn ids its document holds."""
     detail: Mapping[str, Any] = field(default_factory=dict)
-    """Anything else worth keeping with the answer (JSON-ready)."""
+    """The system's own figures for this answer (hits, messages shown...): JSON-ready, kept with the answer
+    (``items.detail``) and shown by ``om-eval show``."""
 
 
 class MemoryServices(Protocol):
-    """What the harness lends a memory system: the run's models and tokenizer, with cost accounting built in."""
+    """What the harness lends a memory system for one question: the run's models and tokenizer, with cost
+    accounting built in. A new one is made per question (its calls land in that question's ledger), while a memory
+    shared by several questions (a LoCoMo conversation's) is built once, with the first question's services."""
 
     options: Mapping[str, Any]
     """The system's options (the ``memory.*`` config group, its ``system`` key removed)."""
@@ -69,14 +97,16 @@ class MemoryServices(Protocol):
         """Tokens of ``text`` with the run's tokenizer."""
         ...
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: str = "observer") -> str:
-        """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``)."""
+    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage = "observer") -> str:
+        """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``).
+        Only for a system that sets ``uses_observer_model = True``."""
         ...
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: str = "retrieval"
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage = "retrieval"
                     ) -> list[list[float]]:
         """One vector per text from ``model`` (default the run's ``models.embedding``), cached, in the ledger under
-        ``stage``: ``retrieval`` to build an index (ingest), ``query`` for what a question searches with."""
+        ``stage``: ``retrieval`` to build an index (ingest), ``query`` for what a question searches with. Only for a
+        system that sets ``uses_embedding_model = True``."""
         ...
 
     @property
@@ -87,7 +117,7 @@ class MemoryServices(Protocol):
 
     def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
         """While ``ingest`` replays a history: at a user turn, what an agent on this memory would send its model
-        then, part by part (:class:`~om_eval.bench.turn_costs.PromptPart`, ending with the user's message), and the
+        then, part by part (:class:`~om_eval.memory.parts.PromptPart`, ending with the user's message), and the
         reply it got (the history's own). The harness counts and prices it (``items.turns``); a system that records
         nothing is shown by the size of its answer-time context, when it retrieves, or not at all."""
         ...
@@ -95,12 +125,12 @@ class MemoryServices(Protocol):
 
 @runtime_checkable
 class MemorySystem(Protocol):
-    """A memory system under test.
+    """A memory system under test: the five members every system has.
 
-    ``ingest`` turns a question's history into a memory (any object: it is handed back to ``context``, and shared
-    by the questions of one LoCoMo conversation, so ``context`` must not change it); ``context`` gives the actor
-    its context for one question: a text block, or a :class:`MemoryContext`. Both may call models only through
-    ``services``.
+    ``ingest`` turns a history into a memory (any object: it is handed back to ``context``, and shared by the
+    questions of one LoCoMo conversation); ``context`` gives the actor its context for one question: a text block,
+    or a :class:`MemoryContext`. Both may call models only through ``services``. ``context`` must not change the
+    memory (the harness checks, and fails the question if it did), and may run concurrently on one memory.
     """
 
     name: str
@@ -115,10 +145,64 @@ class MemorySystem(Protocol):
         by ``om-eval report`` across runs."""
         ...
 
-    async def ingest(self, question: Question, services: MemoryServices) -> Any:
-        """The memory built from ``question.sessions`` (its history; never its answer)."""
+    async def ingest(self, history: HistoryView, services: MemoryServices) -> Any:
+        """The memory built from ``history``."""
         ...
 
-    async def context(self, memory: Any, question: Question, services: MemoryServices) -> MemoryContext | str:
+    async def context(self, memory: Any, question: QuestionView, services: MemoryServices) -> MemoryContext | str:
         """The actor's context for ``question`` from ``memory``."""
         ...
+
+
+class MemorySystemBase:
+    """A memory system with every optional hook declared at its default: subclass it and override what differs.
+
+    The hooks, and what the harness does with them:
+
+    * :attr:`default_options`: the options ``memory.<option>=`` may set on the command line (others need Hydra's
+      ``+memory.<option>=``); read from the class, before an instance exists.
+    * :attr:`uses_observer_model`: the system calls :meth:`MemoryServices.complete`; the run then names
+      ``models.observer`` and it enters the run id.
+    * :attr:`uses_embedding_model`: the system calls :meth:`MemoryServices.embed`; the run then needs
+      ``models.embedding``.
+    * :attr:`max_output_tokens`: the actor's answer budget for this system's prompts (``None``: the actor's own).
+    * :meth:`prepare`: called once before the first question (load a file, check a download): a failure stops the
+      run before any store file exists.
+    * :meth:`memory_digest`: what the harness compares before and after ``context`` to see that it left the memory
+      unchanged.
+    """
+
+    name: str = ""
+    default_options: ClassVar[Mapping[str, Any]] = {}
+    uses_observer_model: bool = True
+    uses_embedding_model: bool = False
+    max_output_tokens: int | None = None
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        """The registry builds a system from its ``memory.*`` options; this keeps them as :attr:`options`."""
+        self.options: Mapping[str, Any] = dict(options or {})
+
+    def identity(self) -> Mapping[str, Any]:
+        return {}
+
+    def budget(self) -> Mapping[str, Any]:
+        return {}
+
+    async def ingest(self, history: HistoryView, services: MemoryServices) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} must define ingest(history, services)")
+
+    async def context(self, memory: Any, question: QuestionView, services: MemoryServices) -> MemoryContext | str:
+        raise NotImplementedError(f"{type(self).__name__} must define context(memory, question, services)")
+
+    def prepare(self) -> None:
+        """Nothing to prepare by default."""
+
+    def memory_digest(self, memory: Any) -> str:
+        """A digest of everything reachable from ``memory`` (:func:`~om_eval.memory.digest.state_digest`);
+        override it with something cheaper when the memory is large and its changes show in a few fields."""
+        return state_digest(memory)
+
+
+#: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
+HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
+         "memory_digest")

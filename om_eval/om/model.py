@@ -20,7 +20,13 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from om_eval.om.config import ModelSettings
 
-Stage = Literal["observer", "reflector", "actor", "recall", "judge"]
+Stage = Literal["observer", "reflector", "retrieval", "actor", "recall", "query", "judge"]
+"""Why a model was called, as the ledger records it. Building a memory (ingest cost): ``observer`` and
+``reflector`` (OM's agents, and any memory system's own chat calls), ``retrieval`` (embedding a history to index
+it). Answering and grading (answer cost): ``query`` (embedding what a question searches with), ``actor``, ``recall``
+(the actor's memory tool) and ``judge``."""
+INGEST_STAGES: tuple[Stage, ...] = ("observer", "reflector", "retrieval")
+"""The stages whose calls build a memory; every other stage answers or grades."""
 ChatMessage = Mapping[str, Any]
 """A chat message: ``role`` and ``content`` text; an assistant message that called tools also has ``tool_calls``
 (OpenAI's shape) and a tool's reply has ``tool_call_id``."""

@@ -33,6 +33,8 @@ EVIDENCE_STATUS_TEXT = {
     "lost_at_reflection": "lost at reflection",
     "not_captured": "not captured",
     "in_raw_tail": "never observed (raw tail)",
+    "retrieved": "retrieved (in the top k)",
+    "not_retrieved": "not retrieved (outside the top k)",
     **BASELINE_STATUS_TEXT,
 }
 _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "gold_answer", "question_date",
@@ -44,7 +46,7 @@ _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "go
                 "raw_tail_tokens", "haystack_id", "score",
                 "corrected_answer", "corrected_score", "corrected_label", "tool_calls", "context_tokens")
 _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
-               "actor_model", "judge_model", "judge_mode", "official", "benchmark")
+               "actor_model", "judge_model", "judge_mode", "official", "benchmark", "memory_system")
 
 
 #: The id a question's memory is stored under (its haystack's, when questions share one).
@@ -224,7 +226,8 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
     messages = unpack_messages(item.get("actor_prompt"))
     return {
         "run": {name: run.get(name) for name in _RUN_FIELDS},
-        "item": {**{name: item.get(name) for name in _ITEM_FIELDS}, "retrieval": retrieval_text(item.get("retrieval"))},
+        "item": {**{name: item.get(name) for name in _ITEM_FIELDS}, "retrieval": retrieval_text(item.get("retrieval")),
+                 "system_detail": json.loads(item["detail"]) if item.get("detail") else {}},
         "evidence": evidence,
         "memory": _generations(snapshot),
         "events": events,

@@ -36,7 +36,6 @@ def _cut(text: str, full: bool, keep: int = _CUT_LINES) -> str:
 def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False) -> None:
     """Print a :func:`om_eval.report.detail.question_detail` result on a rich console."""
     from rich.markup import escape
-    from rich.panel import Panel
     from rich.rule import Rule
     from rich.table import Table
 
@@ -67,15 +66,20 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
         console.print(f"[bold]{benchmark.title} {benchmark.own_score}[/bold]: {item['score']:.3f}{fixed}")
     if item.get("haystack_id"):
         console.print(f"memory shared by every question of {escape(str(item['haystack_id']))}")
-    console.print(f"memory {item['memory_key']} ({'reused' if item['reused_memory'] else 'built'}): "
-                  f"{item['observations']} observation and {item['reflections']} reflection calls · history "
-                  f"{item['history_tokens']} tokens → observations {item['observation_tokens']} · unobserved tail "
-                  f"{item['pending_tokens']}")
-    calls, observed = item.get("observer_calls"), item.get("observed_message_tokens")
-    per_call = f"{observed / calls:,.0f}" if calls and observed else "?"
-    raw_tail = item.get("raw_tail_tokens")
-    console.print(f"observer: {calls if calls is not None else '?'} calls, {per_call} message tokens per call · raw "
-                  f"messages shown to the actor: {'?' if raw_tail is None else f'{raw_tail:,}'} tokens")
+    built = "reused" if item["reused_memory"] else "built"
+    om = run.get("memory_system") in (None, "om")
+    if om:
+        console.print(f"memory {item['memory_key']} ({built}): "
+                      f"{item['observations']} observation and {item['reflections']} reflection calls · history "
+                      f"{item['history_tokens']} tokens → observations {item['observation_tokens']} · unobserved "
+                      f"tail {item['pending_tokens']}")
+        calls, observed = item.get("observer_calls"), item.get("observed_message_tokens")
+        per_call = f"{observed / calls:,.0f}" if calls and observed else "?"
+        raw_tail = item.get("raw_tail_tokens")
+        console.print(f"observer: {calls if calls is not None else '?'} calls, {per_call} message tokens per call · "
+                      f"raw messages shown to the actor: {'?' if raw_tail is None else f'{raw_tail:,}'} tokens")
+    else:
+        console.print(system_line(str(run["memory_system"]), item, built))
     if item.get("context_tokens") is not None:
         console.print(f"memory shown to the actor: {item['context_tokens']:,} tokens")
     if item.get("retrieval"):
@@ -96,6 +100,32 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
             table.add_row(str(trace["session_index"]), str(trace["turn_index"]), trace["role"], trace["status_text"],
                           "yes" if trace["answer_in_lines"] else "no", shown)
         console.print(table)
+
+    if om:
+        _render_om_memory(detail, console, full)
+    _render_actor_view(detail, console, full)
+
+
+def system_line(system: str, item: Mapping[str, Any], built: str) -> str:
+    """A system's own figures for one answer (``items.detail``), with the memory it was answered from.
+
+    >>> system_line("rag_mastra", {"memory_key": "rag_mastra:ab-cd", "history_tokens": 120,
+    ...                            "system_detail": {"hits": 3, "shown_messages": 9}}, "built")
+    'memory rag_mastra:ab-cd (built) · history 120 tokens · rag_mastra: hits 3 · shown messages 9'
+    """
+    from rich.markup import escape
+
+    figures = " · ".join(f"{str(key).replace('_', ' ')} {value}" for key, value in
+                         (item.get("system_detail") or {}).items())
+    return escape(f"memory {item['memory_key']} ({built}) · history {item['history_tokens']} tokens · {system}"
+                  + (f": {figures}" if figures else ""))
+
+
+def _render_om_memory(detail: Mapping[str, Any], console: Any, full: bool) -> None:
+    """OM's own sections: the observations of each generation, the reflections, the Observer's warnings."""
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.rule import Rule
 
     console.print(Rule("Observations by generation"))
     if not detail["memory"]:
@@ -122,15 +152,22 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
         console.print(f"#{event['seq']} {event['kind']} · generation {event['generation']}"
                       + (f" · {escape(str(event['detail']))}" if event.get("detail") else ""))
 
+
+def _render_actor_view(detail: Mapping[str, Any], console: Any, full: bool) -> None:
+    """What the actor saw, its recall calls, and every verdict on the answer."""
+    from rich.markup import escape
+    from rich.panel import Panel
+    from rich.rule import Rule
+
     console.print(Rule("What the actor saw"))
     messages = detail["actor_messages"]
     if messages is None:
         console.print("(not stored for this run: it was made before om-eval kept actor prompts)")
     for message in messages or []:
-        calls = "".join(f"\n→ {c['function']['name']}({c['function']['arguments']})" for c in message.get("tool_calls")
+        asked = "".join(f"\n→ {c['function']['name']}({c['function']['arguments']})" for c in message.get("tool_calls")
                         or ())
         title = message["role"] + (f" (answering {message['tool_call_id']})" if message.get("tool_call_id") else "")
-        console.print(Panel(escape(_cut(str(message.get("content") or ""), full) + calls), title=title,
+        console.print(Panel(escape(_cut(str(message.get("content") or ""), full) + asked), title=title,
                             title_align="left"))
     calls = detail.get("recall_calls")
     if calls is not None:

@@ -95,8 +95,9 @@ TABLES: dict[str, str] = {
             tool_calls INTEGER,                -- retrieval mode: recall calls the actor made; NULL: it had no tool
             recall_steps VARCHAR,              -- JSON list of those calls (bench.recall_actor.ToolStep)
             context_tokens INTEGER,            -- tokens of the memory the actor was shown (the run's tokenizer)
-            retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (memory.answering)
+            retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (bench.seam)
             turns VARCHAR,                     -- JSON: per user turn, what an agent would send (bench.turn_costs)
+            detail VARCHAR,                    -- JSON: the memory system's own figures for the answer (bench.seam)
             PRIMARY KEY (run_id, question_id)
         )""",
     "judgments": """

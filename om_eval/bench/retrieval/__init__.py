@@ -5,7 +5,14 @@
 """
 
 from om_eval.bench.retrieval.bm25 import GrowingBm25, bm25_okapi_scores, rank, tokenize
-from om_eval.bench.retrieval.documents import Granularity, RetrievalDocument, correct_ids, retrieval_documents
+from om_eval.bench.retrieval.documents import (
+    Granularity,
+    HistoryDocument,
+    RetrievalDocument,
+    correct_ids,
+    history_documents,
+    retrieval_documents,
+)
 from om_eval.bench.retrieval.metrics import (
     Ranking,
     RetrievalScores,
@@ -18,6 +25,7 @@ from om_eval.bench.retrieval.metrics import (
 __all__ = [
     "Granularity",
     "GrowingBm25",
+    "HistoryDocument",
     "Ranking",
     "RetrievalDocument",
     "RetrievalScores",
@@ -25,6 +33,7 @@ __all__ = [
     "correct_ids",
     "evaluate_retrieval",
     "evaluate_retrieval_turn2session",
+    "history_documents",
     "rank",
     "retrieval_documents",
     "retrieval_skip_reason",

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 from om_eval.data.records import HaystackSession, Question, Turn
+from om_eval.memory.view import HistoryView, TurnView
 
-__all__ = ["Granularity", "RetrievalDocument", "correct_ids", "retrieval_documents"]
+__all__ = ["Granularity", "HistoryDocument", "RetrievalDocument", "correct_ids", "history_documents",
+           "retrieval_documents"]
 
 Granularity = Literal["turn", "session"]
 
@@ -99,3 +101,42 @@ def retrieval_documents(question: Question, granularity: Granularity) -> list[Re
 def correct_ids(corpus_ids: Sequence[str]) -> list[str]:
     """The evidence ids among ``corpus_ids`` (those containing ``answer``), each once, sorted."""
     return sorted({doc_id for doc_id in corpus_ids if _EVIDENCE in doc_id})
+
+
+@dataclass(frozen=True)
+class HistoryDocument:
+    """One indexed document of a history as a memory system sees it (no gold, so no ``noans`` renaming): the
+    same documents as :func:`retrieval_documents`, in the same order, named by the view's ids.
+
+    Attributes:
+        id: the session's view id (``session``) or the user turn's (``turn``).
+        text: what the retriever indexes (user text only).
+        session_index: the session's position in the history.
+        value_turns: what a reader is shown when the document is retrieved.
+    """
+
+    id: str
+    text: str
+    session_index: int
+    value_turns: tuple[TurnView, ...]
+
+    @property
+    def held_turns(self) -> tuple[str, ...]:
+        """The turns the harness grades it by: a session's turns, or a user turn and its reply (a second user turn
+        shown after it is context, as upstream's id rule reads only the turn a document is keyed by)."""
+        turns = self.value_turns
+        if turns and turns[0].id == self.id:  # a turn document
+            return (turns[0].id, *(t.id for t in turns[1:] if t.role != turns[0].role))
+        return tuple(t.id for t in turns)
+
+
+def history_documents(history: HistoryView, granularity: Granularity) -> list[HistoryDocument]:
+    """The history as upstream indexes it, in history order, named by view ids (graded by the harness)."""
+    if granularity == "turn":
+        return [HistoryDocument(turn.id, turn.content, session.index, session.turns[position:position + 2])
+                for session in history.sessions for position, turn in enumerate(session.turns)
+                if turn.role == "user"]
+    if granularity == "session":
+        return [HistoryDocument(session.id, " ".join(t.content for t in session.turns if t.role == "user"),
+                                session.index, session.turns) for session in history.sessions]
+    raise ValueError(f"granularity must be 'turn' or 'session', got {granularity!r}")

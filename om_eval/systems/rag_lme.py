@@ -14,7 +14,7 @@ the paper's own reader prompt from the pinned LongMemEval commit at run time (:m
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -36,15 +36,23 @@ from om_eval.bench.official_reader import (
 from om_eval.bench.retrieval import (
     Granularity,
     GrowingBm25,
-    RetrievalDocument,
+    HistoryDocument,
     bm25_okapi_scores,
+    history_documents,
     rank,
-    retrieval_documents,
 )
-from om_eval.bench.turn_costs import PromptPart
-from om_eval.data.records import HaystackSession, Question
+from om_eval.memory import (
+    QUERY_STAGE,
+    TURN_SPACING,
+    HistoryView,
+    MemoryContext,
+    MemoryServices,
+    MemorySystemBase,
+    PromptPart,
+    QuestionView,
+    SessionView,
+)
 from om_eval.memory.options import one_of, reject_unknown, whole_number
-from om_eval.memory.system import QUERY_STAGE, TURN_SPACING, MemoryContext, MemoryServices
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import TokenCounter
 
@@ -56,11 +64,13 @@ _OPTIONS = ("retriever", "granularity", "top_k", "context_tokens", "max_tokens",
 
 @dataclass(frozen=True)
 class RetrievalIndex:
-    """A question's documents, their sessions, and (embedding retriever) their unit vectors."""
+    """A history's documents, their sessions, and (embedding retriever) their unit vectors."""
 
-    documents: tuple[RetrievalDocument, ...]
-    sessions: Mapping[int, HaystackSession]
+    documents: tuple[HistoryDocument, ...]
+    sessions: Mapping[int, SessionView]
     vectors: Any = None
+    holds: Mapping[str, tuple[str, ...]] | None = None
+    """``granularity=turn``: the turns each document shows (a user turn and its reply), as the harness grades it."""
 
 
 def _unit(matrix: Any) -> Any:
@@ -68,16 +78,7 @@ def _unit(matrix: Any) -> Any:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def evidence_ids(documents: Sequence[RetrievalDocument], question: Question) -> list[str]:
-    """The documents holding evidence: upstream's id rule where the data follows it (LongMemEval's evidence
-    sessions are named ``answer_...``), otherwise a document is evidence when a turn it shows is marked
-    ``has_answer`` (LoCoMo's ``D<session>:<turn>`` evidence)."""
-    if any("answer" in s.session_id for s in question.sessions):
-        return sorted({d.id for d in documents if "answer" in d.id})
-    return [d.id for d in documents if any(t.has_answer for t in d.value_turns)]
-
-
-class LongMemEvalRetrievalSystem:
+class LongMemEvalRetrievalSystem(MemorySystemBase):
     """Flat retrieval over user-text keys, read as the paper's reader reads it."""
 
     name = "rag_lme"
@@ -94,20 +95,16 @@ class LongMemEvalRetrievalSystem:
         self._official: OfficialReader | None = None
         self.top_k = whole_number("top_k", options.get("top_k", 10), 1)
         self.context_tokens = whole_number("context_tokens", options.get("context_tokens", 128_000), 1)
-        self.max_output_tokens = whole_number("max_tokens", options.get("max_tokens", 500), 1)
+        self.answer_tokens = whole_number("max_tokens", options.get("max_tokens", 500), 1)
+        self.max_output_tokens = self.answer_tokens
         if self.history_budget < 1:
             raise ConfigError(f"memory.context_tokens={self.context_tokens} leaves no room for the history: it must "
-                              f"exceed memory.max_tokens ({self.max_output_tokens}) + {RESERVED_TOKENS}",
+                              f"exceed memory.max_tokens ({self.answer_tokens}) + {RESERVED_TOKENS}",
                               option="memory.context_tokens")
-
-    def correct_ids(self, question: Question) -> list[str]:
-        """This question's evidence documents. Read from the question, not from the index: a LoCoMo conversation's
-        index is built once, from its first question, and shared by all of them (the ids are the same)."""
-        return evidence_ids(retrieval_documents(question, cast(Granularity, self.granularity)), question)
 
     @property
     def history_budget(self) -> int:
-        return int(self.context_tokens) - int(self.max_output_tokens) - RESERVED_TOKENS
+        return self.context_tokens - self.answer_tokens - RESERVED_TOKENS
 
     def identity(self) -> Mapping[str, Any]:
         return {"reader": baseline_prompt_hash() if self.reader == "house" else f"official:{RUN_GENERATION.sha256}"}
@@ -123,9 +120,9 @@ class LongMemEvalRetrievalSystem:
     def budget(self) -> Mapping[str, Any]:
         return {"top_k": self.top_k, "context_tokens": self.history_budget, "granularity": self.granularity}
 
-    async def ingest(self, question: Question, services: MemoryServices) -> RetrievalIndex:
-        documents = tuple(retrieval_documents(question, cast(Granularity, self.granularity)))
-        sessions = {s.index: s for s in question.sessions}
+    async def ingest(self, history: HistoryView, services: MemoryServices) -> RetrievalIndex:
+        documents = tuple(history_documents(history, cast(Granularity, self.granularity)))
+        sessions = {s.index: s for s in history.sessions}
         vectors = None
         if self.retriever == "embedding":
             texts = [d.text or " " for d in documents]
@@ -133,12 +130,13 @@ class LongMemEvalRetrievalSystem:
             for start in range(0, len(texts), 128):
                 rows += await services.embed(texts[start:start + 128])
             vectors = _unit(np.asarray(rows, dtype=float)) if rows else None
-        index = RetrievalIndex(documents, sessions, vectors)
+        holds = {d.id: d.held_turns for d in documents} if self.granularity == "turn" else None
+        index = RetrievalIndex(documents, sessions, vectors, holds)
         if services.recording_turns:
-            self.record_turns(index, question, services)
+            self.record_turns(index, history, services)
         return index
 
-    def record_turns(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> None:
+    def record_turns(self, index: RetrievalIndex, history: HistoryView, services: MemoryServices) -> None:
         """At each user turn, what an agent retrieving for it would send: the reader's opening, the ``top_k``
         documents of earlier sessions that best match the user's message (by date, numbered), the day's date, the
         session's messages so far and the user's message. BM25 is weighted over the documents of the sessions
@@ -154,7 +152,7 @@ class LongMemEvalRetrievalSystem:
             baseline_prompts()["prompt"], sessions="\0", question_date="\1", question="\2")
         opening = PromptPart("opening", laid_out.split("\0")[0], head=True)
         dating = laid_out.split("\0")[1].split("\2")[0]
-        sessions = question.sessions_by_date()
+        sessions = history.sessions_by_date()
         documents_of: dict[int, list[int]] = {}
         for n, document in enumerate(index.documents):
             documents_of.setdefault(document.session_index, []).append(n)
@@ -193,7 +191,8 @@ class LongMemEvalRetrievalSystem:
                 said.append(part)
             searchable += len(documents_of.get(session.index, []))
 
-    async def _scores(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> list[float]:
+    async def _scores(self, index: RetrievalIndex, question: QuestionView, services: MemoryServices
+                      ) -> list[float]:
         if self.retriever == "bm25":
             return bm25_okapi_scores([d.text for d in index.documents], question.question)
         if index.vectors is None:
@@ -201,7 +200,8 @@ class LongMemEvalRetrievalSystem:
         [query] = await services.embed([question.question], stage=QUERY_STAGE)
         return [float(s) for s in index.vectors @ _unit(np.asarray(query, dtype=float))]
 
-    async def context(self, index: RetrievalIndex, question: Question, services: MemoryServices) -> MemoryContext:
+    async def context(self, index: RetrievalIndex, question: QuestionView, services: MemoryServices
+                      ) -> MemoryContext:
         self.prepare()
         ranking = rank(await self._scores(index, question, services)) if index.documents else []
         hits = [index.documents[i] for i in ranking[: self.top_k]]
@@ -217,8 +217,8 @@ class LongMemEvalRetrievalSystem:
         ids = [d.id for d in index.documents]
         return MemoryContext(
             messages=({"role": "user", "content": prompt},), injected=history,
-            ranked_ids=tuple(ids[i] for i in ranking), correct_ids=tuple(self.correct_ids(question)),
-            corpus_ids=tuple(ids), detail={"hits": len(hits)},
+            ranked_ids=tuple(ids[i] for i in ranking), corpus_ids=tuple(ids), documents=index.holds or {},
+            detail={"hits": len(hits)},
         )
 
     def _block_parts(self, number: int, position: int, index: RetrievalIndex,
@@ -240,7 +240,7 @@ class LongMemEvalRetrievalSystem:
             made[(position, number)] = cached
         return cached
 
-    def _block(self, number: int, document: RetrievalDocument, index: RetrievalIndex) -> str:
+    def _block(self, number: int, document: HistoryDocument, index: RetrievalIndex) -> str:
         # json.dumps of the turn list, as upstream dumps it (has_answer removed).
         turns = json.dumps([{"role": t.role, "content": t.content} for t in document.value_turns])
         session = index.sessions[document.session_index]

@@ -7,16 +7,18 @@ import json
 
 import pytest
 
+from om_eval.bench.seam import grade_ranking
 from om_eval.bench.turn_costs import PartRecorder, TurnTable
-from om_eval.memory.rag_mastra import (
+from om_eval.memory.view import history_view, question_view
+from om_eval.om.config import ConfigError
+from om_eval.systems.rag_mastra import (
     CHUNK_CHARS,
     MastraRecallSystem,
     recall_prompts,
     split_message,
     stored_messages,
 )
-from om_eval.om.config import ConfigError
-from tests.memory.helpers import FakeServices, WordCounter, question, session
+from tests.systems.helpers import FakeServices, WordCounter, question, session
 
 HAYSTACK = question(
     session(0, "s0", ("user", "I bake sourdough on Sundays."), ("assistant", "Lovely."),
@@ -30,8 +32,8 @@ HAYSTACK = question(
 
 
 def run(system: MastraRecallSystem, services: FakeServices):
-    index = asyncio.run(system.ingest(HAYSTACK, services))
-    return index, asyncio.run(system.context(index, HAYSTACK, services))
+    index = asyncio.run(system.ingest(history_view(HAYSTACK), services))
+    return index, asyncio.run(system.context(index, question_view(HAYSTACK), services))
 
 
 def test_every_message_is_embedded_once_and_the_query_is_the_question_as_it_is() -> None:
@@ -62,9 +64,10 @@ def test_the_layout_has_a_header_per_day_times_five_minutes_apart_and_todays_dat
     assert context.messages[2]["content"] == f"Today's date is {HAYSTACK.question_date_text}."
 
 
-def test_retrieval_ids_name_the_evidence_message() -> None:
+def test_retrieval_ids_are_the_views_turn_ids_and_the_harness_finds_the_evidence_message() -> None:
     _, context = run(MastraRecallSystem({}), FakeServices())
-    assert context.correct_ids == ("answer_s1#1:2",)
+    graded = grade_ranking("rag_mastra", context, HAYSTACK, history_view(HAYSTACK))
+    assert graded.correct == ("answer_s1#1:2",)
     # Every message is ranked (recall@k past top_k), though only the top_k hits are shown.
     assert len(context.corpus_ids) == 13 and sorted(context.ranked_ids) == sorted(context.corpus_ids)
 
@@ -74,7 +77,7 @@ def test_long_messages_are_split_on_whitespace_and_keep_their_id() -> None:
     chunks = split_message(text)
     assert len(chunks) == 2 and all(len(c) <= CHUNK_CHARS for c in chunks) and " ".join(chunks) == text
     assert split_message("x" * (CHUNK_CHARS + 1)) == ["x" * CHUNK_CHARS, "x"]
-    assert stored_messages(HAYSTACK)[2].id == "s0#0:2"
+    assert stored_messages(history_view(HAYSTACK))[2].id == "s0#0:2"
 
 
 @pytest.mark.parametrize(("options", "named"), [
@@ -95,7 +98,7 @@ TALK = question(
 
 def recorded_turns(options: dict) -> tuple[TurnTable, FakeServices]:
     services = FakeServices(turns=PartRecorder(WordCounter()))
-    asyncio.run(MastraRecallSystem(options).ingest(TALK, services))
+    asyncio.run(MastraRecallSystem(options).ingest(history_view(TALK), services))
     assert services.turns is not None
     return services.turns.finish(), services
 

@@ -19,11 +19,17 @@ from datetime import datetime
 from importlib import import_module
 from typing import Any
 
-from om_eval.bench.turn_costs import PromptPart
-from om_eval.data.records import Question
-from om_eval.memory.answering import seam_actor_prompts
+from om_eval.bench.seam import seam_actor_prompts
+from om_eval.memory import (
+    TURN_SPACING,
+    HistoryView,
+    MemoryContext,
+    MemoryServices,
+    MemorySystemBase,
+    PromptPart,
+    QuestionView,
+)
 from om_eval.memory.options import reject_unknown
-from om_eval.memory.system import TURN_SPACING, MemoryContext, MemoryServices
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import fill
 from om_eval.simple_om import SimpleObservationalMemory
@@ -58,7 +64,7 @@ def named_observer(target: str) -> Observer:
     return observer
 
 
-class SimpleOMSystem:
+class SimpleOMSystem(MemorySystemBase):
     """The simple observational-memory layer, replayed over a question's haystack."""
 
     name = "simple_om"
@@ -94,13 +100,13 @@ class SimpleOMSystem:
             return None
         return named_observer(self.observer)
 
-    async def ingest(self, question: Question, services: MemoryServices) -> SimpleObservationalMemory:
+    async def ingest(self, history: HistoryView, services: MemoryServices) -> SimpleObservationalMemory:
         memory = SimpleObservationalMemory(**self.settings, observer=self._observer(services),
                                            count_tokens=services.count_tokens)
-        resource = question.memory_owner
+        resource = history.id
         turns = _TurnParts(memory, resource) if services.recording_turns else None
-        for session in question.sessions_by_date():
-            thread = f"{session.session_id}#{session.index}"
+        for session in history.sessions_by_date():
+            thread = session.id
             said: list[PromptPart] = []
             for position, turn in enumerate(session.turns):
                 item = {"type": "message", "role": turn.role, "content": turn.content}
@@ -116,10 +122,10 @@ class SimpleOMSystem:
                 turns.flush(services)
         return memory
 
-    async def context(self, memory: SimpleObservationalMemory, question: Question,
+    async def context(self, memory: SimpleObservationalMemory, question: QuestionView,
                       services: MemoryServices) -> MemoryContext:
-        block = memory.recall(thread_id=f"question:{question.question_id}", resource_id=question.memory_owner)
-        state = memory.state(thread_id=f"question:{question.question_id}", resource_id=question.memory_owner)
+        block = memory.recall(thread_id=f"question:{question.question_id}", resource_id=question.history_id)
+        state = memory.state(thread_id=f"question:{question.question_id}", resource_id=question.history_id)
         return MemoryContext(memory=block, detail={"observations": len(state.observations),
                                                    "version": state.version})
 

@@ -25,11 +25,18 @@ from typing import Any
 
 import numpy as np
 
-from om_eval.bench.turn_costs import PromptPart
 from om_eval.common.files import short_hash
-from om_eval.data.records import Question
+from om_eval.memory import (
+    QUERY_STAGE,
+    TURN_SPACING,
+    HistoryView,
+    MemoryContext,
+    MemoryServices,
+    MemorySystemBase,
+    PromptPart,
+    QuestionView,
+)
 from om_eval.memory.options import reject_unknown, whole_number
-from om_eval.memory.system import QUERY_STAGE, TURN_SPACING, MemoryContext, MemoryServices
 from om_eval.om.prompts import fill
 
 #: Longest message embedded whole; a longer one is embedded in chunks of at most this many characters.
@@ -43,11 +50,11 @@ _OPTIONS = ("top_k", "message_range")
 
 @lru_cache(maxsize=1)
 def recall_prompts() -> dict[str, Any]:
-    return tomllib.loads(resources.files("om_eval.memory.prompts").joinpath("mastra_recall.toml").read_text("utf-8"))
+    return tomllib.loads(resources.files("om_eval.systems.prompts").joinpath("mastra_recall.toml").read_text("utf-8"))
 
 
 def recall_prompt_hash() -> str:
-    return short_hash(resources.files("om_eval.memory.prompts").joinpath("mastra_recall.toml").read_bytes())
+    return short_hash(resources.files("om_eval.systems.prompts").joinpath("mastra_recall.toml").read_bytes())
 
 
 def split_message(text: str, limit: int = CHUNK_CHARS) -> list[str]:
@@ -78,6 +85,7 @@ class StoredMessage:
     """One haystack message as the recall store keeps it."""
 
     id: str
+    """The view's turn id (what the ranking names)."""
     session: int
     """Index of its session in the haystack order."""
     position: int
@@ -85,7 +93,6 @@ class StoredMessage:
     role: str
     content: str
     at: datetime
-    has_answer: bool
 
 
 @dataclass(frozen=True)
@@ -107,24 +114,17 @@ def _unit_rows(vectors: Sequence[Sequence[float]]) -> Any:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def stored_messages(question: Question) -> list[StoredMessage]:
-    """The haystack's messages in session order, timed as the harness timed them."""
+def stored_messages(history: HistoryView) -> list[StoredMessage]:
+    """The history's messages in session order, timed as the harness timed them."""
     messages = []
-    for number, session in enumerate(question.sessions_by_date()):
+    for number, session in enumerate(history.sessions_by_date()):
         for position, turn in enumerate(session.turns):
-            messages.append(StoredMessage(
-                f"{session.session_id}#{session.index}:{position}", number, position, turn.role, turn.content,
-                session.date + MESSAGE_SPACING * position, bool(turn.has_answer)))
+            messages.append(StoredMessage(turn.id, number, position, turn.role, turn.content,
+                                          session.date + MESSAGE_SPACING * position))
     return messages
 
 
-def evidence_message_ids(question: Question) -> list[str]:
-    """The ids of the messages that hold this question's evidence. Read from the question, not from the index: a
-    LoCoMo conversation's index is built once, from its first question, and shared by all of them."""
-    return [m.id for m in stored_messages(question) if m.has_answer]
-
-
-class MastraRecallSystem:
+class MastraRecallSystem(MemorySystemBase):
     """Per-message embeddings, cosine top-k, neighbours widened, laid out by day."""
 
     name = "rag_mastra"
@@ -142,8 +142,8 @@ class MastraRecallSystem:
     def budget(self) -> Mapping[str, Any]:
         return {"top_k": self.top_k, "message_range": self.message_range}
 
-    async def ingest(self, question: Question, services: MemoryServices) -> RecallIndex:
-        messages = stored_messages(question)
+    async def ingest(self, history: HistoryView, services: MemoryServices) -> RecallIndex:
+        messages = stored_messages(history)
         chunks, owners = [], []
         for index, message in enumerate(messages):
             for chunk in split_message(message.content):
@@ -246,7 +246,7 @@ class MastraRecallSystem:
                     chosen.add(other)
         return sorted((index.messages[i] for i in chosen), key=lambda m: (m.at, m.session, m.position))
 
-    async def context(self, index: RecallIndex, question: Question, services: MemoryServices) -> MemoryContext:
+    async def context(self, index: RecallIndex, question: QuestionView, services: MemoryServices) -> MemoryContext:
         [query] = await services.embed([question.question], stage=QUERY_STAGE)
         ranking, hits = self.ranked_messages(index, query)
         shown = self.widened(index, hits)
@@ -260,7 +260,6 @@ class MastraRecallSystem:
         return MemoryContext(
             messages=tuple(messages), injected=block,
             ranked_ids=tuple(index.messages[i].id for i in ranking),
-            correct_ids=tuple(evidence_message_ids(question)),
             corpus_ids=tuple(m.id for m in index.messages),
             detail={"hits": len(hits), "shown_messages": len(shown)},
         )

@@ -6,9 +6,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from om_eval.bench.turn_costs import PartRecorder, PromptPart
+from om_eval.bench.turn_costs import PartRecorder
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.data.records import format_lme_date as date_text
+from om_eval.memory import PromptPart
 from om_eval.memory.services import TurnRecording
 
 START = datetime(2023, 5, 1, 9, 0)

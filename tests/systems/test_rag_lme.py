@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 
 from om_eval.bench.retrieval import bm25_okapi_scores
+from om_eval.bench.seam import grade_ranking
 from om_eval.bench.turn_costs import PartRecorder
 from om_eval.data.records import Question
-from om_eval.memory.rag_lme import LongMemEvalRetrievalSystem
+from om_eval.memory.view import history_view, question_view
 from om_eval.om.config import ConfigError
-from tests.memory.helpers import FakeServices, WordCounter, question, session
+from om_eval.systems.rag_lme import LongMemEvalRetrievalSystem
+from tests.systems.helpers import FakeServices, WordCounter, question, session
 
 HAYSTACK = question(
     session(0, "answer_a", ("user", "I moved to Lisbon last spring.", True), ("assistant", "Nice city."), day=5),
@@ -25,8 +27,8 @@ HAYSTACK = question(
 def context(options: dict):
     system = LongMemEvalRetrievalSystem(options)
     services = FakeServices()
-    index = asyncio.run(system.ingest(HAYSTACK, services))
-    return asyncio.run(system.context(index, HAYSTACK, services))
+    index = asyncio.run(system.ingest(history_view(HAYSTACK), services))
+    return asyncio.run(system.context(index, question_view(HAYSTACK), services))
 
 
 def test_session_keys_are_ranked_by_bm25_and_shown_by_date() -> None:
@@ -34,18 +36,20 @@ def test_session_keys_are_ranked_by_bm25_and_shown_by_date() -> None:
     scores = bm25_okapi_scores(["I moved to Lisbon last spring.", "Tell me about the weather.",
                                 "Which city is sunnier, Lisbon or Porto?"], HAYSTACK.question)
     best_two = sorted(range(3), key=lambda i: -scores[i])[:2]
-    assert list(shown.ranked_ids[:2]) == [["answer_a", "filler_b", "filler_c"][i] for i in best_two]
+    assert list(shown.ranked_ids[:2]) == [["answer_a#0", "filler_b#1", "filler_c#2"][i] for i in best_two]
     prompt = shown.messages[0]["content"]
     # Read by date: the session of day 5 before the one of day 9, numbered in that order.
     assert prompt.index("I moved to Lisbon") < prompt.index("sunnier") and "### Conversation 2" in prompt
     assert "Tell me about the weather" not in prompt
-    assert shown.correct_ids == ("answer_a",) and prompt.endswith("Answer:")
+    assert prompt.endswith("Answer:")
+    assert grade_ranking("rag_lme", shown, HAYSTACK, history_view(HAYSTACK)).correct == ("answer_a#0",)
 
 
 def test_turn_keys_show_the_turn_after_a_hit() -> None:
     shown = context({"granularity": "turn", "top_k": 1})
     # Tokens are split on single spaces, as upstream splits them: "to?" is not "to", so "Which" and "city" win.
-    assert shown.ranked_ids[0] == "filler_c_1"
+    assert shown.ranked_ids[0] == "filler_c#2:0"  # the user turn's view id; its document holds the reply too
+    assert shown.documents["filler_c#2:0"] == ("filler_c#2:0", "filler_c#2:1")
     assert '"content": "Lisbon."' in shown.injected and "moved" not in shown.injected
 
 
@@ -108,7 +112,7 @@ def test_a_reader_file_that_is_not_the_pinned_one_is_refused(tmp_path) -> None:
 def recorded_turns(options: dict, haystack: Question = HAYSTACK) -> tuple[FakeServices, list[list[str]]]:
     """The services the turns went to, and each turn's shown documents by id."""
     services = FakeServices(turns=PartRecorder(WordCounter()))
-    index = asyncio.run(LongMemEvalRetrievalSystem(options).ingest(haystack, services))
+    index = asyncio.run(LongMemEvalRetrievalSystem(options).ingest(history_view(haystack), services))
     shown = [[index.documents[part.key[1]].id for part in parts
               if isinstance(part.key, tuple) and part.key[0] == "document"] for parts in services.recorded]
     return services, shown
@@ -119,10 +123,10 @@ def recorded_turns(options: dict, haystack: Question = HAYSTACK) -> tuple[FakeSe
 def test_each_user_turn_retrieves_for_its_own_message_from_the_sessions_before(options: dict) -> None:
     services, shown = recorded_turns({**options, "top_k": 1})
     assert len(services.embedded) == (1 if options.get("retriever") == "embedding" else 0)  # the index only
-    suffix = "_1" if options["granularity"] == "turn" else ""
+    suffix = ":0" if options["granularity"] == "turn" else ""  # a session's view id, or its first turn's
     # In date order: the weather (nothing before it), the move (only the weather before), then "Which city is
     # sunnier, Lisbon or Porto?", which finds the move.
-    assert shown == [[], [f"filler_b{suffix}"], [f"answer_a{suffix}"]]
+    assert shown == [[], [f"filler_b#1{suffix}"], [f"answer_a#0{suffix}"]]
     table = services.turns.finish() if services.turns is not None else None
     assert table is not None and len(table) == 3 and table.head[2] > table.head[0]
 
@@ -142,7 +146,7 @@ def test_sessions_sharing_an_id_or_without_turns_are_told_apart() -> None:
                 day=4),
     )
     services, shown = recorded_turns({"top_k": 1}, haystack)
-    assert shown[2:] == [["dup"], ["dup"]]  # the move, then the dog: BM25 over user text, tokens split on spaces
+    assert shown[2:] == [["dup#0"], ["dup#1"]]  # the move, then the dog: BM25 over user text, split on spaces
     texts = {part.key: part.text for parts in services.recorded for part in parts}
     shown_parts = [part.key for parts in services.recorded[2:] for part in parts if part.key[0] == "document"]
     # Two documents named "dup", each counted as its own text.

@@ -6,12 +6,13 @@ import asyncio
 
 import pytest
 
+from om_eval.bench.seam import seam_actor_prompts
 from om_eval.bench.turn_costs import PartRecorder, TurnTable
-from om_eval.memory.answering import seam_actor_prompts
-from om_eval.memory.simple import SimpleOMSystem
+from om_eval.memory.view import history_view, question_view
 from om_eval.om.config import ConfigError
 from om_eval.simple_om.llm_observer import observation_lines
-from tests.memory.helpers import FakeServices, question, session
+from om_eval.systems.simple import SimpleOMSystem
+from tests.systems.helpers import FakeServices, question, session
 
 HAYSTACK = question(
     session(0, "s0", ("user", "one two three four"), ("assistant", "five six"), day=0),
@@ -22,7 +23,7 @@ HAYSTACK = question(
 def build(options: dict, replies: list[str] | None = None):
     system = SimpleOMSystem({"buffer_threshold": 6, **options})
     services = FakeServices(replies=replies or [])
-    memory = asyncio.run(system.ingest(HAYSTACK, services))
+    memory = asyncio.run(system.ingest(history_view(HAYSTACK), services))
     return system, services, memory
 
 
@@ -31,26 +32,26 @@ def test_the_llm_observer_gets_the_whole_buffer_and_its_lines_become_observation
     # 4 + 2 words reach 6 on the assistant turn of the first session; the second session again.
     assert len(services.completions) == 2
     assert services.completions[0][1]["content"].endswith("one two three four\n\nfive six")
-    context = asyncio.run(system.context(memory, HAYSTACK, services))
+    context = asyncio.run(system.context(memory, question_view(HAYSTACK), services))
     assert context.memory == "<observations>\n- Likes counting.\n- Says five six.\n- Counts on.\n</observations>"
     assert context.detail == {"observations": 3, "version": 2}
 
 
 def test_the_fallback_observer_counts_items_and_calls_no_model() -> None:
     system, services, memory = build({"observer": "fallback"})
-    context = asyncio.run(system.context(memory, HAYSTACK, services))
+    context = asyncio.run(system.context(memory, question_view(HAYSTACK), services))
     assert services.completions == [] and not system.uses_observer_model
     assert context.memory == "<observations>\n- Processed 2 items\n- Processed 2 items\n</observations>"
 
 
 def test_thread_scope_shows_a_fresh_thread_nothing() -> None:
     system, services, memory = build({"observer": "fallback", "scope": "thread"})
-    assert asyncio.run(system.context(memory, HAYSTACK, services)).memory is None
+    assert asyncio.run(system.context(memory, question_view(HAYSTACK), services)).memory is None
 
 
 def test_a_named_observer_is_loaded_from_its_module() -> None:
-    system, services, memory = build({"observer": "tests.memory.test_simple:shout"})
-    assert "- ONE TWO THREE FOUR" in asyncio.run(system.context(memory, HAYSTACK, services)).memory
+    system, services, memory = build({"observer": "tests.systems.test_simple:shout"})
+    assert "- ONE TWO THREE FOUR" in asyncio.run(system.context(memory, question_view(HAYSTACK), services)).memory
 
 
 def shout(buffer: list[str]) -> list[str]:
@@ -93,7 +94,7 @@ def recorded(options: dict, replies: list[str]) -> tuple[TurnTable, CountingWord
     counter = CountingWords()
     recorder = PartRecorder(counter)
     services = FakeServices(replies=replies, turns=recorder)
-    asyncio.run(SimpleOMSystem({"buffer_threshold": 6, **options}).ingest(TALK, services))
+    asyncio.run(SimpleOMSystem({"buffer_threshold": 6, **options}).ingest(history_view(TALK), services))
     return recorder.finish(), counter
 
 

@@ -1,0 +1,321 @@
+"""A question answered through the memory seam: a system's context, the actor, the judge, one results row.
+
+Every system answered here is measured the same way, by the harness and never by the system: the context column
+counts the memory the actor was shown (with the run's tokenizer), ingest calls are told from answer calls by stage,
+and a retrieval system's ranking is checked and graded against the gold as LongMemEval's retrieval evaluation
+grades it (recall@k, NDCG@k; abstention questions left out, as there). The system sees only the gold-free views
+(:mod:`om_eval.memory.view`), and must leave its memory as ``ingest`` built it.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from om_eval.bench.answer import ask_actor
+from om_eval.bench.trace import EvidenceTrace
+from om_eval.common.files import short_hash
+from om_eval.data.records import Question, Turn
+from om_eval.memory.system import MemoryContext, MemorySystemBase
+from om_eval.memory.view import HistoryView, QuestionView, question_view
+from om_eval.om.config import ModelSettings
+from om_eval.om.prompts import fill, text_hash
+from om_eval.om.tokens import TokenCounter
+
+if TYPE_CHECKING:
+    from om_eval.bench.judging.judge import AnswerAndJudgeClient
+    from om_eval.bench.pipeline import QuestionRun
+
+#: The k of the retrieval metrics kept with every answer (upstream's list).
+RETRIEVAL_KS = (1, 3, 5, 10, 30, 50)
+#: Ranked ids kept per answer: enough for recall@50.
+KEPT_RANKING = 50
+#: Ids named in an error about a ranking (the rest are counted).
+NAMED_IDS = 5
+
+
+class SeamError(RuntimeError):
+    """A memory system broke the seam's contract on one question (a ranking it cannot have made, a memory it
+    changed): the question is an error, never a score."""
+
+
+@lru_cache(maxsize=1)
+def seam_actor_prompts() -> dict[str, Any]:
+    return tomllib.loads(resources.files("om_eval.bench.prompts").joinpath("seam_actor.toml").read_text("utf-8"))
+
+
+def seam_actor_prompt_hash() -> str:
+    """Identity of the harness's actor layout for text blocks (its exact bytes)."""
+    return short_hash(resources.files("om_eval.bench.prompts").joinpath("seam_actor.toml").read_bytes())
+
+
+def house_messages(memory: str | None, question: Question | QuestionView) -> list[dict[str, str]]:
+    """The harness's actor prompt around a text block: instructions, the memory (when any), date and question."""
+    prompts = seam_actor_prompts()
+    shown = [{"role": "system", "content": fill(prompts["memory"], memory=memory)}] if memory else []
+    return [
+        {"role": "system", "content": prompts["instructions"]},
+        *shown,
+        {"role": "user", "content": fill(prompts["question"], question_date=question.question_date_text,
+                                         question=question.question)},
+    ]
+
+
+@dataclass(frozen=True)
+class SystemBuild:
+    """A memory a system built for one history, shared by the questions that ask about it."""
+
+    memory: Any
+    key: str
+    reused: bool
+    turns: str | None = None
+    """The turn table the system recorded while it built the memory (JSON), if it recorded one."""
+    digest: str | None = None
+    """:meth:`~om_eval.memory.system.MemorySystemBase.memory_digest` of the memory as ingest left it."""
+
+
+def as_context(value: MemoryContext | str | None) -> MemoryContext:
+    """A system's answer to ``context`` as a :class:`MemoryContext` (a plugin may return a plain text block)."""
+    if isinstance(value, MemoryContext):
+        return value
+    if value is None or isinstance(value, str):
+        return MemoryContext(memory=value)
+    raise TypeError(f"a memory system's context() returned {type(value).__name__}; return a str or a MemoryContext")
+
+
+def actor_input(context: MemoryContext, question: Question | QuestionView, counter: TokenCounter
+                ) -> tuple[list[dict[str, str]], int]:
+    """The actor's messages and the tokens of the memory among them (the context column)."""
+    if context.messages is not None:
+        messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in context.messages]
+        injected = context.injected if context.injected is not None else "".join(m["content"] for m in messages)
+        return messages, counter.count_text(injected)
+    memory = context.memory or ""
+    return house_messages(memory, question), counter.count_text(memory) if memory else 0
+
+
+# -- grading a ranking --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GradedRanking:
+    """A checked ranking and its gold: what :func:`retrieval_record` stores and scores."""
+
+    ranked: tuple[str, ...]
+    corpus: tuple[str, ...]
+    correct: tuple[str, ...]
+    """The corpus ids that hold evidence, in corpus order."""
+    holds: Mapping[str, tuple[tuple[int, int], ...]]
+    """The (session index, turn position) of every turn each id holds."""
+
+
+def _named(ids: Sequence[str]) -> str:
+    shown = ", ".join(repr(i) for i in ids[:NAMED_IDS])
+    return shown + (f" and {len(ids) - NAMED_IDS} more" if len(ids) > NAMED_IDS else "")
+
+
+def _repeated(ids: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    return [i for i in ids if i in seen or seen.add(i)]  # type: ignore[func-returns-value]
+
+
+def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> tuple[
+        tuple[str, ...], tuple[str, ...], dict[str, tuple[tuple[int, int], ...]]]:
+    """The ranking, the corpus and the turns each id holds, once the ranking is one the system can have made.
+
+    Raises:
+        SeamError: an id twice in the ranking or the corpus, a ranked id outside the corpus, or an id that is no
+            turn, session or listed document of the history (each named).
+    """
+    ranked = tuple(context.ranked_ids or ())
+    corpus = tuple(context.corpus_ids) if context.corpus_ids is not None else ranked
+    if repeated := _repeated(ranked):
+        raise SeamError(f"memory={system} ranked {_named(repeated)} more than once: a ranking names each document "
+                        "once")
+    if repeated := _repeated(corpus):
+        raise SeamError(f"memory={system} listed {_named(repeated)} more than once in corpus_ids")
+    searched = set(corpus)
+    if outside := [i for i in ranked if i not in searched]:
+        raise SeamError(f"memory={system} ranked {_named(outside)}, not among the {len(corpus)} corpus_ids it "
+                        "searched")
+    turns = {t.id: (s.index, position) for s in history.sessions for position, t in enumerate(s.turns)}
+    sessions = {s.id: tuple((s.index, position) for position in range(len(s.turns))) for s in history.sessions}
+    holds: dict[str, tuple[tuple[int, int], ...]] = {}
+    unknown: list[str] = []
+    for doc in corpus:
+        if doc in context.documents:
+            members = context.documents[doc]
+            if strangers := [t for t in members if t not in turns]:
+                raise SeamError(f"memory={system}: its document {doc!r} holds {_named(strangers)}, which are not "
+                                "turn ids of the history")
+            holds[doc] = tuple(turns[t] for t in members)
+        elif doc in turns:
+            holds[doc] = (turns[doc],)
+        elif doc in sessions:
+            holds[doc] = sessions[doc]
+        else:
+            unknown.append(doc)
+    if unknown:
+        raise SeamError(f"memory={system} ranked or searched {_named(unknown)}, which name no turn or session of the "
+                        "history: use the view's ids (TurnView.id, SessionView.id), or list a document's turns in "
+                        "MemoryContext.documents")
+    return ranked, corpus, holds
+
+
+def _upstream_rule(question: Question) -> bool:
+    """LongMemEval names its evidence sessions ``answer_...``: its documents are graded by upstream's id rule."""
+    return any("answer" in s.session_id for s in question.sessions)
+
+
+def _document_is_evidence(question: Question, held: Sequence[tuple[int, int]], by_upstream: bool,
+                          sessions: Mapping[int, Any]) -> bool:
+    """A document holds evidence: by upstream's rule (a user turn marked ``has_answer`` in a session named
+    ``answer``; every user turn of such a session must be marked, as upstream asserts), or else any turn it holds
+    marked ``has_answer`` (LoCoMo's evidence turns)."""
+    found = False
+    for index, position in held:
+        session = sessions[index]
+        turn: Turn = session.turns[position]
+        if not by_upstream:
+            found = found or bool(turn.has_answer)
+        elif turn.role == "user" and "answer" in session.session_id:
+            if turn.has_answer is None:
+                raise ValueError(f"question {question.question_id}: session {session.session_id!r} (index "
+                                 f"{session.index}) is an evidence session (its id contains 'answer') but one of its "
+                                 "user turns has no has_answer")
+            found = found or turn.has_answer
+    return found
+
+
+def grade_ranking(system: str, context: MemoryContext, question: Question, history: HistoryView) -> GradedRanking:
+    """Check ``context``'s ranking (:func:`check_ranking`) and find its evidence ids from the gold.
+
+    A turn ranked by its own id is evidence when it is marked ``has_answer``. A session, or a document of the
+    system's own, is graded as LongMemEval grades a document: :func:`_document_is_evidence`.
+    """
+    ranked, corpus, holds = check_ranking(system, context, history)
+    by_upstream = _upstream_rule(question)
+    sessions = {s.index: s for s in question.sessions}
+    turn_ids = {t.id for s in history.sessions for t in s.turns}
+    correct = []
+    for doc in corpus:
+        if doc in turn_ids and doc not in context.documents:
+            index, position = holds[doc][0]
+            evidence = bool(sessions[index].turns[position].has_answer)
+        else:
+            evidence = _document_is_evidence(question, holds[doc], by_upstream, sessions)
+        if evidence:
+            correct.append(doc)
+    return GradedRanking(ranked, corpus, tuple(correct), holds)
+
+
+def retrieval_record(graded: GradedRanking | None, question: Question, top_k: int | None) -> str | None:
+    """JSON of a ranking and its recall@k / NDCG@k (``None``: the system retrieves nothing)."""
+    if graded is None:
+        return None
+    ranked, correct, corpus = list(graded.ranked), list(graded.correct), list(graded.corpus)
+    record: dict[str, Any] = {"k": top_k, "ranked": ranked[:KEPT_RANKING], "correct": correct, "corpus": len(corpus)}
+    # Upstream leaves abstention questions out (no evidence to find), and a question without evidence ids too.
+    if not question.is_abstention and correct:
+        from om_eval.bench.retrieval import evaluate_retrieval
+
+        index = {doc: i for i, doc in enumerate(corpus)}
+        rankings = [index[doc] for doc in ranked]
+        metrics = {}
+        for k in RETRIEVAL_KS:
+            recall_any, recall_all, ndcg_any = evaluate_retrieval(rankings, correct, corpus, k)
+            metrics[f"recall_any@{k}"], metrics[f"recall_all@{k}"] = recall_any, recall_all
+            metrics[f"ndcg_any@{k}"] = ndcg_any
+        record["metrics"] = metrics
+    return json.dumps(record, ensure_ascii=False)
+
+
+def retrieval_traces(graded: GradedRanking, question: Question, top_k: int | None) -> list[EvidenceTrace]:
+    """Where each evidence turn went: ``retrieved`` when a document holding it is among the top k, else
+    ``not_retrieved``."""
+    top = graded.ranked[:top_k] if top_k else graded.ranked
+    held_by_top = {turn for doc in top for turn in graded.holds[doc]}
+    traces = []
+    for session in question.sessions:
+        for position, turn in enumerate(session.turns):
+            if turn.has_answer:
+                retrieved = (session.index, position) in held_by_top
+                traces.append(EvidenceTrace(session.session_id, session.index, position, turn.role,
+                                            " ".join(turn.content.split())[:160],
+                                            "retrieved" if retrieved else "not_retrieved", (), False))
+    return traces
+
+
+# -- answering ----------------------------------------------------------------------------------------------------
+
+
+def checked_unchanged(system: MemorySystemBase, build: SystemBuild) -> None:
+    """Fail the question if answering it changed the memory (a shared memory's answers would depend on question
+    order, and a reused one would not be the memory its key names)."""
+    if build.digest is not None and system.memory_digest(build.memory) != build.digest:
+        raise SeamError(f"memory={system.name} changed its memory while answering (context() must leave the memory "
+                        "ingest built as it was: keep per-question state elsewhere)")
+
+
+async def system_answer_and_judge(
+    question: Question, system: MemorySystemBase, build: SystemBuild, *, services: Any,
+    client: AnswerAndJudgeClient, actor: ModelSettings, judge: Any, counter: TokenCounter,
+    history: HistoryView, ingest_calls: Mapping[str, int] | None = None,
+) -> QuestionRun:
+    """Ask ``system`` for the question's context from ``build``, check it, ask the actor, grade the answer."""
+    from om_eval.bench.judging.judge import judge_answer
+    from om_eval.bench.pipeline import QuestionRun, pack_messages
+
+    asked = question_view(question)
+    context = as_context(await system.context(build.memory, asked, services))
+    checked_unchanged(system, build)
+    top_k = system.budget().get("top_k")
+    k = top_k if isinstance(top_k, int) else None
+    graded = grade_ranking(system.name, context, question, history) if context.ranked_ids is not None else None
+    messages, context_tokens = actor_input(context, asked, counter)
+    reply = await ask_actor(client, messages, actor, question.question_id)
+    hypothesis = reply.text.strip()
+    verdict = await judge_answer(judge, client, question, hypothesis)
+    joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
+    calls = ingest_calls or {}
+    session_turns = (t.content for s in question.sessions for t in s.turns)
+    history_tokens = sum(counter.count_text(text) for text in session_turns)
+    traces = retrieval_traces(graded, question, k) if graded is not None else []
+    return QuestionRun(
+        question_id=question.question_id, question_type=question.question_type,
+        is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label,
+        judge_status=verdict.status, judge_reply=verdict.reply, memory_key=build.key, reused_memory=build.reused,
+        observer_calls=calls.get("observer", 0), reflector_calls=calls.get("reflector", 0), observations=0,
+        reflections=0, history_tokens=history_tokens, observation_tokens=None, pending_tokens=None,
+        compression_ratio=None, actor_prompt_tokens=reply.prompt_tokens,
+        actor_completion_tokens=reply.completion_tokens, actor_prompt_hash=text_hash(joined), error=verdict.error,
+        question=question.question, gold_answer=question.answer_text, question_date=question.question_date_text,
+        actor_prompt=pack_messages(messages), evidence=json.dumps([asdict(t) for t in traces], ensure_ascii=False),
+        judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
+        context_tokens=context_tokens, retrieval=retrieval_record(graded, question, k),
+        detail=json.dumps(dict(context.detail), ensure_ascii=False, sort_keys=True, default=str)
+        if context.detail else None,
+        turns=build.turns if build.turns is not None else _retrieval_turns(system, graded, question, counter,
+                                                                             context_tokens),
+    )
+
+
+def _retrieval_turns(system: MemorySystemBase, graded: GradedRanking | None, question: Question,
+                     counter: TokenCounter, context_tokens: int | None) -> str | None:
+    """For a retrieval system that records no turns of its own: an agent retrieving at every turn, shown as much as
+    its answer was (systems that retrieve nothing and record nothing have no table)."""
+    if graded is None or not context_tokens:
+        return None
+    from om_eval.bench.answer import actor_prompts
+    from om_eval.bench.replay import haystack_messages
+    from om_eval.bench.turn_costs import retrieval_turns, shared_table
+
+    key = ("retrieval", system.name, question.haystack_id, getattr(counter, "name", "")) \
+        if question.haystack_id else None
+    return shared_table(key, lambda: retrieval_turns(haystack_messages(question), counter,
+                                                     actor_prompts()["instructions"], context_tokens))

@@ -1,0 +1,89 @@
+"""A digest of an object's state, to tell whether a memory changed while a question was answered from it.
+
+Every value reachable from the object counts: attributes (``__dict__`` and ``__slots__``), items of containers,
+array bytes. What is machinery rather than memory counts by its type only: functions, classes and modules (an
+observer callback is the same callback), event loops, locks, futures, threads and files (their state moves on its
+own), and any class that sets ``state_digest_opaque = True`` (the services the harness lends a system). An object
+seen twice counts once, so shared and cyclic structures are fine. The digest only has to be equal for an unchanged
+object within one process, so sets and dicts are read in their own order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import threading
+import types
+from typing import Any
+
+import xxhash
+
+_SCALARS = (bool, int, float, complex, type(None))
+_OPAQUE: tuple[type, ...] = (
+    types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, type, types.CoroutineType,
+    types.GeneratorType, asyncio.AbstractEventLoop, asyncio.Future, asyncio.Lock, asyncio.Event, asyncio.Condition,
+    asyncio.Semaphore, threading.Thread, io.IOBase, type(threading.Lock()), type(threading.RLock()),
+)
+
+
+def state_digest(value: Any) -> str:
+    """A hex digest of everything reachable from ``value`` (equal for an unchanged object)."""
+    hasher = xxhash.xxh3_128()
+    update = hasher.update
+    seen: set[int] = set()
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if isinstance(item, str):
+            update(b"s%d:" % len(item))
+            update(item.encode("utf-8", "surrogatepass"))
+            continue
+        if isinstance(item, _SCALARS):
+            update(b"n" + repr(item).encode())
+            continue
+        if isinstance(item, bytes | bytearray | memoryview):
+            update(b"b%d:" % len(item))
+            update(bytes(item))
+            continue
+        if isinstance(item, _OPAQUE) or getattr(kind, "state_digest_opaque", False):
+            update(b"f" + getattr(item, "__qualname__", kind.__qualname__).encode())
+            continue
+        if id(item) in seen:
+            update(b"@")
+            continue
+        seen.add(id(item))
+        update(b"<" + kind.__qualname__.encode())
+        if kind.__module__ == "numpy" and hasattr(item, "tobytes"):
+            update(repr((getattr(item, "dtype", None), getattr(item, "shape", None))).encode())
+            update(item.tobytes())
+            continue
+        if isinstance(item, dict):
+            update(b"d%d" % len(item))
+            for key, val in item.items():
+                stack.append(val)
+                stack.append(key)
+            continue
+        if isinstance(item, list | tuple | set | frozenset):
+            update(b"l%d" % len(item))
+            stack.extend(reversed(list(item)) if isinstance(item, list | tuple) else item)
+            continue
+        attributes = getattr(item, "__dict__", None)
+        if isinstance(attributes, dict):
+            stack.append(attributes)
+        for slot in _slots(kind):
+            if hasattr(item, slot):
+                stack.append(getattr(item, slot))
+                stack.append(slot)
+        if attributes is None and not _slots(kind):
+            update(repr(item).encode("utf-8", "surrogatepass"))  # an object with no reachable state of its own
+    return hasher.hexdigest()
+
+
+def _slots(kind: type) -> tuple[str, ...]:
+    names: list[str] = []
+    for klass in kind.__mro__:
+        declared = klass.__dict__.get("__slots__", ())
+        names += [declared] if isinstance(declared, str) else [n for n in declared if n not in ("__dict__",
+                                                                                                 "__weakref__")]
+    return tuple(names)

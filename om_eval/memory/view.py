@@ -1,0 +1,92 @@
+"""What a memory system is shown of a benchmark question: its history and its question, never its gold.
+
+The harness keeps the :class:`~om_eval.data.records.Question` (answer, evidence sessions, ``has_answer`` turns, the
+raw record) and hands a system these views instead. They are frozen and have slots, so the gold is not merely left
+unused: reading ``view.answer`` or ``turn.has_answer`` raises :class:`AttributeError`.
+
+Every session and turn has an ``id`` unique within its history. A retrieval system ranks these ids (or ids of its
+own documents, mapped to them): the harness grades the ranking against the gold
+(:func:`~om_eval.bench.seam.grade_retrieval`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from om_eval.data.records import HaystackSession, Question
+
+
+@dataclass(frozen=True, slots=True)
+class TurnView:
+    """One message of a session."""
+
+    id: str
+    """``<session id>#<session index>:<position in the session>``: unique within the history."""
+    role: str
+    """``user`` or ``assistant``."""
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """One dated session of the history."""
+
+    id: str
+    """``<session id>#<session index>``: unique within the history (a cleaned LongMemEval haystack repeats some
+    session ids)."""
+    session_id: str
+    """The benchmark's own id for the session."""
+    index: int
+    """Position in the history as the benchmark lists it."""
+    date: datetime
+    """When the session took place (naive local time, as the benchmark gives it)."""
+    date_text: str
+    """The date as the benchmark writes it."""
+    turns: tuple[TurnView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryView:
+    """The history a memory is built from: a LongMemEval haystack, a LoCoMo conversation."""
+
+    id: str
+    """The memory's owner: the question's id, or the id of the conversation several questions share."""
+    sessions: tuple[SessionView, ...]
+    """As the benchmark lists them (:meth:`sessions_by_date` for the order they happened in)."""
+
+    def sessions_by_date(self) -> list[SessionView]:
+        """Sessions oldest first (stable for equal dates: the benchmark's order)."""
+        return sorted(self.sessions, key=lambda s: (s.date, s.index))
+
+
+@dataclass(frozen=True, slots=True)
+class QuestionView:
+    """A question to answer from a memory."""
+
+    question_id: str
+    question: str
+    question_date: datetime
+    """When the question is asked (the actor's "today")."""
+    question_date_text: str
+    history_id: str
+    """The :attr:`HistoryView.id` of the history its memory was built from."""
+
+
+def session_view(session: HaystackSession) -> SessionView:
+    """``session`` without its evidence flags."""
+    prefix = f"{session.session_id}#{session.index}"
+    return SessionView(prefix, session.session_id, session.index, session.date, session.date_text,
+                       tuple(TurnView(f"{prefix}:{position}", turn.role, turn.content)
+                             for position, turn in enumerate(session.turns)))
+
+
+def history_view(question: Question) -> HistoryView:
+    """The question's history as a memory system is shown it."""
+    return HistoryView(question.memory_owner, tuple(session_view(s) for s in question.sessions))
+
+
+def question_view(question: Question) -> QuestionView:
+    """The question as a memory system is shown it."""
+    return QuestionView(question.question_id, question.question, question.question_date,
+                        question.question_date_text, question.memory_owner)
