@@ -28,9 +28,9 @@ from datetime import timedelta
 from om_eval.bench.accounting import PENDING_ACCOUNTINGS, PendingCounter
 from om_eval.bench.replay import check_unit
 from om_eval.data.conversation import make_conversation
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.tokens import count_message, default_counter, make_counter
+from om_eval.testing.scripted.model import ScriptedModel
 
 
 class TimedModel(ScriptedModel):

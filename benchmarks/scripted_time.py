@@ -14,7 +14,7 @@ class ModelTime:
 @contextmanager
 def scripted_model_time() -> Iterator[ModelTime]:
     """Within the block, every ``ScriptedModel.reply`` adds its wall time to the yielded ``seconds``."""
-    from om_eval.llm.scripted.model import ScriptedModel
+    from om_eval.testing.scripted.model import ScriptedModel
 
     spent = ModelTime()
     original = ScriptedModel.reply

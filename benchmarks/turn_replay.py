@@ -8,6 +8,8 @@ Observer and Reflector, with and without a :class:`~om_eval.bench.turn_costs.Tur
 fallback observer: no model), ``rag_lme`` (BM25) and ``rag_mastra`` (the scripted embedding, computed in-process)
 ingest through the memory seam with and without a :class:`~om_eval.bench.turn_costs.PartRecorder`.
 ``benchmarks/harness.py --no-turns`` measures OM's on the whole harness, where it is below the run-to-run noise.
+For a seam system it also prints what the seam's own checks cost per question: the gold-free view of the history
+and the digest of the built memory (taken after ingest and again after each answer).
 
 Run: ``python benchmarks/turn_replay.py [--system om] [--questions 25] [--rounds 3]``
 """
@@ -36,9 +38,10 @@ def main() -> None:
     from om_eval.bench.turn_costs import PartRecorder, TurnRecorder
     from om_eval.data import load_dataset
     from om_eval.data.synth import iter_generate, write_dataset
-    from om_eval.llm.scripted.model import ScriptedModel
+    from om_eval.memory.view import history_view
     from om_eval.om import OMConfig
     from om_eval.om.tokens import default_counter
+    from om_eval.testing.scripted.model import ScriptedModel
 
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "synthetic-s.json"
@@ -47,6 +50,7 @@ def main() -> None:
         questions = list(load_dataset(path=path).questions)[: args.questions]
     config, instructions = OMConfig(), actor_prompts()["instructions"]
     turns = 0
+    seam = {"view": 0.0, "digest": 0.0}
 
     def replay(record: bool) -> float:
         nonlocal turns
@@ -61,7 +65,14 @@ def main() -> None:
                 turns += len(recorder.table) if recorder is not None else 0
             else:
                 parts = PartRecorder(counter) if record else None
-                asyncio.run(seam_system(args.system).ingest(question, InProcessServices(counter, parts)))
+                system = seam_system(args.system)
+                viewed = time.process_time()
+                history = history_view(question)
+                seam["view"] += time.process_time() - viewed
+                memory = asyncio.run(system.ingest(history, InProcessServices(counter, parts)))
+                digested = time.process_time()
+                system.memory_digest(memory)
+                seam["digest"] += time.process_time() - digested
                 turns += len(parts.table) if parts is not None else 0
         return time.process_time() - start
 
@@ -76,6 +87,10 @@ def main() -> None:
     print(f"build CPU time, best of {args.rounds}: {best_without:.2f} s without recording turns, "
           f"{best_with:.2f} s with")
     print(f"added: {added * 1000:.1f} ms per question ({best_with / best_without - 1:+.1%} of the build)")
+    if args.system != "om":
+        builds = len(questions) * (2 * args.rounds + 1)
+        print(f"seam checks per question: history view {seam['view'] / builds * 1000:.1f} ms, memory digest "
+              f"{seam['digest'] / builds * 1000:.1f} ms (the digest is taken once more after each answer)")
 
 
 def seam_system(name: str) -> Any:
@@ -103,7 +118,6 @@ class InProcessServices(TurnRecording):
         from om_eval.llm.providers import scripted_embedding
 
         return [scripted_embedding(text) for text in texts]
-
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ actor on another thread would see."""
 import asyncio
 from datetime import datetime
 
-from om_eval.llm.scripted import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
+from om_eval.testing.scripted import ScriptedModel
 
 config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=30_000))
 memory = ObservationalMemory(config, observer=ScriptedModel(), resource_id="user-1")

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from om_eval.bench.answer import actor_prompts, answer_question
-from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
 from om_eval.bench.turn_costs import TurnRecorder, TurnTable
 from om_eval.common.files import atomic_writer, safe_file_name, short_hash
+from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
@@ -45,7 +45,7 @@ MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
 def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str, prompts: str | None = None) -> str:
     """Identity of a memory build: same hash, same memory (given a deterministic, cached observer).
 
-    The settings that enter are chosen by :data:`~om_eval.bench.identity.MEMORY_KEY_RULE`; credentials never do.
+    The settings that enter are chosen by :data:`~om_eval.common.run_identity.MEMORY_KEY_RULE`; credentials never do.
     ``prompts``: the identity of the prompts the models read when they are not om-eval's own (a Mastra pack's,
     :func:`~om_eval.om.wording.pack_identity`); om-eval's own are hashed from their files.
     """

@@ -25,9 +25,9 @@ from typing import Any, cast
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK
-from om_eval.bench.identity import RUN_ID_ENGINE_REVISION, RUN_ID_RULE
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
+from om_eval.common.run_identity import RUN_ID_ENGINE_REVISION, RUN_ID_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.experiment.run_options import RunOptions
 from om_eval.llm.request import canonical_json
@@ -119,8 +119,8 @@ class RunSpec:
     def config_hash(self) -> str:
         """The run id: sha256 of everything that can change results, prompt and template wording included.
 
-        Which settings enter is decided by :data:`~om_eval.bench.identity.RUN_ID_RULE`; the prompt and template
-        hashes, an OM run's engine revision past :data:`~om_eval.bench.identity.RUN_ID_ENGINE_REVISION` and a
+        Which settings enter is decided by :data:`~om_eval.common.run_identity.RUN_ID_RULE`; the prompt and template
+        hashes, an OM run's engine revision past :data:`~om_eval.common.run_identity.RUN_ID_ENGINE_REVISION` and a
         non-default benchmark's rules are added to them.
         """
         from om_eval.bench.answer import actor_prompt_hash

@@ -1,7 +1,8 @@
 """Offline providers registered with litellm, so they go through the same client, cache and ledger.
 
-* ``scripted/<name>``: the deterministic scripted model (a test and demo tool). ``scripted/om-eval`` is the
-  default instance; tests register others (for example one told to fail) with :func:`register_scripted`.
+* ``scripted/<name>``: the deterministic scripted model (a test and demo tool, :mod:`om_eval.testing.scripted`,
+  found through :mod:`om_eval.llm.stand_in`). ``scripted/om-eval`` is the default instance; tests register others
+  (for example one told to fail) with :func:`register_scripted`.
 * ``local/<model>``: a real instruction-tuned model run in-process with llama-cpp-python (see ``local.py``), or, for
   ``litellm.embedding``/``aembedding``, a real sentence-embedding model run in-process with numpy (see
   ``local_embedding.py``).
@@ -20,22 +21,22 @@ from types import ModuleType
 from typing import Any, cast
 
 from om_eval.llm._litellm import litellm_module
-from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
-from om_eval.llm.scripted.prompt_cache import PromptCacheEmulator, PromptCacheRules
+from om_eval.llm.prompt_cache import PromptCacheEmulator, PromptCacheRules
+from om_eval.llm.stand_in import StandInError, StandInModel, default_factory
 
 DEFAULT_SCRIPTED = "om-eval"
-_scripted: dict[str, ScriptedModel] = {}
+_scripted: dict[str, StandInModel] = {}
 _lock = threading.Lock()
 
 
-def register_scripted(name: str, model: ScriptedModel) -> str:
+def register_scripted(name: str, model: StandInModel) -> str:
     """Make ``model`` answer for ``scripted/<name>``; returns that model id."""
     with _lock:
         _scripted[name] = model
     return f"scripted/{name}"
 
 
-def scripted_model(name: str = DEFAULT_SCRIPTED) -> ScriptedModel:
+def scripted_model(name: str = DEFAULT_SCRIPTED) -> StandInModel:
     """The instance behind ``scripted/<name>`` (the default one is created on first use)."""
     with _lock:
         if name not in _scripted:
@@ -44,7 +45,7 @@ def scripted_model(name: str = DEFAULT_SCRIPTED) -> ScriptedModel:
                 raise KeyError(f"no scripted model named {name!r}; known: {known} (register_scripted adds one)")
             # A per-call delay for the default instance, for tests and demos that need a run to take time.
             latency = float(os.environ.get("OM_EVAL_SCRIPTED_LATENCY", "0") or 0)
-            _scripted[name] = ScriptedModel(name=f"scripted/{name}", latency=latency)
+            _scripted[name] = default_factory()(name=f"scripted/{name}", latency=latency)
         return _scripted[name]
 
 
@@ -93,7 +94,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
     class ScriptedProvider(CustomLLM):
-        """litellm handler that answers with a :class:`ScriptedModel`."""
+        """litellm handler that answers with a stand-in model (:class:`~om_eval.llm.stand_in.StandInModel`)."""
 
         def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> Any:
             name = model.split("/", 1)[-1]
@@ -105,7 +106,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                 reply = instance.reply(messages, model=f"scripted/{name}", tools=optional.get("tools"))
             except KeyError as error:
                 raise CustomLLMError(status_code=404, message=str(error)) from error
-            except ScriptedModelError as error:
+            except StandInError as error:
                 raise CustomLLMError(status_code=error.status_code, message=str(error)) from error
             except ValueError as error:  # a prompt_cache option that names no rules
                 raise CustomLLMError(status_code=400, message=f"provider_options.litellm.{error}") from error

@@ -302,6 +302,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
             "id": row.run_id, "short": row.short_id, "label": row.label, "variant": row.variant,
             "color": colors[row.variant], "caveat": row.caveat, "judge": _judge_name(row),
             "memory": memory_name(row),
+            "system": run.get("memory_system") or "om",
             "dataset": run.get("dataset_name"),
             "models": _models(run, row),
             "n_items": row.n_items, "n_expected": row.n_expected, "complete": row.complete,

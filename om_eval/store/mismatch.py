@@ -2,7 +2,7 @@
 
 A run stored before a setting existed lacks that setting. Asked again with the setting where the run id leaves it
 out (its pinned value, or any value of a setting that never enters the id), it is the same run: the run id rule
-(:data:`~om_eval.bench.identity.RUN_ID_RULE`) says so, so the comparison asks that rule rather than a list of its
+(:data:`~om_eval.common.run_identity.RUN_ID_RULE`) says so, so the comparison asks that rule rather than a list of its
 own, and the writer stores the filled-in configuration. A setting the stored run lacks at any other value, or one
 it has at another value, is another configuration and refused.
 """
@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from om_eval.bench.identity import RUN_ID_RULE
 from om_eval.common.identity import IdentityRule
+from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.store.files import StoreError
 from om_eval.store.records import JSON_RUN_FIELDS
 

@@ -13,10 +13,10 @@ import pytest
 
 from om_eval.bench.accounting import PendingCounter
 from om_eval.bench.replay import ReplayConfig, check_question_turn, replay_question
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import CharRatioCounter, count_messages
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.bench.test_replay import om_config, question
 
 START = datetime(2025, 5, 1, 9, 0)

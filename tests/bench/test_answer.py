@@ -21,9 +21,9 @@ from om_eval.data.records import Question
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import ModelSettings, ObservationalMemory, OMConfig
 from om_eval.om.records import Message
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.om.fakes import QueueModel
 
 #: A loop Mastra's window sampler misses (its period shares no factor with the sampling step).

@@ -27,9 +27,9 @@ from om_eval.data.loader import dataset_from_records
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
 from om_eval.llm.ledger import Ledger
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ConfigError, ModelSettings
 from om_eval.om.tokens import CharRatioCounter, make_counter
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.golden import assert_golden
 
 SCRIPTED = ModelSettings(model="scripted/om-eval", temperature=0.0, max_output_tokens=None)

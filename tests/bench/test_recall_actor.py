@@ -19,9 +19,9 @@ from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
 from om_eval.llm.ledger import Ledger
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.recall.tool import RecallError, recall, result_json
+from om_eval.testing.scripted.model import ScriptedModel
 
 GOLD = "Zanzibarquux"
 EVIDENCE_SESSION = "answer_e47becba_2"

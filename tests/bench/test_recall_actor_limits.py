@@ -21,13 +21,13 @@ from om_eval.bench.recall_actor import (
     run_recall_loop,
 )
 from om_eval.llm.client import LLMCallError
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ModelSettings
 from om_eval.om.js.tokenx import estimate_tokens
 from om_eval.om.model import ModelReply, ToolCall
 from om_eval.om.recall.limits import MAX_ARGUMENTS_CHARS, MAX_ECHO_CHARS, RESULT_TOKEN_CAP
 from om_eval.om.recall.tool import result_json
 from om_eval.om.tokens import make_counter
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.bench.test_recall_actor import SCRIPTED, haystack, setup
 from tests.om.recall.test_tool import ask, history
 

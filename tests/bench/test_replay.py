@@ -10,14 +10,14 @@ from unittest.mock import patch
 import pytest
 
 from om_eval.bench.answer import actor_messages, answer_question
-from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.bench.pipeline import SnapshotStore, build_memory, memory_hash
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages, thread_id_for
 from om_eval.bench.trace import render_question_report, trace_evidence
+from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.data.records import HaystackSession, Question, Turn, parse_lme_date
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError, ModelSettings
+from om_eval.testing.scripted.model import ScriptedModel
 
 FILLER = "Could you explain how sourdough starters work and how often they need feeding in a warm kitchen?"
 REPLY = "A starter is a culture of wild yeast and bacteria; feed it daily with equal weights of flour and water."

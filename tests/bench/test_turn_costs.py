@@ -14,10 +14,10 @@ from om_eval.bench.answer import actor_prompts
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
 from om_eval.bench.turn_costs import PartRecorder, PromptPart, TurnRecorder, TurnTable, reader_turns, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, profile_rates
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.dates import annotate_observations
 from om_eval.om.records import Message
 from om_eval.om.tokens import default_counter
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.bench.test_replay import om_config, question
 
 

@@ -22,9 +22,9 @@ from om_eval.experiment import job as job_module
 from om_eval.experiment.app import run_from_config
 from om_eval.experiment.job import eval_results_name
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report import summary_table
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.bench.judging.test_judge import standin_source, write_standin
 from tests.runs import compose_run
 

@@ -9,8 +9,8 @@ import pytest
 from om_eval.experiment import job as job_module
 from om_eval.experiment.app import run_from_config
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.runs import compose_run
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from om_eval.bench.identity import MEMORY_KEY_RULE
 from om_eval.cli.demo import add_parser as add_demo_parser
+from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.experiment.app import CONFIG_DIR
 from om_eval.experiment.spec import spec_from_config
 from om_eval.om.config import PARAPHRASE_VARIANTS, PROMPT_VARIANTS, ConfigError

@@ -96,9 +96,10 @@ def test_rejudge_show_and_export_treat_a_seam_run_as_any_run(sweep: dict[str, di
     shown = om_eval_command("show", *where, run["run_id"], run["items"][0]["question_id"])
     assert shown.returncode == 0 and "memory shown to the actor" in shown.stdout, shown.stdout[-2000:]
     # The system's own figures, and none of OM's (no observation counts, no Observer line, no generations).
+    flat = " ".join(shown.stdout.split())  # rich wraps at the terminal's width
     own = {"simple_om": "simple_om: observations", "rag_mastra": "rag_mastra: hits"}[system]
-    assert own in shown.stdout and " · history " in shown.stdout
-    assert not any(line in shown.stdout for line in ("observation and", "observer:", "Observations by generation"))
+    assert own in flat and " · history " in flat
+    assert not any(line in flat for line in ("observation and", "observer:", "Observations by generation"))
     exported = om_eval_command("export", *where, run["run_id"])
     assert exported.returncode == 0 and (run["results"] / "exports" / f"{run['run_id']}.zip").is_file()
 

@@ -13,9 +13,9 @@ from om_eval.cli import main
 from om_eval.experiment.app import run_from_config
 from om_eval.experiment.rejudge import RejudgeError, rejudge_panel, rejudge_run
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report.judge_panel import judge_quality, panel_report
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.runs import compose_run
 
 LME = benchmark_named("longmemeval")

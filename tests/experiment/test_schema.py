@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from om_eval.bench.baseline import BaselineConfig
-from om_eval.bench.identity import RUN_ID_RULE
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.identity import IdentityRule
+from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.experiment.run_options import RunOptions
 from om_eval.experiment.schema import (
     ELSEWHERE,

@@ -20,8 +20,8 @@ from om_eval.llm.client import (
 )
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import LLMRequest
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ModelSettings
+from om_eval.testing.scripted.model import ScriptedModel
 
 QUESTION = [{"role": "user", "content": "Question: Which city did I move to?"}]
 

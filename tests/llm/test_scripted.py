@@ -8,12 +8,12 @@ from datetime import datetime
 
 import pytest
 
-from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError, compression_level_of, detect_stage
 from om_eval.om.config import ModelSettings
 from om_eval.om.observer import ObserverRequest, format_messages, render_observer_request
 from om_eval.om.parsing import parse_observer_output, parse_reflector_output
 from om_eval.om.records import Message
 from om_eval.om.reflector import render_reflector_request
+from om_eval.testing.scripted.model import ScriptedModel, ScriptedModelError, compression_level_of, detect_stage
 
 SETTINGS = ModelSettings(model="scripted/test")
 WHEN = datetime(2025, 5, 2, 8, 30)

@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.llm.client import LLMClient
+from om_eval.llm.prompt_cache import PromptCacheEmulator, PromptCacheRules, message_tokens
 from om_eval.llm.providers import reset_prompt_caches
-from om_eval.llm.scripted.prompt_cache import PromptCacheEmulator, PromptCacheRules, message_tokens
 from om_eval.om.config import ModelSettings
 
 

@@ -18,7 +18,6 @@ from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.client import LLMClient, build_request
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import cache_key
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ModelSettings
 from om_eval.om.observer import (
     ObserverOutputError,
@@ -31,6 +30,7 @@ from om_eval.om.observer import (
 from om_eval.om.records import Message
 from om_eval.om.reflector import ReflectionError, reflect_observations
 from om_eval.om.tokens import CharRatioCounter
+from om_eval.testing.scripted.model import ScriptedModel
 
 WHEN = datetime(2025, 5, 2, 8, 30)
 LOOP = "* 🔴 (09:00) User stated the same thing again and again.\n" * 100

@@ -70,6 +70,11 @@ def test_an_installed_plugin_runs_through_the_smoke_preset(plugin_path: Path, tm
     assert json.loads(run[4])["memory"] == {"system": "recent_turns", "turns": 6}
     assert len(items) == 7 and all(status == "done" and tokens > 0 and prompt for status, tokens, prompt in items)
     assert stages == {"actor": 7, "judge": 7}  # the plugin called no model; the harness answered and graded
+    shown = om_eval(plugin_path, "show", "--results", str(tmp_path), "smoke", "b47cffd2")
+    assert shown.returncode == 0, shown.stdout[-2000:] + shown.stderr[-2000:]
+    flat = " ".join(shown.stdout.split())  # rich wraps at the terminal's width
+    assert "(built) · history 164 tokens · recent_turns" in flat and "memory shown to the actor" in flat
+    assert not any(om in flat for om in ("observation and", "observer:", "Observations by generation"))
 
 
 def test_a_plugin_option_it_rejects_is_named_before_the_run(plugin_path: Path, tmp_path: Path) -> None:

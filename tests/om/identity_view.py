@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from om_eval.bench.identity import MEMORY_KEY_RULE
+from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.om.config import OMConfig
 
 

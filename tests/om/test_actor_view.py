@@ -8,10 +8,10 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.threads import obscure_thread_id
+from om_eval.testing.scripted.model import ScriptedModel
 
 START = datetime(2025, 3, 1, 9, 0)
 

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from om_eval.data.conversation import make_conversation
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import (
     Message,
     ObservationalMemory,
@@ -22,6 +21,7 @@ from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
 from om_eval.om.thresholds import REMINDER_TOKENS_1_10
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION, CharRatioCounter
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.om.identity_view import memory_view
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from om_eval.data.conversation import make_conversation
-from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
 from om_eval.om import (
     Message,
     ObservationalMemory,
@@ -22,6 +21,7 @@ from om_eval.om.observer import ObserverOutputError
 from om_eval.om.rules import rules_for
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import TOKENS_PER_CONVERSATION
+from om_eval.testing.scripted.model import ScriptedModel, ScriptedModelError
 from tests.om.identity_view import memory_view
 
 MESSAGE_TOKENS = 6000

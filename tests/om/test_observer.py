@@ -7,7 +7,6 @@ from datetime import datetime
 
 import pytest
 
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import PARAPHRASE_VARIANTS, ModelSettings
 from om_eval.om.observer import (
     QUESTION_EMOJI,
@@ -34,6 +33,7 @@ from om_eval.om.parsing import (
 )
 from om_eval.om.prompts import load_prompts
 from om_eval.om.records import Message
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.golden import assert_golden
 from tests.om.fakes import QueueModel
 

@@ -17,12 +17,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import event as note_path
 from hypothesis import strategies as st
 
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.prompts import load_prompts
 from om_eval.om.records import BufferedChunk, ThreadChunk
 from om_eval.om.tokens import CharRatioCounter
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.om.identity_view import memory_view
 
 START = datetime(2024, 3, 1, 9, 0, tzinfo=UTC)

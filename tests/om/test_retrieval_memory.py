@@ -8,10 +8,10 @@ import asyncio
 from dataclasses import replace
 
 from om_eval.data.conversation import make_conversation
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.context import actor_memory_messages
 from om_eval.om.groups import parse_groups, strip_groups
+from om_eval.testing.scripted.model import ScriptedModel
 
 
 def replay(config: OMConfig) -> tuple[ObservationalMemory, ScriptedModel]:

@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, ReplyCheck, Stage
 from om_eval.om.observer import ObserverCall, call_observer
 from om_eval.om.suspect import _STOPWORDS, MAX_GROUNDING, find_repetition, line_tokens
+from om_eval.testing.scripted.model import ScriptedModel
 
 # Two vocabularies with no word (nor stem) in common: old observations and new messages never share a word.
 OLD_WORDS = ("kayak", "harbour", "lantern", "violin", "orchard", "granite", "falcon", "pottery", "saffron",

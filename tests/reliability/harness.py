@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from om_eval.llm.scripted.model import ERROR_FAULTS, ScriptedModel
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ERROR_FAULTS, ScriptedModel
 
 REPO = Path(__file__).resolve().parents[2]
 #: Small thresholds that make the mini set reflect (the smoke experiment never reaches its reflection threshold).

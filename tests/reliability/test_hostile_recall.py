@@ -2,7 +2,7 @@
 model reads, and the question completes, on the first run and on a resume that is served the cached reply.
 
 Before, on the mini set in retrieval mode (``om.retrieval=resource``), with the scripted actor's hostile faults
-(:mod:`om_eval.llm.scripted.recall`):
+(:mod:`om_eval.testing.scripted.recall`):
 
 * ``{"page": 10**400}`` raised ``OverflowError`` in the schema check, ``mode`` nested 900 deep a ``RecursionError``
   in printing the arguments back, a 100,000-deep array a ``RecursionError`` in ``json.loads``. None reached the model
@@ -30,10 +30,10 @@ import pytest
 
 from om_eval.bench.pipeline import unpack_messages
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
-from om_eval.llm.scripted.recall import FLOOD_CALLS
 from om_eval.om.js.tokenx import estimate_tokens
 from om_eval.om.model import ModelReply
+from om_eval.testing.scripted.model import ScriptedModel
+from om_eval.testing.scripted.recall import FLOOD_CALLS
 from tests.reliability.harness import (
     Outcome,
     assert_calls_accounted,

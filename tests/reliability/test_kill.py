@@ -25,8 +25,8 @@ from om_eval.llm.client import LLMClient
 from om_eval.llm.ledger import Ledger
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import LLMRequest
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.store.writer import INTERRUPTED_ATTEMPT
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.reliability.harness import (
     CHILD_TIMEOUT_S,
     Outcome,

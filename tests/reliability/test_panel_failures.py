@@ -26,10 +26,10 @@ from om_eval.bench.benchmark import benchmark_named
 from om_eval.cli import main
 from om_eval.experiment.app import run_from_config
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
 from om_eval.report.agreement import run_agreement
 from om_eval.report.judge_panel import panel_markdown, panel_report
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel, ScriptedModelError
 from tests.runs import compose_run
 
 LME = benchmark_named("longmemeval")

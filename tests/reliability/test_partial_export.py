@@ -18,8 +18,8 @@ import pytest
 
 from om_eval.cli import main
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report.export import ArchiveError, archive_bytes, rescore_archive
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.reliability.harness import invoke, kill, query, spawn, wait_for
 
 LATENCY = 0.4  # seconds per scripted call: the run outlasts an export made after its first answer

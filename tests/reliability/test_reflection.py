@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ModelReply
 from om_eval.om.reflector import reflect_observations
 from om_eval.om.tokens import CharRatioCounter
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.reliability.harness import (
     REFLECTING,
     Outcome,

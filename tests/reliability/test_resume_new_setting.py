@@ -19,12 +19,12 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from om_eval.bench.identity import RUN_ID_RULE
 from om_eval.common.identity import lookup
+from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.store import ConfigMismatchError, RunStore, store_path
 from om_eval.store.records import RunInfo
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.reliability.harness import Outcome, assert_consistent, assert_matches, invoke, outcome, query
 
 #: Settings om-eval added after runs were stored, each classed by the run id rule in another way: omitted at a pin

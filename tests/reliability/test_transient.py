@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.reliability.harness import (
     REFLECTING,
     Outcome,

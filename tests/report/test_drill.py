@@ -12,10 +12,10 @@ from om_eval.cli import main
 from om_eval.experiment.app import run_from_config
 from om_eval.experiment.rejudge import RejudgeError, judge_config
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report.agreement import run_agreement
 from om_eval.report.detail import find_question, find_run, question_detail, run_details
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.runs import compose_run
 
 KU_QUESTION = "5ed4ff79"  # the mini set's knowledge-update question: 30:40, later 30:28

@@ -9,7 +9,6 @@ from rich.console import Console
 
 from om_eval.experiment.app import run_from_config
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.report.detail import question_detail
 from om_eval.report.show import render_detail
 from om_eval.report.table_text import to_markdown
@@ -19,6 +18,7 @@ from om_eval.report.tables import (
     with_suspect_note,
 )
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel
 from tests.runs import compose_run
 
 

@@ -18,7 +18,6 @@ from om_eval.experiment.app import CONFIG_DIR, run_from_config
 from om_eval.experiment.schema import register_configs
 from om_eval.llm.cache_profiles import PROFILES
 from om_eval.llm.providers import register_scripted
-from om_eval.llm.scripted.model import ScriptedModel, ScriptedModelError
 from om_eval.report.turns import turn_rows, turn_section
 from om_eval.report.view import (
     ACTOR_HEAD_LINES,
@@ -28,6 +27,7 @@ from om_eval.report.view import (
     write_view,
 )
 from om_eval.store import Catalog
+from om_eval.testing.scripted.model import ScriptedModel, ScriptedModelError
 
 KU_QUESTION = "5ed4ff79"  # knowledge-update: 30:40, later 30:28
 TEMPORAL = "9ce80b45"  # 6th of the mini set: left out of the 5-question run
@@ -313,3 +313,19 @@ def test_chromium_draws_the_drill_down_of_two_runs_side_by_side(
     assert colours is not None and len(colours) > 200  # text, bars, badges: far from a blank page
     most = max(count for count, _ in colours)
     assert most < 0.9 * 1280 * 2000
+
+
+@pytest.mark.integration  # starts a browser: a process
+def test_a_seam_systems_drill_down_shows_its_own_figures_and_none_of_oms(tmp_path: Path) -> None:
+    run_id = run_from_config(composed(tmp_path, "memory=rag_mastra"))["run_id"]
+    path = write_view(tmp_path, tmp_path / "report.html", n_boot=50)
+    data = json.loads(DATA_BLOCK.search(path.read_text(encoding="utf-8")).group(1))
+    assert [r["system"] for r in data["runs"]] == ["rag_mastra"]
+    assert data["details"][run_id][KU_QUESTION]["item"]["system_detail"]["hits"] >= 1
+    done = browse(path, f"q={KU_QUESTION}&a={run_id[:8]}", tmp_path / "profile", "--dump-dom")
+    assert done.returncode == 0, done.stderr[-2000:]
+    dom = SCRIPTS.sub("", done.stdout)
+    assert 'data-ready="1"' in dom, "the page script did not finish"
+    drawn = dom[dom.index('id="detail"'):]
+    assert "rag_mastra: hits" in drawn and "keeps no observations" in drawn and "does not reflect" in drawn
+    assert " observer, " not in drawn and "unobserved tail" not in drawn

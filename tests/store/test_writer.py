@@ -239,7 +239,7 @@ class RecordingModel:
     """The scripted model, keeping a ledger record per call (like ``LLMClient``, without litellm)."""
 
     def __init__(self) -> None:
-        from om_eval.llm.scripted.model import ScriptedModel
+        from om_eval.testing.scripted.model import ScriptedModel
 
         self.model = ScriptedModel()
         self.records: list[CallRecord] = []

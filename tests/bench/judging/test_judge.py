@@ -46,9 +46,9 @@ from om_eval.llm.client import ClientSettings, LLMClient
 from om_eval.llm.models import model_settings
 from om_eval.llm.providers import register_scripted
 from om_eval.llm.request import LLMRequest
-from om_eval.llm.scripted.model import ScriptedModel
 from om_eval.om.config import ConfigError
 from om_eval.om.model import ModelReply
+from om_eval.testing.scripted.model import ScriptedModel
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from om_eval.bench.identity import MEMORY_KEY_RULE, RUN_ID_RULE
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.identity import IdentityRule, leaf_paths, lookup
+from om_eval.common.run_identity import MEMORY_KEY_RULE, RUN_ID_RULE
 from om_eval.experiment.schema import Config
 from om_eval.om.config import OMConfig
 from tests.runs import compose_run
@@ -39,7 +39,7 @@ def engine_defaults() -> dict[str, Any]:
 def test_every_setting_is_classed(rule: IdentityRule, defaults) -> None:
     unclassed = rule.unclassed(leaf_paths(defaults()))
     assert not unclassed, (
-        f"the {rule.name} rule does not class {', '.join(unclassed)}: add each to om_eval/bench/identity.py "
+        f"the {rule.name} rule does not class {', '.join(unclassed)}: add each to om_eval/common/run_identity.py "
         "(a setting new since identities were first stored goes under omitted_at with its default, so earlier runs "
         "keep their ids)")
 

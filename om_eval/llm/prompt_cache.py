@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from om_eval.common.text import common_prefix_length
-from om_eval.llm.scripted.model import content_text
+from om_eval.llm.stand_in import content_text
 
 #: Entries kept per emulated cache; the oldest go first (a provider's cache is bounded too).
 MAX_ENTRIES = 64
@@ -38,7 +38,7 @@ LOOKBACK = 20
 
 
 def message_tokens(content: str) -> int:
-    """The scripted model's token count of one message (as :class:`~om_eval.llm.scripted.model.ScriptedModel`
+    """The scripted model's token count of one message (as :class:`~om_eval.testing.scripted.model.ScriptedModel`
     counts its prompts)."""
     return max(1, len(content) // 4)
 

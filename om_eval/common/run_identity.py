@@ -4,9 +4,12 @@ Both are :class:`~om_eval.common.identity.IdentityRule` s. A setting omitted at 
 value pinned here (the default every earlier run had), never at the live default: see that module for why.
 
 Adding a setting: class it in each rule whose mapping holds it. A setting that did not exist when identities were
-first stored goes under ``omitted_at`` with its default, so earlier runs keep their ids; ``tests/bench/
-test_identity.py`` fails until every setting of the run config and the engine config is classed, and when a pinned
-value no longer equals the live default. What moved and why goes in ``CHANGELOG.md``.
+first stored goes under ``omitted_at`` with its default, so earlier runs keep their ids; ``tests/common/
+test_run_identity.py`` fails until every setting of the run config and the engine config is classed, and when a
+pinned value no longer equals the live default. What moved and why goes in ``CHANGELOG.md``.
+
+The rules are data about settings and import nothing but :mod:`om_eval.common.identity`, so they sit at the bottom:
+the run store, the replay and the run spec all read them.
 """
 
 from __future__ import annotations

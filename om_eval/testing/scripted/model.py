@@ -39,13 +39,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from om_eval.llm.scripted.recall import TOOL_FAULTS, offers_recall, plan_calls, tool_result_lines
+from om_eval.llm.stand_in import StandInError, content_text
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
 from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
 from om_eval.simple_om.llm_observer import buffer_of
+from om_eval.testing.scripted.recall import TOOL_FAULTS, offers_recall, plan_calls, tool_result_lines
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
 ERROR_FAULTS = {
@@ -56,7 +57,7 @@ ERROR_FAULTS = {
     "bad_request": 400,
     "auth_error": 401,
 }
-#: Faults of an actor offered the recall tool: :data:`om_eval.llm.scripted.recall.TOOL_FAULTS`.
+#: Faults of an actor offered the recall tool: :data:`om_eval.testing.scripted.recall.TOOL_FAULTS`.
 FAULTS = ("degenerate", "missing_tags", "prose", "empty", "no_compression", "repeat", "cut_off", *TOOL_FAULTS,
           *ERROR_FAULTS)
 #: Lines of the previous observations a ``repeat`` fault copies.
@@ -95,12 +96,11 @@ _DONT_KNOW = ("don't know", "do not know", "not sure", "no information", "cannot
               "not mentioned", "nothing in my memory")
 
 
-class ScriptedModelError(RuntimeError):
+class ScriptedModelError(StandInError):
     """A fault the scripted model was told to raise; ``status_code`` is what a provider would answer."""
 
     def __init__(self, message: str, status_code: int = 500) -> None:
-        super().__init__(message)
-        self.status_code = status_code
+        super().__init__(message, status_code)
 
 
 @dataclass
@@ -271,7 +271,7 @@ class ScriptedModel:
     def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None,
               tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
         """Answer synchronously (used by the async path and by the litellm provider wrapper). Offered the recall
-        tool, an actor calls it as :mod:`om_eval.llm.scripted.recall` plans."""
+        tool, an actor calls it as :mod:`om_eval.testing.scripted.recall` plans."""
         stage = stage or detect_stage(messages)
         with self._lock:
             queue = self._pending.get(stage)
@@ -469,14 +469,6 @@ def _memory_lines(messages: Sequence[Mapping[str, str]]) -> list[str]:
             elif raw_turn and text and not text.startswith(("<", "END_", "---")):
                 lines.append(text)
     return lines
-
-
-def content_text(content: Any) -> str:
-    """A message's text: a string as it is, a list of parts as their texts, one per line (a Mastra history message,
-    ``prompt=mastra_exact``, sends one part per message)."""
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text") or "") for part in content if isinstance(part, Mapping))
-    return str(content or "")
 
 
 def detect_stage(messages: Sequence[ChatMessage]) -> str:
