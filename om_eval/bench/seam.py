@@ -80,12 +80,31 @@ class SystemBuild:
 
 
 def as_context(value: MemoryContext | str | None) -> MemoryContext:
-    """A system's answer to ``context`` as a :class:`MemoryContext` (a plugin may return a plain text block)."""
-    if isinstance(value, MemoryContext):
-        return value
+    """A system's answer to ``context`` as a :class:`MemoryContext` (a plugin may return a plain text block),
+    checked before the actor is paid for: a malformed field is named now, not after the answer."""
     if value is None or isinstance(value, str):
         return MemoryContext(memory=value)
-    raise TypeError(f"a memory system's context() returned {type(value).__name__}; return a str or a MemoryContext")
+    if not isinstance(value, MemoryContext):
+        raise TypeError(f"a memory system's context() returned {type(value).__name__}; return a str or a "
+                        "MemoryContext")
+    problems = []
+    if value.memory is not None and not isinstance(value.memory, str):
+        problems.append("memory must be a str")
+    if value.messages is not None and not all(isinstance(m, Mapping) and {"role", "content"} <= set(m)
+                                              for m in value.messages):
+        problems.append("messages must be mappings with a role and a content")
+    for name in ("ranked_ids", "corpus_ids"):
+        ids = getattr(value, name)
+        if ids is not None and (isinstance(ids, str) or not all(isinstance(i, str) for i in ids)):
+            problems.append(f"{name} must be a sequence of str ids")
+    if not isinstance(value.documents, Mapping) or any(
+            isinstance(turns, str) or not all(isinstance(t, str) for t in turns) for turns in value.documents.values()):
+        problems.append("documents must map each document id to a tuple of turn ids")
+    if not isinstance(value.detail, Mapping):
+        problems.append("detail must be a mapping")
+    if problems:
+        raise TypeError("a memory system's context() returned a MemoryContext whose " + "; ".join(problems))
+    return value
 
 
 def actor_input(context: MemoryContext, question: Question | QuestionView, counter: TokenCounter
@@ -133,7 +152,7 @@ def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> 
             turn, session or listed document of the history (each named).
     """
     ranked = tuple(context.ranked_ids or ())
-    corpus = tuple(context.corpus_ids) if context.corpus_ids is not None else ranked
+    corpus = tuple(context.corpus_ids) if context.corpus_ids is not None else _default_corpus(ranked, history)
     if repeated := _repeated(ranked):
         raise SeamError(f"memory={system} ranked {_named(repeated)} more than once: a ranking names each document "
                         "once")
@@ -165,6 +184,15 @@ def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> 
                         "history: use the view's ids (TurnView.id, SessionView.id), or list a document's turns in "
                         "MemoryContext.documents")
     return ranked, corpus, holds
+
+
+def _default_corpus(ranked: tuple[str, ...], history: HistoryView) -> tuple[str, ...]:
+    """What a ranking without ``corpus_ids`` searched: every session of the history when it ranks sessions, every turn
+    when it ranks turns (so evidence it left unranked counts as missed), else the ranking itself."""
+    for ids in ([s.id for s in history.sessions], [t.id for s in history.sessions for t in s.turns]):
+        if ranked and set(ranked) <= set(ids):
+            return (*ranked, *(i for i in ids if i not in set(ranked)))
+    return ranked
 
 
 def _upstream_rule(question: Question) -> bool:
@@ -258,8 +286,9 @@ def checked_unchanged(system: MemorySystemBase, build: SystemBuild) -> None:
     """Fail the question if answering it changed the memory (a shared memory's answers would depend on question
     order, and a reused one would not be the memory its key names)."""
     if build.digest is not None and system.memory_digest(build.memory) != build.digest:
-        raise SeamError(f"memory={system.name} changed its memory while answering (context() must leave the memory "
-                        "ingest built as it was: keep per-question state elsewhere)")
+        raise SeamError(f"memory={system.name} changed its memory while answering (this question's context(), or "
+                        "another's on the same shared memory: context() must leave the memory ingest built as it "
+                        "was; keep per-question state elsewhere)")
 
 
 async def system_answer_and_judge(

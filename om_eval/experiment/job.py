@@ -337,7 +337,8 @@ class RunJob:
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge,
                    recorder: BatchedRecorder) -> None:
-        ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, question.question_id, record))
+        asked = question.question_id  # the sink keeps the id, not the question: services reach the ledger
+        ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, asked, record))
         scoped = client.with_ledger(ledger)
         baseline = self.spec.baseline
         item: dict[str, Any] = {
@@ -440,7 +441,8 @@ class RunJob:
         actor = spec.actor
         if system.max_output_tokens is not None:
             actor = replace(actor, max_output_tokens=system.max_output_tokens)
-        return await system_answer_and_judge(question, system, build, services=services, client=client,
+        return await system_answer_and_judge(question, system, build, services=replace(services, answering=True),
+                                             client=client,
                                              actor=actor, judge=judge, counter=self.counter, history=history,
                                              ingest_calls=ingest)
 

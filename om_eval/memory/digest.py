@@ -11,9 +11,13 @@ object within one process, so sets and dicts are read in their own order.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import io
+import logging
 import threading
 import types
+import weakref
+from collections import deque
 from typing import Any
 
 import xxhash
@@ -23,6 +27,8 @@ _OPAQUE: tuple[type, ...] = (
     types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType, type, types.CoroutineType,
     types.GeneratorType, asyncio.AbstractEventLoop, asyncio.Future, asyncio.Lock, asyncio.Event, asyncio.Condition,
     asyncio.Semaphore, threading.Thread, io.IOBase, type(threading.Lock()), type(threading.RLock()),
+    threading.Condition, threading.Semaphore, threading.Event, concurrent.futures.Future,
+    concurrent.futures.Executor, logging.Logger, weakref.ref,
 )
 
 
@@ -54,9 +60,15 @@ def state_digest(value: Any) -> str:
             continue
         seen.add(id(item))
         update(b"<" + kind.__qualname__.encode())
-        if kind.__module__ == "numpy" and hasattr(item, "tobytes"):
+        if kind.__module__.startswith("numpy") and hasattr(item, "tobytes"):
             update(repr((getattr(item, "dtype", None), getattr(item, "shape", None))).encode())
-            update(item.tobytes())
+            if getattr(getattr(item, "dtype", None), "hasobject", False):
+                stack.extend(item.ravel().tolist())  # object arrays hold references: read what they point to
+            else:
+                update(item.tobytes())
+            mask = getattr(item, "mask", None)  # a masked array's mask is state too
+            if mask is not None and mask is not item:
+                stack.append(mask)
             continue
         if isinstance(item, dict):
             update(b"d%d" % len(item))
@@ -64,9 +76,9 @@ def state_digest(value: Any) -> str:
                 stack.append(val)
                 stack.append(key)
             continue
-        if isinstance(item, list | tuple | set | frozenset):
+        if isinstance(item, list | tuple | set | frozenset | deque):
             update(b"l%d" % len(item))
-            stack.extend(reversed(list(item)) if isinstance(item, list | tuple) else item)
+            stack.extend(reversed(list(item)) if not isinstance(item, set | frozenset) else item)
             continue
         attributes = getattr(item, "__dict__", None)
         if isinstance(attributes, dict):

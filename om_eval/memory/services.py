@@ -65,11 +65,13 @@ class HarnessServices(TurnRecording):
     declares_observer: bool = True
     """The system sets ``uses_observer_model`` (a missing model is then the run's to name, not the system's)."""
     declares_embedding: bool = True
+    answering: bool = False
+    """Lent to ``context`` (answer cost): calls default to stage ``query`` and may not claim an ingest stage."""
 
     def count_tokens(self, text: str) -> int:
         return self.counter.count_text(text)
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage = "observer") -> str:
+    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage | None = None) -> str:
         if self.observer is None:
             if not self.declares_observer:
                 raise ConfigError(f"memory={self.system} calls services.complete, but does not say it uses a chat "
@@ -78,13 +80,13 @@ class HarnessServices(TurnRecording):
             raise ConfigError(f"memory={self.system} asked for a model, but the run gives it none "
                               "(models.observer)", option="models.observer")
         model: ChatModel = self.client
-        checked = _check_stage(self.system, "complete", stage, CHAT_STAGES)
+        checked = self._stage("complete", stage, "observer", CHAT_STAGES)
         reply = await model.complete([dict(m) for m in messages], stage=checked, settings=self.observer)
         if self.turns is not None:
-            self.turns.charge(stage, reply.prompt_tokens, reply.completion_tokens)
+            self.turns.charge(checked, reply.prompt_tokens, reply.completion_tokens)
         return reply.text
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage = "retrieval"
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage | None = None
                     ) -> list[list[float]]:
         if not self.declares_embedding:
             raise ConfigError(f"memory={self.system} calls services.embed, but does not say it embeds: set "
@@ -94,10 +96,19 @@ class HarnessServices(TurnRecording):
         if name is None:
             raise ConfigError(f"memory={self.system} asked for embeddings, but the run gives it no model "
                               "(models.embedding)", option="models.embedding")
-        checked = _check_stage(self.system, "embed", stage, EMBEDDING_STAGES)
+        checked = self._stage("embed", stage, "retrieval", EMBEDDING_STAGES)
         if not texts:
             return []
         options = self.embedder.provider_options if self.embedder is not None and name == self.embedder.model else {}
         vectors: list[list[float]] = await self.client.embed(list(texts), model=name, stage=checked, options=options)
         return vectors
+
+    def _stage(self, call: str, stage: Stage | None, building: Stage, allowed: Sequence[str]) -> Stage:
+        """The stage a call is recorded under: given, or by the phase (``building`` while ingesting, ``query`` while
+        answering); an ingest stage claimed while answering is refused, so the cost split cannot be blurred."""
+        chosen = stage if stage is not None else ("query" if self.answering else building)
+        if self.answering and chosen != "query":
+            raise ValueError(f"memory={self.system} called services.{call}(stage={chosen!r}) while answering: a call "
+                             "made in context() is answer cost, stage 'query' (the default there)")
+        return _check_stage(self.system, call, chosen, allowed)
 

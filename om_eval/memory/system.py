@@ -40,8 +40,9 @@ __all__ = [
     "Stage",
 ]
 
-#: The stages a memory system's chat calls may name (both build a memory: ingest cost).
-CHAT_STAGES: tuple[Stage, ...] = ("observer", "reflector")
+#: The stages a memory system's chat calls may name: ``observer`` and ``reflector`` build a memory (ingest cost),
+#: ``query`` answers a question (a call made in ``context``: rewriting a query, reranking).
+CHAT_STAGES: tuple[Stage, ...] = ("observer", "reflector", "query")
 #: The stages its embeddings may name: ``retrieval`` indexes a history (ingest), ``query`` searches it for a question
 #: (answer cost).
 EMBEDDING_STAGES: tuple[Stage, ...] = ("retrieval", "query")
@@ -97,16 +98,17 @@ class MemoryServices(Protocol):
         """Tokens of ``text`` with the run's tokenizer."""
         ...
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage = "observer") -> str:
-        """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``).
-        Only for a system that sets ``uses_observer_model = True``."""
+    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage | None = None) -> str:
+        """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``:
+        by default ``observer`` in ``ingest`` and ``query`` in ``context``). Only for a system that sets
+        ``uses_observer_model = True``."""
         ...
 
-    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage = "retrieval"
+    async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage | None = None
                     ) -> list[list[float]]:
         """One vector per text from ``model`` (default the run's ``models.embedding``), cached, in the ledger under
-        ``stage``: ``retrieval`` to build an index (ingest), ``query`` for what a question searches with. Only for a
-        system that sets ``uses_embedding_model = True``."""
+        ``stage``: by default ``retrieval`` in ``ingest`` (building an index) and ``query`` in ``context`` (what a
+        question searches with). Only for a system that sets ``uses_embedding_model = True``."""
         ...
 
     @property

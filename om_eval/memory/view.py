@@ -6,7 +6,7 @@ unused: reading ``view.answer`` or ``turn.has_answer`` raises :class:`AttributeE
 
 Every session and turn has an ``id`` unique within its history. A retrieval system ranks these ids (or ids of its
 own documents, mapped to them): the harness grades the ranking against the gold
-(:func:`~om_eval.bench.seam.grade_retrieval`).
+(:func:`~om_eval.bench.seam.grade_ranking`).
 """
 
 from __future__ import annotations

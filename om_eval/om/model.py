@@ -24,7 +24,8 @@ Stage = Literal["observer", "reflector", "retrieval", "actor", "recall", "query"
 """Why a model was called, as the ledger records it. Building a memory (ingest cost): ``observer`` and
 ``reflector`` (OM's agents, and any memory system's own chat calls), ``retrieval`` (embedding a history to index
 it). Answering and grading (answer cost): ``query`` (embedding what a question searches with), ``actor``, ``recall``
-(the actor's memory tool) and ``judge``."""
+(the actor's memory tool) and ``judge``. A memory system's own call in ``context`` (a query rewritten, results
+reranked) is ``query`` too."""
 INGEST_STAGES: tuple[Stage, ...] = ("observer", "reflector", "retrieval")
 """The stages whose calls build a memory; every other stage answers or grades."""
 ChatMessage = Mapping[str, Any]

@@ -17,7 +17,7 @@ from om_eval.bench.baseline import EVIDENCE_STATUS_TEXT as BASELINE_STATUS_TEXT
 from om_eval.bench.judging.probes import PROBE_KINDS
 from om_eval.bench.pipeline import hypothesis_hash, unpack_messages
 from om_eval.report.agreement import judge_name
-from om_eval.report.systems import retrieval_text
+from om_eval.report.systems import memory_system_of, retrieval_text
 from om_eval.store.catalog import Catalog
 
 __all__ = ["EVIDENCE_STATUS_TEXT", "find_question", "find_run", "question_detail", "run_details"]
@@ -33,8 +33,8 @@ EVIDENCE_STATUS_TEXT = {
     "lost_at_reflection": "lost at reflection",
     "not_captured": "not captured",
     "in_raw_tail": "never observed (raw tail)",
-    "retrieved": "retrieved (in the top k)",
-    "not_retrieved": "not retrieved (outside the top k)",
+    "retrieved": "ranked in the top k",
+    "not_retrieved": "not ranked in the top k",
     **BASELINE_STATUS_TEXT,
 }
 _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "gold_answer", "question_date",
@@ -225,7 +225,7 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
         trace["status_text"] = EVIDENCE_STATUS_TEXT.get(trace["status"], trace["status"])
     messages = unpack_messages(item.get("actor_prompt"))
     return {
-        "run": {name: run.get(name) for name in _RUN_FIELDS},
+        "run": {**{name: run.get(name) for name in _RUN_FIELDS}, "memory_system": memory_system_of(run)},
         "item": {**{name: item.get(name) for name in _ITEM_FIELDS}, "retrieval": retrieval_text(item.get("retrieval")),
                  "system_detail": json.loads(item["detail"]) if item.get("detail") else {}},
         "evidence": evidence,

@@ -67,7 +67,7 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     if item.get("haystack_id"):
         console.print(f"memory shared by every question of {escape(str(item['haystack_id']))}")
     built = "reused" if item["reused_memory"] else "built"
-    om = run.get("memory_system") in (None, "om")
+    om = run.get("memory_system", "om") == "om"
     if om:
         console.print(f"memory {item['memory_key']} ({built}): "
                       f"{item['observations']} observation and {item['reflections']} reflection calls · history "

@@ -57,7 +57,7 @@ from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows, clip
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
 from om_eval.report.plots import variant_colors
-from om_eval.report.systems import ANSWER, INGEST, OM, budget_warnings, stage_usage
+from om_eval.report.systems import ANSWER, INGEST, OM, budget_warnings, memory_system_of, stage_usage
 from om_eval.report.tables import (
     CAVEAT_MARK,
     Accuracy,
@@ -302,7 +302,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
             "id": row.run_id, "short": row.short_id, "label": row.label, "variant": row.variant,
             "color": colors[row.variant], "caveat": row.caveat, "judge": _judge_name(row),
             "memory": memory_name(row),
-            "system": run.get("memory_system") or "om",
+            "system": memory_system_of(run),
             "dataset": run.get("dataset_name"),
             "models": _models(run, row),
             "n_items": row.n_items, "n_expected": row.n_expected, "complete": row.complete,

@@ -69,10 +69,11 @@ def test_the_harness_grades_a_ranking_of_session_ids_as_longmemeval_does() -> No
             record["metrics"]["ndcg_any@5"]) == expected
 
 
-def test_a_ranking_of_turn_ids_is_graded_turn_by_turn_and_the_corpus_defaults_to_the_ranking() -> None:
+def test_a_ranking_of_turn_ids_is_graded_turn_by_turn_and_the_corpus_defaults_to_every_turn() -> None:
     context = MemoryContext(ranked_ids=("filler_x#0:0", "answer_a#1:1", "answer_a#1:0"))
     graded = grade_ranking("plugin", context, THREE, VIEW)
-    assert graded.correct == ("answer_a#1:0",) and graded.corpus == context.ranked_ids
+    assert graded.correct == ("answer_a#1:0",)
+    assert graded.corpus == (*context.ranked_ids, "filler_x#0:1", "filler_y#2:0", "filler_y#2:1")
     [trace] = retrieval_traces(graded, THREE, 2)
     assert (trace.session_index, trace.turn_index, trace.status) == (1, 0, "not_retrieved")
     assert retrieval_traces(graded, THREE, 3)[0].status == "retrieved"
@@ -178,3 +179,22 @@ def test_without_upstreams_ids_a_document_is_evidence_when_a_turn_it_holds_is(gr
 
     marked = [n for n, d in enumerate(documents) if d.value_turns and any(t.has_answer for t in holds(d))]
     assert _graded_positions(question, granularity) == marked
+
+
+def test_evidence_a_ranking_left_out_counts_as_missed_not_as_no_evidence() -> None:
+    graded = grade_ranking("plugin", MemoryContext(ranked_ids=("filler_x#0",)), THREE, VIEW)
+    assert graded.corpus == ("filler_x#0", "answer_a#1", "filler_y#2") and graded.correct == ("answer_a#1",)
+    metrics = json.loads(retrieval_record(graded, THREE, 1))["metrics"]
+    assert metrics["recall_any@1"] == metrics["recall_all@50"] == 0.0
+
+
+@pytest.mark.parametrize(("context", "named"), [
+    (MemoryContext(ranked_ids="answer_a#1"), "ranked_ids must be a sequence of str ids"),  # type: ignore[arg-type]
+    (MemoryContext(ranked_ids=("d",), documents={"d": "answer_a#1:0"}),  # type: ignore[dict-item]
+     "documents must map each document id to a tuple of turn ids"),
+    (MemoryContext(memory="x", detail=["hits"]), "detail must be a mapping"),  # type: ignore[arg-type]
+    (MemoryContext(messages=({"content": "x"},)), "messages must be mappings with a role and a content"),
+])
+def test_a_malformed_context_is_named_before_the_actor_is_paid(context: MemoryContext, named: str) -> None:
+    with pytest.raises(TypeError, match=named):
+        as_context(context)
