@@ -133,6 +133,18 @@ class GradedRanking:
     """The (session index, turn position) of every turn each id holds."""
 
 
+@dataclass(frozen=True)
+class CheckedRanking:
+    """A ranking :func:`check_ranking` accepted, with what each of its ids holds."""
+
+    ranked: tuple[str, ...]
+    corpus: tuple[str, ...]
+    holds: Mapping[str, tuple[tuple[int, int], ...]]
+    """The (session index, turn position) of every turn each id holds."""
+    turns: frozenset[str]
+    """The ids that are a turn ranked by its own id (graded turn by turn, not as a document)."""
+
+
 def _named(ids: Sequence[str]) -> str:
     shown = ", ".join(repr(i) for i in ids[:NAMED_IDS])
     return shown + (f" and {len(ids) - NAMED_IDS} more" if len(ids) > NAMED_IDS else "")
@@ -140,11 +152,15 @@ def _named(ids: Sequence[str]) -> str:
 
 def _repeated(ids: Sequence[str]) -> list[str]:
     seen: set[str] = set()
-    return [i for i in ids if i in seen or seen.add(i)]  # type: ignore[func-returns-value]
+    twice = []
+    for i in ids:
+        if i in seen:
+            twice.append(i)
+        seen.add(i)
+    return twice
 
 
-def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> tuple[
-        tuple[str, ...], tuple[str, ...], dict[str, tuple[tuple[int, int], ...]]]:
+def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> CheckedRanking:
     """The ranking, the corpus and the turns each id holds, once the ranking is one the system can have made.
 
     Raises:
@@ -165,6 +181,7 @@ def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> 
     turns = {t.id: (s.index, position) for s in history.sessions for position, t in enumerate(s.turns)}
     sessions = {s.id: tuple((s.index, position) for position in range(len(s.turns))) for s in history.sessions}
     holds: dict[str, tuple[tuple[int, int], ...]] = {}
+    single: set[str] = set()
     unknown: list[str] = []
     for doc in corpus:
         if doc in context.documents:
@@ -175,6 +192,7 @@ def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> 
             holds[doc] = tuple(turns[t] for t in members)
         elif doc in turns:
             holds[doc] = (turns[doc],)
+            single.add(doc)
         elif doc in sessions:
             holds[doc] = sessions[doc]
         else:
@@ -183,15 +201,16 @@ def check_ranking(system: str, context: MemoryContext, history: HistoryView) -> 
         raise SeamError(f"memory={system} ranked or searched {_named(unknown)}, which name no turn or session of the "
                         "history: use the view's ids (TurnView.id, SessionView.id), or list a document's turns in "
                         "MemoryContext.documents")
-    return ranked, corpus, holds
+    return CheckedRanking(ranked, corpus, holds, frozenset(single))
 
 
 def _default_corpus(ranked: tuple[str, ...], history: HistoryView) -> tuple[str, ...]:
     """What a ranking without ``corpus_ids`` searched: every session of the history when it ranks sessions, every turn
     when it ranks turns (so evidence it left unranked counts as missed), else the ranking itself."""
+    chosen = set(ranked)
     for ids in ([s.id for s in history.sessions], [t.id for s in history.sessions for t in s.turns]):
-        if ranked and set(ranked) <= set(ids):
-            return (*ranked, *(i for i in ids if i not in set(ranked)))
+        if chosen and chosen <= set(ids):
+            return (*ranked, *(i for i in ids if i not in chosen))
     return ranked
 
 
@@ -226,20 +245,19 @@ def grade_ranking(system: str, context: MemoryContext, question: Question, histo
     A turn ranked by its own id is evidence when it is marked ``has_answer``. A session, or a document of the
     system's own, is graded as LongMemEval grades a document: :func:`_document_is_evidence`.
     """
-    ranked, corpus, holds = check_ranking(system, context, history)
+    checked = check_ranking(system, context, history)
     by_upstream = _upstream_rule(question)
     sessions = {s.index: s for s in question.sessions}
-    turn_ids = {t.id for s in history.sessions for t in s.turns}
     correct = []
-    for doc in corpus:
-        if doc in turn_ids and doc not in context.documents:
-            index, position = holds[doc][0]
+    for doc in checked.corpus:
+        if doc in checked.turns:
+            index, position = checked.holds[doc][0]
             evidence = bool(sessions[index].turns[position].has_answer)
         else:
-            evidence = _document_is_evidence(question, holds[doc], by_upstream, sessions)
+            evidence = _document_is_evidence(question, checked.holds[doc], by_upstream, sessions)
         if evidence:
             correct.append(doc)
-    return GradedRanking(ranked, corpus, tuple(correct), holds)
+    return GradedRanking(checked.ranked, checked.corpus, tuple(correct), checked.holds)
 
 
 def retrieval_record(graded: GradedRanking | None, question: Question, top_k: int | None) -> str | None:

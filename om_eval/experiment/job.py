@@ -442,9 +442,8 @@ class RunJob:
         if system.max_output_tokens is not None:
             actor = replace(actor, max_output_tokens=system.max_output_tokens)
         return await system_answer_and_judge(question, system, build, services=replace(services, answering=True),
-                                             client=client,
-                                             actor=actor, judge=judge, counter=self.counter, history=history,
-                                             ingest_calls=ingest)
+                                             client=client, actor=actor, judge=judge, counter=self.counter,
+                                             history=history, ingest_calls=ingest)
 
     def _reader_counter(self) -> Any:
         """The baseline reader's token counter (built once; OM's counter stays ``self.counter``)."""

@@ -83,19 +83,27 @@ def state_digest(value: Any) -> str:
         attributes = getattr(item, "__dict__", None)
         if isinstance(attributes, dict):
             stack.append(attributes)
-        for slot in _slots(kind):
+        slots = _slots(kind)
+        for slot in slots:
             if hasattr(item, slot):
                 stack.append(getattr(item, slot))
                 stack.append(slot)
-        if attributes is None and not _slots(kind):
+        if attributes is None and not slots:
             update(repr(item).encode("utf-8", "surrogatepass"))  # an object with no reachable state of its own
     return hasher.hexdigest()
 
 
+#: Slot names by class, read once: a memory holds thousands of objects of a few classes.
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
 def _slots(kind: type) -> tuple[str, ...]:
+    if (known := _SLOTS.get(kind)) is not None:
+        return known
     names: list[str] = []
     for klass in kind.__mro__:
         declared = klass.__dict__.get("__slots__", ())
         names += [declared] if isinstance(declared, str) else [n for n in declared if n not in ("__dict__",
                                                                                                  "__weakref__")]
-    return tuple(names)
+    _SLOTS[kind] = tuple(names)
+    return _SLOTS[kind]

@@ -39,13 +39,6 @@ class TurnRecording:
             self.turns.record(parts, at, reply)
 
 
-def _check_stage(system: str, call: str, stage: str, allowed: Sequence[str]) -> Stage:
-    if stage not in allowed:
-        raise ValueError(f"memory={system} called services.{call}(stage={stage!r}): a system's calls are staged as "
-                         f"{', '.join(allowed)}")
-    return stage  # type: ignore[return-value]  # checked against the Stage values just above
-
-
 @dataclass
 class HarnessServices(TurnRecording):
     """The run's models and tokenizer, handed to a memory system; every call lands in the question's ledger."""
@@ -110,5 +103,8 @@ class HarnessServices(TurnRecording):
         if self.answering and chosen != "query":
             raise ValueError(f"memory={self.system} called services.{call}(stage={chosen!r}) while answering: a call "
                              "made in context() is answer cost, stage 'query' (the default there)")
-        return _check_stage(self.system, call, chosen, allowed)
+        if chosen not in allowed:
+            raise ValueError(f"memory={self.system} called services.{call}(stage={chosen!r}): a system's calls are "
+                             f"staged as {', '.join(allowed)}")
+        return chosen
 

@@ -46,7 +46,7 @@ _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "go
                 "raw_tail_tokens", "haystack_id", "score",
                 "corrected_answer", "corrected_score", "corrected_label", "tool_calls", "context_tokens")
 _RUN_FIELDS = ("run_id", "label", "experiment", "dataset_name", "observer_model", "reflector_model",
-               "actor_model", "judge_model", "judge_mode", "official", "benchmark", "memory_system")
+               "actor_model", "judge_model", "judge_mode", "official", "benchmark")
 
 
 #: The id a question's memory is stored under (its haystack's, when questions share one).
@@ -216,6 +216,17 @@ def recall_calls(steps_text: str | None, messages: Sequence[Mapping[str, Any]] |
     return [{**step, "result": results.get(step["call_id"])} for step in json.loads(steps_text)]
 
 
+def figures_text(figures: Mapping[str, Any]) -> str:
+    """A system's own figures for an answer (``items.detail``) as one line, for ``show`` and ``view``.
+
+    >>> figures_text({"hits": 3, "shown_messages": 9, "by_day": {"a": 1}})
+    'hits 3 · shown messages 9 · by day {"a": 1}'
+    """
+    return " · ".join(f"{str(key).replace('_', ' ')} "
+                      f"{json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value}"
+                      for key, value in figures.items())
+
+
 def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: str | None,
               events: list[dict[str, Any]], judgments: Sequence[Mapping[str, Any]],
               probes: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
@@ -224,10 +235,11 @@ def _assemble(run: Mapping[str, Any], item: Mapping[str, Any], snapshot_text: st
     for trace in evidence or []:
         trace["status_text"] = EVIDENCE_STATUS_TEXT.get(trace["status"], trace["status"])
     messages = unpack_messages(item.get("actor_prompt"))
+    own = json.loads(item["detail"]) if item.get("detail") else {}
     return {
         "run": {**{name: run.get(name) for name in _RUN_FIELDS}, "memory_system": memory_system_of(run)},
         "item": {**{name: item.get(name) for name in _ITEM_FIELDS}, "retrieval": retrieval_text(item.get("retrieval")),
-                 "system_detail": json.loads(item["detail"]) if item.get("detail") else {}},
+                 "system_detail": own, "system_figures": figures_text(own)},
         "evidence": evidence,
         "memory": _generations(snapshot),
         "events": events,

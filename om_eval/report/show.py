@@ -110,13 +110,12 @@ def system_line(system: str, item: Mapping[str, Any], built: str) -> str:
     """A system's own figures for one answer (``items.detail``), with the memory it was answered from.
 
     >>> system_line("rag_mastra", {"memory_key": "rag_mastra:ab-cd", "history_tokens": 120,
-    ...                            "system_detail": {"hits": 3, "shown_messages": 9}}, "built")
+    ...                            "system_figures": "hits 3 · shown messages 9"}, "built")
     'memory rag_mastra:ab-cd (built) · history 120 tokens · rag_mastra: hits 3 · shown messages 9'
     """
     from rich.markup import escape
 
-    figures = " · ".join(f"{str(key).replace('_', ' ')} {value}" for key, value in
-                         (item.get("system_detail") or {}).items())
+    figures = item.get("system_figures")
     return escape(f"memory {item['memory_key']} ({built}) · history {item['history_tokens']} tokens · {system}"
                   + (f": {figures}" if figures else ""))
 
