@@ -1,7 +1,8 @@
-"""Baseline readers: a long-context model answers from the chat sessions themselves, with no memory system.
+"""Baseline readers' layout: a long-context model answers from the chat sessions themselves, with no memory system.
 
 These are LongMemEval's own reference points (longmemeval-reference §2.4, §3): ``full_context`` shows the reader
-the whole haystack, ``oracle`` only the evidence sessions (``answer_session_ids``). The layout follows the
+the whole haystack, ``oracle`` only the evidence sessions (``answer_session_ids``). Both run through the memory
+seam as systems (:mod:`om_eval.systems.readers`); this module holds their settings and layout. The layout follows the
 official reader in our own words (``prompts/baseline.toml``): one user message with the instructions, the
 sessions oldest first (each under a numbered header with its date, the turns as JSON or as ``role: text``
 blocks, ``has_answer`` never shown), then the current date and the question.
@@ -27,21 +28,16 @@ import json
 import re
 import tomllib
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from om_eval.bench.answer import ask_actor
-from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
-from om_eval.data.records import HaystackSession, Question
-from om_eval.om.config import ConfigError, ModelSettings
-from om_eval.om.prompts import text_hash
+from om_eval.data.records import HaystackSession
+from om_eval.memory.view import SessionView
+from om_eval.om.config import ConfigError
 from om_eval.om.tokens import TokenCounter
-
-if TYPE_CHECKING:
-    from om_eval.bench.judging.judge import AnswerAndJudgeClient
 
 READERS = ("none", "full_context", "oracle")
 FORMATS = ("json", "nl")
@@ -123,13 +119,7 @@ def render_template(template: str, **values: object) -> str:
     return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0), template)
 
 
-def reader_sessions(question: Question, reader: str) -> list[HaystackSession]:
-    """The sessions the reader sees, oldest first: all of them, or (``oracle``) the evidence sessions only."""
-    sessions = question.sessions_by_date()
-    return [s for s in sessions if s.is_evidence] if reader == "oracle" else sessions
-
-
-def turn_texts(session: HaystackSession, fmt: str) -> list[str]:
+def turn_texts(session: HaystackSession | SessionView, fmt: str) -> list[str]:
     """Each turn as it appears in the prompt (without ``has_answer``)."""
     if fmt == "json":
         return [json.dumps({"role": t.role, "content": t.content}) for t in session.turns]
@@ -137,7 +127,7 @@ def turn_texts(session: HaystackSession, fmt: str) -> list[str]:
     return [render_template(template, role=t.role, content=t.content.strip()) for t in session.turns]
 
 
-def render_session(number: int, session: HaystackSession, fmt: str) -> str:
+def render_session(number: int, session: HaystackSession | SessionView, fmt: str) -> str:
     """One session block: a numbered header with its date, then its turns (JSON list, or ``role: text`` blocks)."""
     turns = turn_texts(session, fmt)
     content = "[" + ", ".join(turns) + "]" if fmt == "json" else "".join(turns)
@@ -180,111 +170,3 @@ def truncate_blocks(blocks: Sequence[str], budget: int, counter: TokenCounter, k
         used += tokens
     text = "".join(kept) if keep == "start" else "".join(reversed(kept))
     return text if counter.count_text(text) <= budget else _fit(text, budget, counter, keep)
-
-
-@dataclass(frozen=True)
-class ReaderPrompt:
-    """What the baseline reader is sent, and how much of the history it kept."""
-
-    messages: tuple[dict[str, str], ...]
-    sessions: tuple[HaystackSession, ...]
-    """The sessions chosen for the reader, oldest first (before truncation)."""
-    history: str
-    """The history text as shown (after truncation)."""
-    history_tokens: int
-    """Tokens of the whole history before truncation."""
-    shown_tokens: int
-    """Tokens of the history as shown."""
-
-    @property
-    def truncated(self) -> bool:
-        return self.shown_tokens < self.history_tokens
-
-
-def reader_prompt(question: Question, config: BaselineConfig, counter: TokenCounter) -> ReaderPrompt:
-    """The reader's single user message for ``question``: instructions, sessions, current date and question."""
-    sessions = reader_sessions(question, config.reader)
-    blocks = [render_session(i, s, config.format) for i, s in enumerate(sessions, 1)]
-    full = "".join(blocks)
-    history = truncate_blocks(blocks, config.history_budget, counter, config.keep)
-    content = render_template(baseline_prompts()["prompt"], sessions=history, question_date=question.question_date_text,
-                      question=question.question)
-    return ReaderPrompt(({"role": "user", "content": content},), tuple(sessions), history,
-                        counter.count_text(full), counter.count_text(history))
-
-
-def trace_reader_evidence(question: Question, prompt: ReaderPrompt, fmt: str) -> list[EvidenceTrace]:
-    """Where each evidence turn went: shown whole to the reader, or (partly) cut by the truncation."""
-    shown = {s.key for s in prompt.sessions}
-    answer = question.answer_text.lower()
-    traces = []
-    for session in question.sessions:
-        texts = turn_texts(session, fmt)
-        for turn_index, turn in enumerate(session.turns):
-            if not turn.has_answer:
-                continue
-            seen = session.key in shown and texts[turn_index] in prompt.history
-            traces.append(EvidenceTrace(
-                session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],
-                IN_READER_PROMPT if seen else TRUNCATED_AWAY, (), seen and answer in turn.content.lower(),
-            ))
-    return traces
-
-
-def reader_settings(actor: ModelSettings, config: BaselineConfig) -> ModelSettings:
-    """The actor's model and sampling, with the reader's answer budget."""
-    return replace(actor, max_output_tokens=config.max_tokens)
-
-
-async def read_and_judge(question: Question, config: BaselineConfig, *, client: AnswerAndJudgeClient,
-                         reader: ModelSettings, judge: Any, counter: TokenCounter) -> Any:
-    """Answer ``question`` with the baseline reader and grade the answer with ``judge``.
-
-    The reader's call goes through ``client`` as the ``actor`` stage (same cache, ledger and reply checks as the
-    OM actor). Returns a :class:`~om_eval.bench.pipeline.QuestionRun` whose memory columns say no memory was
-    built: 0 observer and reflector calls, no observation tokens.
-
-    Raises:
-        AnswerError: the reader's reply is empty, degenerate or cut off; it is not cached.
-    """
-    from om_eval.bench.judging.judge import judge_answer
-    from om_eval.bench.pipeline import QuestionRun, pack_messages
-
-    prompt = reader_prompt(question, config, counter)
-    settings = reader_settings(reader, config)
-    messages = list(prompt.messages)
-    reply = await ask_actor(client, messages, settings, question.question_id)
-    hypothesis = reply.text.strip()
-    verdict = await judge_answer(judge, client, question, hypothesis)
-    evidence = [asdict(t) for t in trace_reader_evidence(question, prompt, config.format)]
-    joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
-    return QuestionRun(
-        question_id=question.question_id, question_type=question.question_type,
-        is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label,
-        judge_status=verdict.status, judge_reply=verdict.reply, memory_key=config.memory_key, reused_memory=False,
-        observer_calls=0, reflector_calls=0, observations=0, reflections=0, history_tokens=prompt.history_tokens,
-        observation_tokens=None, pending_tokens=None, compression_ratio=None,
-        actor_prompt_tokens=reply.prompt_tokens, actor_completion_tokens=reply.completion_tokens,
-        actor_prompt_hash=text_hash(joined), error=verdict.error, question=question.question,
-        gold_answer=question.answer_text, question_date=question.question_date_text,
-        actor_prompt=pack_messages(messages), evidence=json.dumps(evidence, ensure_ascii=False),
-        judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
-        context_tokens=prompt.shown_tokens,
-        turns=_turns(question, config, counter),
-    )
-
-
-def _turns(question: Question, config: BaselineConfig, counter: TokenCounter) -> str | None:
-    """The full-context reader's turns as an agent shown its whole history would take them (the oracle reader
-    is no agent: it is shown the answer's sessions, known only once the question is asked)."""
-    if config.reader != "full_context":
-        return None
-    from om_eval.bench.answer import actor_prompts
-    from om_eval.bench.replay import haystack_messages
-    from om_eval.bench.turn_costs import reader_turns, shared_table
-
-    key = ("full_context", question.haystack_id, config.history_budget, config.keep,
-           getattr(counter, "name", "")) if question.haystack_id else None
-    return shared_table(key, lambda: reader_turns(haystack_messages(question), counter,
-                                                  actor_prompts()["instructions"], config.history_budget,
-                                                  config.keep))

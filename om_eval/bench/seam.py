@@ -22,7 +22,7 @@ from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
 from om_eval.data.records import Question, Turn
 from om_eval.memory.system import MemoryContext, MemorySystemBase
-from om_eval.memory.view import HistoryView, QuestionView, question_view
+from om_eval.memory.view import HistoryView, QuestionView, question_view, turn_id_of
 from om_eval.om.config import ModelSettings
 from om_eval.om.prompts import fill, text_hash
 from om_eval.om.tokens import TokenCounter
@@ -93,7 +93,7 @@ def as_context(value: MemoryContext | str | None) -> MemoryContext:
     if value.messages is not None and not all(isinstance(m, Mapping) and {"role", "content"} <= set(m)
                                               for m in value.messages):
         problems.append("messages must be mappings with a role and a content")
-    for name in ("ranked_ids", "corpus_ids"):
+    for name in ("ranked_ids", "corpus_ids", "shown_ids"):
         ids = getattr(value, name)
         if ids is not None and (isinstance(ids, str) or not all(isinstance(i, str) for i in ids)):
             problems.append(f"{name} must be a sequence of str ids")
@@ -297,6 +297,34 @@ def retrieval_traces(graded: GradedRanking, question: Question, top_k: int | Non
     return traces
 
 
+def check_shown(system: str, shown_ids: Sequence[str], history: HistoryView) -> None:
+    """Refuse shown turn ids that are no turn of the history the system was given (each named)."""
+    turns = {t.id for s in history.sessions for t in s.turns}
+    if strangers := [i for i in shown_ids if i not in turns]:
+        raise SeamError(f"memory={system} says it showed {_named(strangers)}, which are not turn ids of the history "
+                        "it was given (TurnView.id)")
+
+
+def shown_traces(shown_ids: Sequence[str], question: Question, history: HistoryView) -> list[EvidenceTrace]:
+    """Where each evidence turn went for a system that shows raw turns: ``in_reader_prompt`` when it showed the turn
+    whole (with whether the turn holds the answer's words), else ``truncated_away`` (cut, or never given)."""
+    from om_eval.bench.baseline import IN_READER_PROMPT, TRUNCATED_AWAY
+
+    shown = set(shown_ids)
+    answer = question.answer_text.lower()
+    traces = []
+    for session in question.sessions:
+        for position, turn in enumerate(session.turns):
+            if not turn.has_answer:
+                continue
+            seen = turn_id_of(session, position) in shown
+            traces.append(EvidenceTrace(session.session_id, session.index, position, turn.role,
+                                        " ".join(turn.content.split())[:160],
+                                        IN_READER_PROMPT if seen else TRUNCATED_AWAY, (),
+                                        seen and answer in turn.content.lower()))
+    return traces
+
+
 # -- answering ----------------------------------------------------------------------------------------------------
 
 
@@ -324,15 +352,20 @@ async def system_answer_and_judge(
     top_k = system.budget().get("top_k")
     k = top_k if isinstance(top_k, int) else None
     graded = grade_ranking(system.name, context, question, history) if context.ranked_ids is not None else None
+    if context.shown_ids is not None:
+        check_shown(system.name, context.shown_ids, history)
     messages, context_tokens = actor_input(context, asked, counter)
     reply = await ask_actor(client, messages, actor, question.question_id)
     hypothesis = reply.text.strip()
     verdict = await judge_answer(judge, client, question, hypothesis)
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     calls = ingest_calls or {}
-    session_turns = (t.content for s in question.sessions for t in s.turns)
-    history_tokens = sum(counter.count_text(text) for text in session_turns)
-    traces = retrieval_traces(graded, question, k) if graded is not None else []
+    # The history the system was given (the oracle reader is given the evidence sessions only).
+    history_tokens = sum(counter.count_text(t.content) for s in history.sessions for t in s.turns)
+    if graded is not None:
+        traces = retrieval_traces(graded, question, k)
+    else:
+        traces = shown_traces(context.shown_ids, question, history) if context.shown_ids is not None else []
     return QuestionRun(
         question_id=question.question_id, question_type=question.question_type,
         is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label,

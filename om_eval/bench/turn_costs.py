@@ -360,66 +360,6 @@ def turn_costs(table: TurnTable, profile: CacheProfile, *, cumulative: bool = Fa
                      tuple(running), tuple(running_uncached), tuple(reads))
 
 
-def reader_turns(messages: Sequence[Message], counter: TokenCounter, instructions: str, budget: int,
-                 keep: str = "start") -> TurnTable:
-    """The turns of an agent that is shown its whole history (the full-context reader), cut to ``budget`` tokens
-    as the reader is: ``keep="start"`` keeps the oldest messages that fit, ``"end"`` the newest.
-
-    A turn's prompt is the instructions, the history it keeps (the messages ``[a, b)``) and the user's message
-    ``i``. Consecutive prompts share the instructions, the history both keep, and the previous user message when
-    it directly follows the kept history (no cut between them): computed from prefix sums, with no comparison.
-    """
-    head = counter.count_text(instructions)
-    tokens = [counter.count_text(m.text()) for m in messages]
-    sums = [0]
-    for count in tokens:
-        sums.append(sums[-1] + count)
-    table = TurnTable()
-    previous: tuple[int, int, int] | None = None
-    for i, message in enumerate(messages):
-        if message.role != "user":
-            continue
-        if sums[i] <= budget:
-            a, b = 0, i
-        elif keep == "start":
-            a, b = 0, _last_fitting(sums, budget, i)
-        else:
-            a, b = _first_fitting(sums, budget, i), i
-        if previous is None or previous[0] != a:
-            shared = head if previous is not None else 0
-        else:
-            _, b0, i0 = previous
-            shared = head + sums[min(b, b0)] - sums[a] + (tokens[i0] if b0 < b and i0 == b0 else 0)
-        reply = tokens[i + 1] if i + 1 < len(messages) and messages[i + 1].role == "assistant" else 0
-        table.append(message.created_at.timestamp(), head + sums[b] - sums[a] + tokens[i], shared, head, reply)
-        previous = (a, b, i)
-    return table
-
-
-def _last_fitting(sums: Sequence[int], budget: int, end: int) -> int:
-    """The largest ``b <= end`` whose first ``b`` messages fit in ``budget``."""
-    low, high = 0, end
-    while low < high:
-        middle = (low + high + 1) // 2
-        if sums[middle] <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return low
-
-
-def _first_fitting(sums: Sequence[int], budget: int, end: int) -> int:
-    """The smallest ``a <= end`` whose messages ``[a, end)`` fit in ``budget``."""
-    low, high = 0, end
-    while low < high:
-        middle = (low + high) // 2
-        if sums[end] - sums[middle] <= budget:
-            high = middle
-        else:
-            low = middle + 1
-    return low
-
-
 def retrieval_turns(messages: Sequence[Message], counter: TokenCounter, instructions: str,
                     context_tokens: int) -> TurnTable:
     """The turns of an agent that retrieves from its history at every turn: the instructions, ``context_tokens``

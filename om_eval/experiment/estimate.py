@@ -32,26 +32,12 @@ class StageEstimate:
     cost_usd: float | None
 
 
-def _history_tokens(dataset: Dataset, *, evidence_only: bool = False) -> list[int]:
+def _history_tokens(dataset: Dataset) -> list[int]:
     return [
-        math.ceil(sum(len(t.content) for s in q.sessions if s.is_evidence or not evidence_only for t in s.turns)
+        math.ceil(sum(len(t.content) for s in q.sessions for t in s.turns)
                   / CHARS_PER_TOKEN)
         for q in dataset.iter_questions()  # one at a time: S and M files are streamed
     ]
-
-
-def _estimate_baseline(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
-    """A baseline reader: one reader call per question (its history cut to the budget) and the judge; no memory."""
-    baseline = spec.baseline
-    totals = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
-    for history in _history_tokens(dataset, evidence_only=baseline.reader == "oracle"):
-        totals["actor"][0] += 1
-        totals["actor"][1] += min(history, baseline.history_budget) + ACTOR_PROMPT_TOKENS
-        totals["actor"][2] += min(200, baseline.max_tokens)
-        totals["judge"][0] += 1
-        totals["judge"][1] += JUDGE_PROMPT_TOKENS
-        totals["judge"][2] += 2
-    return totals
 
 
 #: Texts per embedding request (as the RAG systems send them).
@@ -61,13 +47,17 @@ EMBED_BATCH = 128
 def _estimate_seam(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
     """A system answered through the memory seam: what it shows the actor follows its budget (``top_k`` documents
     of the haystack's average size, or at most ``context_tokens``); ingest calls the observer once per
-    ``buffer_threshold`` tokens of history (``simple_om``) or embeds the history once and each question (RAG)."""
+    ``buffer_threshold`` tokens of history (``simple_om``) or embeds the history once and each question (RAG). A
+    system shown only the evidence sessions (the oracle reader) reads only those."""
     roles = spec.role_models()
-    budget = spec.system().budget()
+    system = spec.system()
+    budget = system.budget()
     options = spec.memory_options
+    evidence_only = system.history_scope == "evidence"
+    answer_tokens = min(200, system.max_output_tokens or 200)
     totals = {stage: [0, 0, 0] for stage in ("observer", "retrieval", "query", "actor", "judge")}
-    for question in dataset.iter_questions():
-        texts = [t.content for s in question.sessions for t in s.turns]
+    for question in dataset.iter_questions():  # one at a time: S and M files are streamed
+        texts = [t.content for s in question.sessions if s.is_evidence or not evidence_only for t in s.turns]
         history = math.ceil(sum(len(t) for t in texts) / CHARS_PER_TOKEN)
         shown = history
         if isinstance(top_k := budget.get("top_k"), int):
@@ -90,7 +80,7 @@ def _estimate_seam(spec: Any, dataset: Dataset) -> dict[str, list[int]]:
             totals["query"][1] += math.ceil(len(question.question) / CHARS_PER_TOKEN)
         totals["actor"][0] += 1
         totals["actor"][1] += shown + ACTOR_PROMPT_TOKENS
-        totals["actor"][2] += 200
+        totals["actor"][2] += answer_tokens
         totals["judge"][0] += 1
         totals["judge"][1] += JUDGE_PROMPT_TOKENS
         totals["judge"][2] += 2
@@ -101,13 +91,10 @@ def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
     """Per-stage forecast of calls, tokens and dollars for running ``spec`` on ``dataset``."""
     obs_cfg, ref_cfg = spec.om.observation, spec.om.reflection
     totals: dict[str, list[int]] = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
-    baseline = getattr(spec, "baseline", None)
     seam = getattr(spec, "through_seam", False)
-    if baseline is not None and baseline.enabled:
-        totals = _estimate_baseline(spec, dataset)
-    elif seam:
+    if seam:
         totals = _estimate_seam(spec, dataset)
-    for history in [] if seam or (baseline is not None and baseline.enabled) else _history_tokens(dataset):
+    for history in [] if seam else _history_tokens(dataset):
         observe_calls = max(1, history // obs_cfg.message_tokens) if (history >= obs_cfg.message_tokens
                                                                         or spec.replay.final_flush) else 0
         observed = history if spec.replay.final_flush else observe_calls * obs_cfg.message_tokens

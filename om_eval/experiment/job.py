@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from om_eval.bench.answer import raw_tail_tokens
-from om_eval.bench.baseline import baseline_prompt_hash, read_and_judge
 from om_eval.bench.benchmark import Benchmark, benchmark_named
 from om_eval.bench.judging.judge import Judge, NoVerdict, ParseRule
 from om_eval.bench.metrics import (
@@ -134,7 +133,8 @@ def _baseline_label(spec: RunSpec) -> str:
     if (spec.resolved.get("run") or {}).get("label") is not None:
         return label  # given by the user
     models = (spec.resolved.get("models") or {}).keys()
-    unused = ("om.", "om=", "prompt=", "prompt.", *(("baseline=", "baseline.") if spec.through_seam else ()),
+    baseline_unused = spec.through_seam and not spec.baseline.enabled  # a reader's options are the baseline group
+    unused = ("om.", "om=", "prompt=", "prompt.", *(("baseline=", "baseline.") if baseline_unused else ()),
               *(f"{form}{role}{sep}" for role in ("observer", "reflector", "embedding") if role not in models
                 for form, sep in (("model@models.", "="), ("models.", "."))))
     kept = [word for word in label.split() if not word.lstrip("+~").startswith(unused)]
@@ -213,7 +213,7 @@ class RunJob:
         except ValueError as error:
             raise ConfigError(f"om.token_estimator={spec.token_estimator!r} is invalid: {error}") from None
         self.system: Any = spec.system() if spec.through_seam else None
-        """The seam's memory system (``None``: OM or a baseline reader, answered by their own paths)."""
+        """The seam's memory system (``None``: OM, answered by its own path)."""
         prompts = spec.mastra_prompts.identity if spec.mastra_prompts is not None else None
         self.memory_key = (seam_memory_key(spec, self.system, self.counter.name) if self.system is not None
                            else memory_hash(spec.om, spec.replay, self.counter.name, prompts))
@@ -228,27 +228,31 @@ class RunJob:
     @property
     def label(self) -> str:
         """The run's name in reports (a baseline's derived label drops the keys only a memory uses)."""
-        if self.spec.baseline.enabled or self.spec.through_seam:
+        if self.spec.through_seam:
             return _baseline_label(self.spec)
         return self.spec.run.label or self.spec.experiment
 
     @property
     def run_memory_key(self) -> str:
-        """What the run records as its memory build: OM's memory hash, ``baseline:<reader>``, or a seam system's
-        ``<name>:<hash>``."""
-        if self.spec.baseline.enabled:
-            return self.spec.baseline.memory_key
+        """What the run records as its memory build: OM's memory hash, or a seam system's ``<name>:<hash>`` (a reader's
+        ``baseline:<reader>``, as it was before the seam)."""
         if self.system is not None:
-            return f"{self.system.name}:{self.memory_key}"
+            pinned = self.system.pinned_identity()
+            return pinned.memory_key if pinned is not None else f"{self.system.name}:{self.memory_key}"
         return self.memory_key
+
+    def history_memory_key(self, question: Question) -> str:
+        """The memory key of one question's history (its item's ``memory_key``)."""
+        pinned = self.system.pinned_identity() if self.system is not None else None
+        if pinned is not None and not pinned.per_history:
+            return pinned.memory_key
+        return f"{self.run_memory_key}-{haystack_hash(question)}"
 
     def memory_budget(self) -> dict[str, Any]:
         """The context budget the actor gets, as the report compares it across runs."""
         spec = self.spec
         if self.system is not None:
             return dict(self.system.budget())
-        if spec.baseline.enabled:
-            return {"context_tokens": spec.baseline.history_budget}
         return {"observation_tokens": spec.om.reflection.observation_tokens,
                 "message_tokens": spec.om.observation.message_tokens}
 
@@ -258,7 +262,6 @@ class RunJob:
 
         spec = self.spec
         judge = judge or make_judge(spec)
-        baseline = spec.baseline
         sha, dirty = git_state(Path(__file__).resolve().parents[2])
         packages = package_versions(["om-eval", "litellm", "duckdb", "hydra-core", "tiktoken", "llama-cpp-python",
                                      "datasets", "pandas", "matplotlib"])
@@ -268,7 +271,6 @@ class RunJob:
             experiment=spec.experiment,
             created_at=datetime.now(UTC).replace(tzinfo=None),
             config_json=json.dumps(spec.resolved, sort_keys=True, default=str),
-            # A baseline records its reader where an OM run records its memory build ("baseline:oracle").
             memory_key=self.run_memory_key,
             prompt_hashes=json.dumps(self._prompt_hashes()),
             dataset_name=dataset.name,
@@ -280,13 +282,13 @@ class RunJob:
             git_dirty=dirty,
             packages=json.dumps(packages, sort_keys=True),
             observer_model=self._observer_model(),
-            reflector_model=None if baseline.enabled or self.system is not None else spec.om.reflection.model.model,
+            reflector_model=None if self.system is not None else spec.om.reflection.model.model,
             actor_model=spec.actor.model,
             judge_model=spec.judge_model.model,
             judge_mode=spec.judge_mode,
             judge_identity=json.dumps(judge.identity, sort_keys=True),
             official=judge.is_official,
-            token_estimator=self._reader_counter().name if baseline.enabled else self.counter.name,
+            token_estimator=self.counter.name,
             benchmark=dataset.benchmark,
             memory_system=spec.memory_system,
             memory_budget=self.memory_budget(),
@@ -294,11 +296,11 @@ class RunJob:
 
     def _prompt_hashes(self) -> dict[str, Any]:
         spec = self.spec
-        if spec.baseline.enabled:
-            return {"baseline": baseline_prompt_hash(), "reader": spec.baseline.reader}
         if self.system is not None:
             from om_eval.bench.seam import seam_actor_prompt_hash
 
+            if (pinned := self.system.pinned_identity()) is not None:
+                return dict(pinned.stored_prompts)
             return {"memory": self.system.name, "identity": dict(self.system.identity()),
                     "actor": seam_actor_prompt_hash()}
         if spec.mastra_prompts is not None:  # Mastra's own prompts: the package, release and integrity they came from
@@ -316,7 +318,7 @@ class RunJob:
         """``prompt=mastra_exact``'s pack, loaded once per job (from the cache, else rendered once: Node and the
         registry or ``prompt.source``); ``None`` for om-eval's own words."""
         choice = self.spec.mastra_prompts
-        if choice is None or self.spec.baseline.enabled or self.system is not None:
+        if choice is None or self.system is not None:
             return None
         if self._pack is None:
             try:
@@ -329,8 +331,6 @@ class RunJob:
         return self._pack
 
     def _observer_model(self) -> str | None:
-        if self.spec.baseline.enabled:
-            return None
         if self.system is not None and "models.observer" not in self.spec.role_models():
             return None
         return self.spec.om.observation.model.model
@@ -340,7 +340,6 @@ class RunJob:
         asked = question.question_id  # the sink keeps the id, not the question: services reach the ledger
         ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, asked, record))
         scoped = client.with_ledger(ledger)
-        baseline = self.spec.baseline
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
             "is_abstention": question.is_abstention,
@@ -350,13 +349,7 @@ class RunJob:
         judgments: list[dict[str, Any]] = []
         held = _HeldSnapshot(snapshots)
         try:
-            if baseline.enabled:
-                # A baseline reader answers from the sessions themselves: no memory build, no observer or
-                # reflector call, no snapshot; the same judge grades it.
-                item.update(observer_calls=0, reflector_calls=0)
-                result = await read_and_judge(question, baseline, client=scoped, reader=self.spec.actor,
-                                              judge=judge, counter=self._reader_counter())
-            elif self.system is not None:
+            if self.system is not None:
                 result = await self._through_seam(question, scoped, ledger, judge)
                 item.update(reused_memory=result.reused_memory)
             else:
@@ -425,8 +418,8 @@ class RunJob:
                                    embedder=roles.get("models.embedding"), options=spec.memory_options,
                                    system=system.name, declares_observer=system.uses_observer_model,
                                    declares_embedding=system.uses_embedding_model)
-        key = f"{system.name}:{self.memory_key}-{haystack_hash(question)}"
-        history = history_view(question)
+        key = self.history_memory_key(question)
+        history = history_view(question, system.history_scope)
 
         async def make_build() -> SystemBuild:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
@@ -444,12 +437,6 @@ class RunJob:
         return await system_answer_and_judge(question, system, build, services=replace(services, answering=True),
                                              client=client, actor=actor, judge=judge, counter=self.counter,
                                              history=history, ingest_calls=ingest)
-
-    def _reader_counter(self) -> Any:
-        """The baseline reader's token counter (built once; OM's counter stays ``self.counter``)."""
-        if getattr(self, "_baseline_counter", None) is None:
-            self._baseline_counter = make_counter(self.spec.baseline.tokenizer)
-        return self._baseline_counter
 
     @staticmethod
     def _note(seen: dict[str, int], message: str) -> None:

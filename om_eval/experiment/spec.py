@@ -106,8 +106,8 @@ class RunSpec:
 
     @property
     def through_seam(self) -> bool:
-        """Answered by a memory system through :mod:`om_eval.memory` (not OM, not a baseline reader)."""
-        return self.memory_system not in ("om", *READERS)
+        """Answered by a memory system through :mod:`om_eval.memory` (every system but OM, the readers included)."""
+        return self.memory_system != "om"
 
     def system(self) -> Any:
         """The seam's :class:`~om_eval.memory.system.MemorySystem` (built each time: it is cheap and stateless)."""
@@ -130,15 +130,14 @@ class RunSpec:
         payload.setdefault("om", None)  # a baseline's config has no ``om`` group; its ids have always hashed it as null
         known = self.judge_mode == "official" or self.judge_mode in OWN_TEMPLATE_SETS
         judge_templates = template_set_sha256(self.judge_mode if known else "house")
-        if self.baseline.enabled:
-            from om_eval.bench.baseline import baseline_prompt_hash
-
-            payload["prompts"] = {"baseline": baseline_prompt_hash(), "judge": judge_templates}
-        elif self.through_seam:
+        if self.through_seam:
             from om_eval.bench.seam import seam_actor_prompt_hash
 
-            payload["prompts"] = {"memory": dict(self.system().identity()), "actor": seam_actor_prompt_hash(),
-                                  "judge": judge_templates}
+            system = self.system()
+            pinned = system.pinned_identity()
+            prompts = dict(pinned.prompts) if pinned is not None else {
+                "memory": dict(system.identity()), "actor": seam_actor_prompt_hash()}
+            payload["prompts"] = {**prompts, "judge": judge_templates}
         else:
             # Mastra's own prompts are named by their pack (release, variant, pinned digest) in place of ours.
             om_prompts = self.mastra_prompts.identity if self.mastra_prompts is not None else prompt_set_hash()
@@ -171,7 +170,7 @@ class RunSpec:
                 roles["models.observer"] = self.om.observation.model
             if system.uses_embedding_model and self.embedding is not None:
                 roles["models.embedding"] = self.embedding
-        elif not self.baseline.enabled:
+        else:
             roles |= {"models.observer": self.om.observation.model, "models.reflector": self.om.reflection.model}
             if self.om.retrieval_search == "embedding":
                 roles["om.retrieval_embedding_model"] = ModelSettings(model=self.om.retrieval_embedding_model,
@@ -319,7 +318,8 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         experiment=cfg.get("experiment", "custom"),
         om=om_config,
         replay=replay,
-        token_estimator=om["token_estimator"],
+        # A reader counts its budget with its own tokenizer; the harness measures its context with the same one.
+        token_estimator=baseline.tokenizer if baseline.enabled else om["token_estimator"],
         actor=_model(models["actor"], "actor"),
         judge_model=_model(models["judge"], "judge"),
         judge_mode=cfg["judge"]["mode"],
@@ -332,7 +332,8 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         resolved=redact_secrets({k: v for k, v in cfg.items() if k != "hydra"}),
         baseline=baseline,
         memory_system=baseline.reader if baseline.enabled else memory_system,
-        memory_options=memory_options,
+        memory_options={k: v for k, v in asdict(baseline).items() if k != "reader"} if baseline.enabled
+        else memory_options,
         embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
         mastra_prompts=mastra_prompts,
     )

@@ -20,6 +20,7 @@ from om_eval.memory.system import (
     MemoryServices,
     MemorySystem,
     MemorySystemBase,
+    PinnedIdentity,
     Stage,
 )
 from om_eval.memory.view import HistoryView, QuestionView, SessionView, TurnView
@@ -34,6 +35,7 @@ __all__ = [
     "MemoryServices",
     "MemorySystem",
     "MemorySystemBase",
+    "PinnedIdentity",
     "PromptPart",
     "QuestionView",
     "SessionView",

@@ -21,18 +21,19 @@ from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from om_eval.memory.system import MemoryContext, MemoryServices, MemorySystem, MemorySystemBase
-from om_eval.memory.view import HistoryView, QuestionView
+from om_eval.memory.system import MemoryContext, MemoryServices, MemorySystem, MemorySystemBase, PinnedIdentity
+from om_eval.memory.view import HISTORY_SCOPES, HistoryView, QuestionView
 from om_eval.om.config import ConfigError
 
 ENTRY_POINT_GROUP = "om_eval.memory_systems"
 
-#: Systems the run answers through its own paths (their run ids and memory keys predate the seam).
+#: The system the run still answers through its own path (its run ids and memory keys predate the seam).
 OM = "om"
-READERS = ("full_context", "oracle")
 
 #: Built-in systems answered through the seam, by name: where their factory lives.
 BUILT_IN = {
+    "full_context": "om_eval.systems.readers:FullContextReader",
+    "oracle": "om_eval.systems.readers:OracleReader",
     "simple_om": "om_eval.systems.simple:SimpleOMSystem",
     "rag_mastra": "om_eval.systems.rag_mastra:MastraRecallSystem",
     "rag_lme": "om_eval.systems.rag_lme:LongMemEvalRetrievalSystem",
@@ -72,7 +73,7 @@ def plugin_defaults(name: str) -> dict[str, Any]:
 
 def available_systems() -> list[str]:
     """Every name ``memory=`` accepts."""
-    return sorted({OM, *READERS, *BUILT_IN, *plugin_targets()})
+    return sorted({OM, *BUILT_IN, *plugin_targets()})
 
 
 class DeclaredSystem(MemorySystemBase):
@@ -86,8 +87,10 @@ class DeclaredSystem(MemorySystemBase):
         self.uses_embedding_model = bool(_declared(inner, "uses_embedding_model"))
         answer_tokens = _declared(inner, "max_output_tokens")
         self.max_output_tokens = None if answer_tokens is None else int(answer_tokens)
+        self.history_scope = str(_declared(inner, "history_scope"))
         self._prepare = _declared(inner, "prepare")
         self._digest = _declared(inner, "memory_digest")
+        self._pinned = _declared(inner, "pinned_identity")
 
     def identity(self) -> Mapping[str, Any]:
         return self.inner.identity()
@@ -110,6 +113,12 @@ class DeclaredSystem(MemorySystemBase):
             return super().memory_digest(memory)
         return str(self._digest(memory))
 
+    def pinned_identity(self) -> PinnedIdentity | None:
+        if self._pinned is MemorySystemBase.pinned_identity:
+            return None
+        pinned: PinnedIdentity | None = self._pinned()
+        return pinned
+
 
 def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
     """The system ``name`` built with ``options`` (``memory.*`` without ``system``), with every hook declared.
@@ -117,7 +126,7 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
     Raises:
         ConfigError: no such system, or it rejected its options (the message names the option).
     """
-    if name in (OM, *READERS):
+    if name == OM:
         raise ConfigError(f"memory={name} is answered by the run itself, not through the seam", option="memory")
     target = BUILT_IN.get(name) or plugin_targets().get(name)
     if target is None:
@@ -135,10 +144,13 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
         raise
     except (TypeError, ValueError) as error:
         raise ConfigError(f"memory={name}: {error}", option="memory") from None
-    if isinstance(system, MemorySystemBase):
-        return system
-    if not isinstance(system, MemorySystem):
-        raise ConfigError(f"memory={name}: {target} gave {type(system).__name__}, which lacks the MemorySystem "
-                          "methods (name, identity, budget, ingest, context)", option="memory")
-    return DeclaredSystem(system)
+    if not isinstance(system, MemorySystemBase):
+        if not isinstance(system, MemorySystem):
+            raise ConfigError(f"memory={name}: {target} gave {type(system).__name__}, which lacks the MemorySystem "
+                              "methods (name, identity, budget, ingest, context)", option="memory")
+        system = DeclaredSystem(system)
+    if system.history_scope not in HISTORY_SCOPES:
+        raise ConfigError(f"memory={name}: its history_scope {system.history_scope!r} is invalid: allowed values are "
+                          f"{', '.join(HISTORY_SCOPES)}", option="memory")
+    return system
 

@@ -37,6 +37,7 @@ __all__ = [
     "MemoryServices",
     "MemorySystem",
     "MemorySystemBase",
+    "PinnedIdentity",
     "Stage",
 ]
 
@@ -81,6 +82,9 @@ class MemoryContext:
     """Retrieval: every id searched (default: ``ranked_ids``)."""
     documents: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Retrieval: for an id that is neither a turn's nor a session's, the view's turn ids its document holds."""
+    shown_ids: tuple[str, ...] | None = None
+    """A reader that shows the actor raw turns: the view's turn ids it shows whole (``None``: not said). The harness
+    then traces each evidence turn as shown or cut (``items.evidence``)."""
     detail: Mapping[str, Any] = field(default_factory=dict)
     """The system's own figures for this answer (hits, messages shown...): JSON-ready, kept with the answer
     (``items.detail``) and shown by ``om-eval show``."""
@@ -172,6 +176,10 @@ class MemorySystemBase:
       run before any store file exists.
     * :meth:`memory_digest`: what the harness compares before and after ``context`` to see that it left the memory
       unchanged.
+    * :attr:`history_scope`: ``all`` (every session) or ``evidence``: the harness shows ``ingest`` only the sessions
+      that hold the answer (the oracle reader: an upper bound, not a memory system).
+    * :meth:`pinned_identity`: for a system whose runs predate the seam, the forms its run id, stored prompts and
+      memory key took then, so those runs keep their ids (``None`` for every new system).
     """
 
     name: str = ""
@@ -179,6 +187,7 @@ class MemorySystemBase:
     uses_observer_model: bool = True
     uses_embedding_model: bool = False
     max_output_tokens: int | None = None
+    history_scope: str = "all"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """The registry builds a system from its ``memory.*`` options; this keeps them as :attr:`options`."""
@@ -204,7 +213,30 @@ class MemorySystemBase:
         override it with something cheaper when the memory is large and its changes show in a few fields."""
         return state_digest(memory)
 
+    def pinned_identity(self) -> PinnedIdentity | None:
+        """The identity forms of a system older than the seam (``None``: the harness's forms, for every new one)."""
+        return None
+
+
+@dataclass(frozen=True)
+class PinnedIdentity:
+    """How a system's runs were identified before the seam existed, kept so that they keep their ids and resume.
+
+    The harness's own forms are: the run id hashes the system's :meth:`~MemorySystem.identity` and the harness's
+    actor layout; ``runs.prompt_hashes`` stores them with the system's name; the memory key is
+    ``<name>:<hash of the options, identity and models>``, followed per history by the history's hash.
+    """
+
+    prompts: Mapping[str, Any]
+    """What the run id hashes as the run's prompts (the judge's templates are added to it)."""
+    stored_prompts: Mapping[str, Any]
+    """What ``runs.prompt_hashes`` stores (a resumed run must store the same)."""
+    memory_key: str
+    """``runs.memory_key``."""
+    per_history: bool = False
+    """Whether an item's memory key adds the history's hash (``<memory_key>-<hash>``); else it is ``memory_key``."""
+
 
 #: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
-         "memory_digest")
+         "memory_digest", "history_scope", "pinned_identity")

@@ -16,6 +16,9 @@ from datetime import datetime
 
 from om_eval.data.records import HaystackSession, Question
 
+#: What of a question's history a system is shown (:attr:`~om_eval.memory.system.MemorySystemBase.history_scope`).
+HISTORY_SCOPES = ("all", "evidence")
+
 
 @dataclass(frozen=True, slots=True)
 class TurnView:
@@ -73,17 +76,32 @@ class QuestionView:
     """The :attr:`HistoryView.id` of the history its memory was built from."""
 
 
+def session_id_of(session: HaystackSession) -> str:
+    """The :attr:`SessionView.id` of ``session``."""
+    return f"{session.session_id}#{session.index}"
+
+
+def turn_id_of(session: HaystackSession, position: int) -> str:
+    """The :attr:`TurnView.id` of ``session``'s turn at ``position``."""
+    return f"{session_id_of(session)}:{position}"
+
+
 def session_view(session: HaystackSession) -> SessionView:
     """``session`` without its evidence flags."""
-    prefix = f"{session.session_id}#{session.index}"
+    prefix = session_id_of(session)
     return SessionView(prefix, session.session_id, session.index, session.date, session.date_text,
                        tuple(TurnView(f"{prefix}:{position}", turn.role, turn.content)
                              for position, turn in enumerate(session.turns)))
 
 
-def history_view(question: Question) -> HistoryView:
-    """The question's history as a memory system is shown it."""
-    return HistoryView(question.memory_owner, tuple(session_view(s) for s in question.sessions))
+def history_view(question: Question, scope: str = "all") -> HistoryView:
+    """The question's history as a memory system is shown it: every session, or (``scope="evidence"``, the oracle
+    reader's) only the sessions the benchmark marks as holding the answer. The harness narrows it; the system is
+    never told which sessions those are, only shown fewer."""
+    if scope not in HISTORY_SCOPES:
+        raise ValueError(f"history scope {scope!r} is invalid: allowed values are {', '.join(HISTORY_SCOPES)}")
+    sessions = question.sessions if scope == "all" else [s for s in question.sessions if s.is_evidence]
+    return HistoryView(question.memory_owner, tuple(session_view(s) for s in sessions))
 
 
 def question_view(question: Question) -> QuestionView:

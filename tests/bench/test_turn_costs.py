@@ -12,11 +12,9 @@ from hypothesis import strategies as st
 
 from om_eval.bench.answer import actor_prompts
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
-from om_eval.bench.turn_costs import PartRecorder, PromptPart, TurnRecorder, TurnTable, reader_turns, turn_costs
+from om_eval.bench.turn_costs import PartRecorder, PromptPart, TurnRecorder, TurnTable, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, profile_rates
 from om_eval.om.dates import annotate_observations
-from om_eval.om.records import Message
-from om_eval.om.tokens import default_counter
 from om_eval.testing.scripted.model import ScriptedModel
 from tests.bench.test_replay import om_config, question
 
@@ -79,49 +77,6 @@ def test_the_history_is_counted_once_not_once_per_turn() -> None:
     assert len(table) == 7
 
 
-def _messages(roles: list[str], sizes: list[int]) -> list[Message]:
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    return [Message(id=f"m{i}", thread_id="t", role=role, content=" ".join(["w"] * size),
-                    created_at=start + timedelta(seconds=5 * i)) for i, (role, size) in enumerate(zip(roles, sizes))]
-
-
-def _brute_force(messages: list[Message], budget: int, keep: str) -> TurnTable:
-    """Every turn's prompt as a list of message indices, compared element by element."""
-    counter = CountingCounter()
-    tokens = [counter.count_text(m.text()) for m in messages]
-    head = counter.count_text(actor_prompts()["instructions"])
-    table, previous = TurnTable(), None
-    for i, message in enumerate(messages):
-        if message.role != "user":
-            continue
-        kept = list(range(i))
-        while sum(tokens[k] for k in kept) > budget:
-            kept = kept[:-1] if keep == "start" else kept[1:]
-        prompt = [*kept, i]
-        shared = 0
-        if previous is not None:
-            shared = head
-            for mine, theirs in zip(prompt, previous, strict=False):
-                if mine != theirs:
-                    break
-                shared += tokens[mine]
-        reply = tokens[i + 1] if i + 1 < len(messages) and messages[i + 1].role == "assistant" else 0
-        table.append(message.created_at.timestamp(), head + sum(tokens[k] for k in prompt), shared, head, reply)
-        previous = prompt
-    return table
-
-
-@settings(max_examples=300, deadline=None)
-@given(data=st.data(), keep=st.sampled_from(["start", "end"]))
-def test_the_readers_turns_equal_a_prompt_by_prompt_comparison(data: st.DataObject, keep: str) -> None:
-    roles = data.draw(st.lists(st.sampled_from(["user", "assistant"]), min_size=1, max_size=30))
-    sizes = data.draw(st.lists(st.integers(1, 40), min_size=len(roles), max_size=len(roles)))
-    budget = data.draw(st.integers(0, 400))
-    messages = _messages(roles, sizes)
-    counted = reader_turns(messages, CountingCounter(), actor_prompts()["instructions"], budget, keep)
-    assert counted == _brute_force(messages, budget, keep)
-
-
 def test_a_table_is_priced_turn_by_turn_under_a_profile() -> None:
     table = TurnTable()
     table.append(0.0, 5000, 0, 3000, 100)
@@ -144,12 +99,6 @@ def test_a_table_is_priced_turn_by_turn_under_a_profile() -> None:
 def test_a_table_survives_json() -> None:
     table, _ = replayed(message_tokens=40)
     assert TurnTable.from_json(table.to_json()) == table
-
-
-def test_the_full_context_reader_shares_everything_but_the_new_turn() -> None:
-    messages = [m for s in question().sessions_by_date() for m in session_messages(s, ReplayConfig())]
-    table = reader_turns(messages, default_counter(), actor_prompts()["instructions"], 100_000)
-    assert all(table.shared[i] == table.prompt[i - 1] for i in range(1, len(table)))
 
 
 def test_a_retrieving_agent_shares_only_its_instructions() -> None:

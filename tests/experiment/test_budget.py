@@ -55,7 +55,7 @@ def test_forecast_of_a_baseline_reader_has_no_memory_calls_and_oracle_reads_less
         spec = spec_for(tmp_path, "experiment=mastra_gpt4o", "dataset=mini", f"baseline={reader}")
         stages[reader] = {e.stage: e for e in estimate_run(spec, dataset)}
     for reader, by_stage in stages.items():
-        assert by_stage["observer"].calls == 0 and by_stage["reflector"].calls == 0, reader
+        assert set(by_stage) == {"actor", "judge"}, reader  # a reader has no ingest stage
         assert by_stage["actor"].calls == 7 and by_stage["judge"].calls == 7, reader
     assert stages["oracle"]["actor"].prompt_tokens < stages["full_context"]["actor"].prompt_tokens
     small = spec_for(tmp_path, "experiment=mastra_gpt4o", "dataset=mini", "baseline=full_context",
