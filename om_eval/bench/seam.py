@@ -346,7 +346,7 @@ async def system_answer_and_judge(
     from om_eval.bench.judging.judge import judge_answer
     from om_eval.bench.pipeline import QuestionRun, pack_messages
 
-    asked = question_view(question)
+    asked = question_view(question, history.id)
     context = as_context(await system.context(build.memory, asked, services))
     checked_unchanged(system, build)
     top_k = system.budget().get("top_k")

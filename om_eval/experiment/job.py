@@ -428,8 +428,9 @@ class RunJob:
             return SystemBuild(memory, key, reused=False, turns=table.to_json() if table is not None and len(table)
                                else None, digest=system.memory_digest(memory))
 
-        build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
-                       else make_build())
+        # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
+        shared = question.haystack_id and system.history_scope == "all"
+        build = await (self.shared.get(question.memory_owner, make_build) if shared else make_build())
         ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
         actor = spec.actor
         if system.max_output_tokens is not None:

@@ -100,11 +100,14 @@ def history_view(question: Question, scope: str = "all") -> HistoryView:
     never told which sessions those are, only shown fewer."""
     if scope not in HISTORY_SCOPES:
         raise ValueError(f"history scope {scope!r} is invalid: allowed values are {', '.join(HISTORY_SCOPES)}")
-    sessions = question.sessions if scope == "all" else [s for s in question.sessions if s.is_evidence]
-    return HistoryView(question.memory_owner, tuple(session_view(s) for s in sessions))
+    if scope == "all":
+        return HistoryView(question.memory_owner, tuple(session_view(s) for s in question.sessions))
+    # Narrowed to one question's evidence, the history (and its memory) is that question's alone.
+    return HistoryView(question.question_id, tuple(session_view(s) for s in question.sessions if s.is_evidence))
 
 
-def question_view(question: Question) -> QuestionView:
-    """The question as a memory system is shown it."""
+def question_view(question: Question, history_id: str | None = None) -> QuestionView:
+    """The question as a memory system is shown it, asked of the history ``history_id`` (default: its memory
+    owner's)."""
     return QuestionView(question.question_id, question.question, question.question_date,
-                        question.question_date_text, question.memory_owner)
+                        question.question_date_text, history_id or question.memory_owner)

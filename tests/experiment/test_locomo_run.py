@@ -75,6 +75,21 @@ def test_one_memory_per_conversation_answers_all_of_its_questions(results: Path)
     assert all(i["observations"] > 0 for i in mine)  # the low thresholds made OM observe
 
 
+def test_the_readers_answer_every_question_and_the_oracle_reads_each_questions_own_evidence(results: Path) -> None:
+    with Catalog(results) as catalog:
+        runs, items = catalog.runs(), catalog.query("SELECT * FROM items ORDER BY question_id")
+    by_reader = {}
+    for reader in ("full_context", "oracle"):
+        run = next(r for r in runs if r["memory_key"] == f"baseline:{reader}")
+        by_reader[reader] = [i for i in items if i["run_id"] == run["run_id"]]
+        assert len(by_reader[reader]) == 14 and all(i["status"] == "done" for i in by_reader[reader]), reader
+    # The full-context reader lays each conversation out once; the oracle's history is each question's own.
+    assert sum(not i["reused_memory"] for i in by_reader["full_context"]) == 2
+    assert not any(i["reused_memory"] for i in by_reader["oracle"])
+    traces = [t for i in by_reader["oracle"] for t in json.loads(i["evidence"])]
+    assert traces and all(t["status"] == "in_reader_prompt" for t in traces)
+
+
 def test_each_answer_has_locomo_f1_and_the_corrected_gold_its_own_scores(results: Path) -> None:
     om, oracle, items = _runs(results)
     for item in items:
