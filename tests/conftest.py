@@ -37,12 +37,34 @@ INTEGRATION_MODULES = (
 )
 
 
+#: Integration modules that only compute (Node oracles, the pinned packs, the local model): under ``-n 2 --dist
+#: loadgroup`` they run one after another on one worker while the modules that start, time and kill processes run
+#: one after another on the other, so no two timing-sensitive tests ever overlap.
+COMPUTING_MODULES = (
+    "tests/om/",
+    "tests/llm/test_local.py",
+    "tests/llm/test_local_embedding_model.py",
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = config.rootpath
     for item in items:
         path = item.path.relative_to(root).as_posix()
         if path.startswith(INTEGRATION_MODULES):
             item.add_marker(pytest.mark.integration)
+        item.add_marker(pytest.mark.xdist_group(_group(item, path)))
+    if hasattr(config, "workerinput"):  # under pytest-xdist: the two long groups first, one to each worker
+        order = {"integration-processes": 0, "integration-computing": 1}
+        items.sort(key=lambda item: order.get(_group(item, item.path.relative_to(root).as_posix()), 2))
+
+
+def _group(item: pytest.Item, path: str) -> str:
+    """A fast module goes whole to a worker (as with ``--dist loadfile``); the integration tests form two groups,
+    each run serially on its worker."""
+    if item.get_closest_marker("integration") is None:
+        return path
+    return "integration-computing" if path.startswith(COMPUTING_MODULES) else "integration-processes"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -57,6 +79,11 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("OM_EVAL_UPDATE_GOLDEN is gone: pass --update-golden instead (the run then fails "
                                 "if a golden file changed, so review the diff and run again)")
     golden.UPDATE = bool(config.getoption("--update-golden"))
+    if getattr(config.option, "dist", "no") == "load":  # plain -n (the README's python -m pytest -n 2)
+        # Tests go to workers by _group, in collection order: each worker starts on one of the two long integration
+        # groups and the fast modules fill in (by default groups would be sorted by size).
+        config.option.dist = "loadgroup"
+        config.option.loadscopereorder = False
     if golden.UPDATE and getattr(config.option, "numprocesses", None):
         # Each xdist worker would note its own rewrites, and the run could pass with changed golden files.
         raise pytest.UsageError("--update-golden cannot run under -n (pytest-xdist): run it without -n")

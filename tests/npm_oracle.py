@@ -8,6 +8,7 @@ copied into the project: they are only executed.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -20,7 +21,16 @@ from typing import Any
 import pytest
 
 INSTALL_TIMEOUT_S = 150
-RUN_TIMEOUT_S = 120
+#: Generous: a 200-conversation engine cell takes Node about 100 s on a quiet 2-core machine, longer on a busy one.
+RUN_TIMEOUT_S = 600
+#: ``OM_EVAL_DIFFERENTIAL=full`` compares the engine cells at their full size (about 12 minutes more on 2 cores).
+FULL_SIZE = os.environ.get("OM_EVAL_DIFFERENTIAL") == "full"
+
+
+def differential_size(full: int) -> int:
+    """Conversations an engine cell compares: ``full`` under ``OM_EVAL_DIFFERENTIAL=full``, else two fifths of it
+    (the first ones of the same seeded sequence), so the whole suite stays within CI's time."""
+    return full if FULL_SIZE else max(1, full * 2 // 5)
 PINS_FILE = "om-eval-pins.json"
 
 
@@ -33,16 +43,27 @@ class NodeFolder:
     install_seconds: float
 
     def run(self, script: str, cases: Any, *, name: str = "om_eval_oracle.mjs", tz: str = "UTC") -> Any:
-        """Run ``script`` (an ES module reading JSON on stdin, writing JSON on stdout) on ``cases``."""
+        """Run ``script`` (an ES module reading JSON on stdin, writing JSON on stdout) on ``cases``; the same script
+        on the same cases in the same folder runs once per test process (two cells may compare one Node run with two
+        om-eval settings)."""
+        data = json.dumps(cases).encode("ascii")
+        key = hashlib.sha256(b"\0".join([str(self.folder).encode(), script.encode(), data, tz.encode()])).hexdigest()
+        if (kept := _RUNS.get(key)) is not None:
+            return json.loads(kept)
         path = self.folder / name
         path.write_text(script, encoding="utf-8")
         completed = subprocess.run(
-            [self.node, str(path)], input=json.dumps(cases).encode("ascii"), capture_output=True, cwd=self.folder,
+            [self.node, str(path)], input=data, capture_output=True, cwd=self.folder,
             env={**os.environ, "TZ": tz}, timeout=RUN_TIMEOUT_S, check=False,
         )
         if completed.returncode != 0:
             raise AssertionError(f"the Node oracle failed: {completed.stderr.decode(errors='replace')[-2000:]}")
+        _RUNS[key] = completed.stdout
         return json.loads(completed.stdout.decode("utf-8"))
+
+
+#: Node's output by script, cases and folder, kept as bytes (each caller gets its own parsed copy).
+_RUNS: dict[str, bytes] = {}
 
 
 def oracle_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:

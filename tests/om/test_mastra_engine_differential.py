@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.npm_oracle import NodeFolder, node_folder
+from tests.npm_oracle import NodeFolder, differential_size, node_folder
 from tests.om.engine_replay import Setting, observer_reply, reflector_reply, replay
 from tests.om.test_mastra_differential import PACKAGES
 
@@ -34,7 +34,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "mastra_engine_replay
 ENGINE_PACKAGES = {**PACKAGES, "tokenx": "1.3.0"}
 #: 1.31.0 loads only with @mastra/core 1.71.0 (1.59, 1.62 and 1.66 fail at import); it bundles tokenx 1.3.0.
 ENGINE_PACKAGES_1_31 = {"@mastra/memory": "1.31.0", "@mastra/core": "1.71.0", "tokenx": "1.3.0"}
-CONVERSATIONS = 200
+#: 200 under ``OM_EVAL_DIFFERENTIAL=full`` (:func:`tests.npm_oracle.differential_size`).
+CONVERSATIONS = differential_size(200)
 SEED = 20261124
 
 #: The cells the suite runs: small thresholds so that every mechanism fires many times per conversation.

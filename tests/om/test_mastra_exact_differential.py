@@ -47,7 +47,7 @@ from om_eval.om.records import Message
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import make_counter
 from om_eval.om.wording import MastraWording
-from tests.npm_oracle import NodeFolder, node_folder
+from tests.npm_oracle import NodeFolder, differential_size, node_folder
 from tests.om.engine_replay import Setting, observer_reply, reflector_reply, replay
 from tests.om.exact.packs import real_pack, real_package
 from tests.om.test_mastra_engine_differential import (
@@ -61,6 +61,8 @@ from tests.om.test_mastra_engine_differential import (
 pytestmark = [pytest.mark.integration, pytest.mark.mastra]
 
 CONVERSATIONS = 100
+#: An engine cell's conversations: 100 under ``OM_EVAL_DIFFERENTIAL=full`` (:func:`tests.npm_oracle.differential_size`).
+ENGINE_CONVERSATIONS = differential_size(CONVERSATIONS)
 SEED = 20261201
 
 #: The engine cells compared whole, by release: the differential's cells with the release's own prompts.
@@ -208,7 +210,7 @@ def test_every_request_is_the_packages(cell: str, request: pytest.FixtureRequest
     version = cell.split()[0]
     pack = real_pack(tmp_path_factory, version)
     oracle = request.getfixturevalue("oracle_1_31" if version == "1.31.0" else "oracle")
-    conversations = [setting.conversation(SEED + i) for i in range(CONVERSATIONS)]
+    conversations = [setting.conversation(SEED + i) for i in range(ENGINE_CONVERSATIONS)]
     theirs = oracle.run(SCRIPT.read_text(encoding="utf-8"),
                         {"config": setting.node_config(), "conversations": conversations},
                         name="om_eval_engine_replay.mjs")
