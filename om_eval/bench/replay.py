@@ -5,9 +5,10 @@ session in date order, obscured thread ids, messages timed at session date + 5 s
 fed one at a time with a threshold-checked observe after each pair (so pending tokens carry across sessions),
 reflection inside observe, and no final flush. Each choice is an option, so other protocols can be compared.
 
-Nothing from the benchmark's answer key reaches the memory: ``has_answer`` flags are dropped, thread ids are
-derived from (question, index) (and hashed with ``om.obscure_thread_ids``, as Mastra's harness does), and the
-question date is never ingested.
+Nothing from the benchmark's answer key reaches the memory: the replay is given the history's gold-free view
+(:func:`~om_eval.memory.view.history_view`: no answer, no evidence flags), thread ids are derived from (history,
+index) (and hashed with ``om.obscure_thread_ids``, as Mastra's harness does), and the question date is never
+ingested.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from om_eval.bench.accounting import (
     PendingCounter,
 )
 from om_eval.bench.turn_costs import TurnRecorder
-from om_eval.data.records import HaystackSession, Question
+from om_eval.data.records import HaystackSession, Question, Turn
+from om_eval.memory.view import HistoryView, SessionView, TurnView, history_view
 from om_eval.om.config import ConfigError, OMConfig, option_error
 from om_eval.om.exact.pack import PromptPack
 from om_eval.om.memory import ObservationalMemory
@@ -87,20 +89,31 @@ class ReplayConfig:
 
 
 def thread_id_for(session: HaystackSession, *, shown_raw: bool = False) -> str:
-    """A thread id that is unique per (question, index) and says nothing about the session's role.
+    """The thread id of a benchmark session (its history is the one its ``question_id`` names)."""
+    return history_thread_id(session.question_id, session.index, shown_raw=shown_raw)
+
+
+def history_thread_id(history_id: str, index: int, *, shown_raw: bool = False) -> str:
+    """A thread id that is unique per (history, session index) and says nothing about the session's role.
 
     With ``shown_raw`` (``om.obscure_thread_ids=false``, so models see the id itself) it names only the session's
-    position: the question id could tell a model the answer key (an ``_abs`` suffix marks an unanswerable
-    question). Obscured ids keep the question id, so their hashes, and every cached call, stay as they were.
+    position: the history id could tell a model the answer key (an ``_abs`` suffix marks an unanswerable
+    question). Obscured ids keep the history id (the question's, or its shared haystack's), so their hashes, and
+    every cached call, stay as they were.
     """
-    return f"session-{session.index:04d}" if shown_raw else f"{session.question_id}:{session.index:04d}"
+    return f"session-{index:04d}" if shown_raw else f"{history_id}:{index:04d}"
 
 
-def session_messages(session: HaystackSession, config: ReplayConfig, thread_id: str | None = None) -> list[Message]:
+def session_messages(session: HaystackSession | SessionView, config: ReplayConfig, thread_id: str | None = None
+                     ) -> list[Message]:
     """The session's turns as OM messages (``has_answer`` dropped; unknown roles become ``user``)."""
-    thread_id = thread_id or thread_id_for(session)
+    if thread_id is None:
+        if not isinstance(session, HaystackSession):
+            raise TypeError("a session view's messages need its thread_id (history_thread_id)")
+        thread_id = thread_id_for(session)
     messages = []
-    for index, turn in enumerate(session.turns):
+    turns: tuple[Turn | TurnView, ...] = session.turns
+    for index, turn in enumerate(turns):
         if config.skip_empty_turns and not turn.content.strip():
             continue
         messages.append(Message(
@@ -171,12 +184,18 @@ class ReplayStats:
         return self.history_tokens / self.observation_tokens if self.observation_tokens else None
 
 
-def _ordered(question: Question, config: ReplayConfig) -> list[HaystackSession]:
-    return question.sessions_by_date() if config.session_order == "date" else list(question.sessions)
+def _ordered(history: Question | HistoryView, config: ReplayConfig) -> list[Any]:
+    return history.sessions_by_date() if config.session_order == "date" else list(history.sessions)
 
 
-async def replay_question(
-    question: Question,
+async def replay_question(question: Question, om_config: OMConfig, **options: Any) -> tuple[ObservationalMemory,
+                                                                                         ReplayStats]:
+    """:func:`replay_history` of ``question``'s gold-free view (:func:`~om_eval.memory.view.history_view`)."""
+    return await replay_history(history_view(question), om_config, **options)
+
+
+async def replay_history(
+    history: HistoryView,
     om_config: OMConfig,
     *,
     observer: ChatModel,
@@ -187,7 +206,7 @@ async def replay_question(
     prompts: PromptPack | None = None,
     turns: TurnRecorder | None = None,
 ) -> tuple[ObservationalMemory, ReplayStats]:
-    """Feed ``question``'s haystack into a fresh memory and return it with statistics.
+    """Feed ``history`` into a fresh memory and return it with statistics.
 
     ``on_progress(done, total)`` is called after each session. ``prompts``: the pack of ``prompt=mastra_exact``.
     ``turns`` records what an agent on this memory would send at each user turn (it changes nothing).
@@ -208,16 +227,16 @@ async def replay_question(
         ) from error
     counter = token_counter or default_counter()
     memory = ObservationalMemory(
-        config, observer=observer, reflector=reflector, resource_id=f"resource_{question.memory_owner}",
+        config, observer=observer, reflector=reflector, resource_id=f"resource_{history.id}",
         token_counter=counter, prompts=prompts,
     )
     stats = ReplayStats()
-    sessions = _ordered(question, replay)
+    sessions = _ordered(history, replay)
     accounting = PendingCounter(replay.pending_accounting)
     last_thread = None
     shown_raw = not config.obscure_thread_ids
     for done, session in enumerate(sessions, start=1):
-        last_thread = thread_id_for(session, shown_raw=shown_raw)
+        last_thread = history_thread_id(history.id, session.index, shown_raw=shown_raw)
         messages = session_messages(session, replay, last_thread)
         stats.sessions += 1
         stats.messages += len(messages)
@@ -233,11 +252,12 @@ async def replay_question(
                 turns.after_unit(memory)
         if on_progress is not None:
             on_progress(done, len(sessions))
-    for outcome in await check_question_turn(memory, eval_thread_id(question), buffering=replay.buffering,
+    for outcome in await check_question_turn(memory, history_eval_thread_id(history.id), buffering=replay.buffering,
                                              accounting=accounting):
         stats.count(outcome)
     if replay.final_flush:
-        threads = [None] if replay.scope == "resource" else [thread_id_for(s, shown_raw=shown_raw) for s in sessions]
+        threads = [None] if replay.scope == "resource" else [
+            history_thread_id(history.id, s.index, shown_raw=shown_raw) for s in sessions]
         for thread in threads:
             flushed = await memory.observe(thread, force=True)
             if flushed is not None:
@@ -284,7 +304,12 @@ async def check_question_turn(
 def eval_thread_id(question: Question) -> str:
     """The fresh thread the question is asked on (never part of the replayed memory). Questions that share a
     haystack share it too: its first step belongs to the shared build, and no question's words enter the memory."""
-    return f"eval:{question.memory_owner}"
+    return history_eval_thread_id(question.memory_owner)
+
+
+def history_eval_thread_id(history_id: str) -> str:
+    """:func:`eval_thread_id` of the questions asked of history ``history_id``."""
+    return f"eval:{history_id}"
 
 
 def _finish_stats(memory: ObservationalMemory, stats: ReplayStats, scope: str) -> None:
