@@ -350,7 +350,7 @@ class RunJob:
         held = _HeldSnapshot(snapshots)
         try:
             if self.system is not None:
-                result = await self._through_seam(question, scoped, ledger, judge)
+                result = await self._through_seam(question, scoped, ledger, judge, held)
                 item.update(reused_memory=result.reused_memory)
             else:
                 async def make_build() -> MemoryBuild:
@@ -405,8 +405,11 @@ class RunJob:
         self.progress.finished.append((question.question_id, "ok" if item["status"] == "done" else "error"))
         self.progress.totals = self.progress.totals + totals  # a running sum: re-adding every record is quadratic
 
-    async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge) -> Any:
-        """Build (or share) the question's memory with the seam's system, then answer and judge through it."""
+    async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge,
+                            held: _HeldSnapshot) -> Any:
+        """Build (or share, or restore) the question's memory with the seam's system, then answer and judge through
+        it. A system that gives snapshots has a fresh memory held back for the question's commit (``held``), and
+        restores one another run stored under the same memory key instead of ingesting."""
         from om_eval.bench.seam import SystemBuild, system_answer_and_judge
         from om_eval.bench.turn_costs import PartRecorder
         from om_eval.memory.services import HarnessServices
@@ -421,12 +424,26 @@ class RunJob:
         key = self.history_memory_key(question)
         history = history_view(question, system.history_scope)
 
-        async def make_build() -> SystemBuild:
+        async def build_fresh() -> SystemBuild:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
             memory = await system.ingest(history, replace(services, turns=recorder))
             table = recorder.finish() if recorder is not None else None
-            return SystemBuild(memory, key, reused=False, turns=table.to_json() if table is not None and len(table)
-                               else None, digest=system.memory_digest(memory))
+            turns = table.to_json() if table is not None and len(table) else None
+            if system.keeps_snapshots and (data := system.snapshot(memory)) is not None:
+                held.put(key, history.id, {"snapshot": data, "stats": {"turns": turns}})
+            return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory))
+
+        async def make_build() -> SystemBuild:
+            if not system.keeps_snapshots:
+                return await build_fresh()
+            # Variants run in parallel would each ingest; with the lock the second restores the first's memory.
+            async with build_lock(self.results, safe_file_name(key), history.id):
+                saved = held.get(key, history.id)
+                if saved is None:
+                    return await build_fresh()
+                memory = await system.restore(saved["snapshot"], services)
+                turns = (saved.get("stats") or {}).get("turns")
+                return SystemBuild(memory, key, reused=True, turns=turns, digest=system.memory_digest(memory))
 
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"

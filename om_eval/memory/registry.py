@@ -91,6 +91,8 @@ class DeclaredSystem(MemorySystemBase):
         self._prepare = _declared(inner, "prepare")
         self._digest = _declared(inner, "memory_digest")
         self._pinned = _declared(inner, "pinned_identity")
+        self._snapshot = _declared(inner, "snapshot")
+        self._restore = _declared(inner, "restore")
 
     def identity(self) -> Mapping[str, Any]:
         return self.inner.identity()
@@ -118,6 +120,18 @@ class DeclaredSystem(MemorySystemBase):
             return None
         pinned: PinnedIdentity | None = self._pinned()
         return pinned
+
+    @property
+    def keeps_snapshots(self) -> bool:
+        return self._snapshot is not MemorySystemBase.snapshot
+
+    def snapshot(self, memory: Any) -> Any:
+        return None if self._snapshot is MemorySystemBase.snapshot else self._snapshot(memory)
+
+    async def restore(self, data: Any, services: MemoryServices) -> Any:
+        if self._restore is MemorySystemBase.restore:
+            return await super().restore(data, services)
+        return await self._restore(data, services)
 
 
 def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:

@@ -180,6 +180,9 @@ class MemorySystemBase:
       that hold the answer (the oracle reader: an upper bound, not a memory system).
     * :meth:`pinned_identity`: for a system whose runs predate the seam, the forms its run id, stored prompts and
       memory key took then, so those runs keep their ids (``None`` for every new system).
+    * :meth:`snapshot` and :meth:`restore`: a memory as JSON-ready data and back. A system that gives them has its
+      memory stored with the question that built it, and every run that differs only in the actor or the judge
+      restores it instead of ingesting again (no model call, no recomputation).
     """
 
     name: str = ""
@@ -217,6 +220,20 @@ class MemorySystemBase:
         """The identity forms of a system older than the seam (``None``: the harness's forms, for every new one)."""
         return None
 
+    def snapshot(self, memory: Any) -> Any:
+        """``memory`` as JSON-ready data for :meth:`restore`; ``None`` (the default): not kept, so another run builds
+        it again (its model calls then come from the response cache)."""
+        return None
+
+    async def restore(self, data: Any, services: MemoryServices) -> Any:
+        """The memory :meth:`snapshot` described, bound to this question's ``services``."""
+        raise NotImplementedError(f"{type(self).__name__} gives snapshots but defines no restore(data, services)")
+
+    @property
+    def keeps_snapshots(self) -> bool:
+        """Whether the system overrides :meth:`snapshot` (the harness then looks for a stored memory first)."""
+        return type(self).snapshot is not MemorySystemBase.snapshot
+
 
 @dataclass(frozen=True)
 class PinnedIdentity:
@@ -239,4 +256,4 @@ class PinnedIdentity:
 
 #: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
-         "memory_digest", "history_scope", "pinned_identity")
+         "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore")

@@ -122,6 +122,13 @@ class SimpleOMSystem(MemorySystemBase):
                 turns.flush(services)
         return memory
 
+    def snapshot(self, memory: SimpleObservationalMemory) -> dict[str, Any]:
+        return memory.snapshot()
+
+    async def restore(self, data: Any, services: MemoryServices) -> SimpleObservationalMemory:
+        return SimpleObservationalMemory.from_snapshot(data, observer=self._observer(services),
+                                                       count_tokens=services.count_tokens)
+
     async def context(self, memory: SimpleObservationalMemory, question: QuestionView,
                       services: MemoryServices) -> MemoryContext:
         block = memory.recall(thread_id=f"question:{question.question_id}", resource_id=question.history_id)
