@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -34,16 +35,13 @@ INTEGRATION_MODULES = (
     "tests/experiment/test_memory_systems.py",
     "tests/memory/test_plugin.py",
     "tests/report/test_systems_sweep.py",
-)
-
-
-#: Integration modules that only compute (Node oracles, the pinned packs, the local model): under ``-n 2 --dist
-#: loadgroup`` they run one after another on one worker while the modules that start, time and kill processes run
-#: one after another on the other, so no two timing-sensitive tests ever overlap.
-COMPUTING_MODULES = (
-    "tests/om/",
-    "tests/llm/test_local.py",
+    "tests/llm/test_llama_server.py",
     "tests/llm/test_local_embedding_model.py",
+    "tests/experiment/test_mastra_exact_run.py",
+    "tests/experiment/test_retrieval_run.py",
+    "tests/om/test_mastra_exact_differential.py",
+    "tests/om/exact/test_no_mastra_text.py",
+    "tests/om/exact/test_differential.py",
 )
 
 
@@ -53,18 +51,39 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         path = item.path.relative_to(root).as_posix()
         if path.startswith(INTEGRATION_MODULES):
             item.add_marker(pytest.mark.integration)
-        item.add_marker(pytest.mark.xdist_group(_group(item, path)))
     if hasattr(config, "workerinput"):  # under pytest-xdist: the two long groups first, one to each worker
-        order = {"integration-processes": 0, "integration-computing": 1}
-        items.sort(key=lambda item: order.get(_group(item, item.path.relative_to(root).as_posix()), 2))
+        order = {PROCESSES: 0, COMPUTING: 1}
+        items.sort(key=lambda item: order.get(scope_of(item.path.relative_to(root).as_posix()), 2))
 
 
-def _group(item: pytest.Item, path: str) -> str:
-    """A fast module goes whole to a worker (as with ``--dist loadfile``); the integration tests form two groups,
-    each run serially on its worker."""
-    if item.get_closest_marker("integration") is None:
-        return path
-    return "integration-computing" if path.startswith(COMPUTING_MODULES) else "integration-processes"
+#: The two groups of integration modules under ``python -m pytest -n 2``: each runs one test at a time on its own
+#: worker, so no two tests that start, time and kill processes overlap, while the Node oracles run beside them.
+PROCESSES, COMPUTING = "integration-processes", "integration-computing"
+
+
+def scope_of(path: str) -> str:
+    """Where a test module goes under ``-n``: a fast module whole to one worker (as ``--dist loadfile``), an
+    integration module into one of the two serial groups (the Node and pack differentials under ``tests/om`` only
+    compute)."""
+    if path.startswith(INTEGRATION_MODULES):
+        return COMPUTING if path.startswith("tests/om/") else PROCESSES
+    return path
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Plain ``-n`` (the README's ``python -m pytest -n 2``) schedules by :func:`scope_of`, in collection order (each
+    worker starts on one of the two long groups); an explicit ``--dist`` keeps pytest-xdist's own."""
+    if config.getvalue("dist") != "load" or "--dist" in " ".join(config.invocation_params.args):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByGroup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return scope_of(nodeid.split("::", 1)[0])
+
+    config.option.loadscopereorder = False
+    return ByGroup(config, log)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -79,14 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError("OM_EVAL_UPDATE_GOLDEN is gone: pass --update-golden instead (the run then fails "
                                 "if a golden file changed, so review the diff and run again)")
     golden.UPDATE = bool(config.getoption("--update-golden"))
-    if getattr(config.option, "dist", "no") == "load":  # plain -n (the README's python -m pytest -n 2)
-        # Tests go to workers by _group, in collection order: each worker starts on one of the two long integration
-        # groups and the fast modules fill in (by default groups would be sorted by size).
-        config.option.dist = "loadgroup"
-        config.option.loadscopereorder = False
     if golden.UPDATE and getattr(config.option, "numprocesses", None):
         # Each xdist worker would note its own rewrites, and the run could pass with changed golden files.
         raise pytest.UsageError("--update-golden cannot run under -n (pytest-xdist): run it without -n")
+
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

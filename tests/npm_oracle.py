@@ -8,6 +8,7 @@ copied into the project: they are only executed.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -122,5 +123,9 @@ def node_folder(tmp_path_factory: pytest.TempPathFactory, name: str, packages: d
     started = time.monotonic()
     if not installed(folder, packages):
         folder.parent.mkdir(parents=True, exist_ok=True)
-        install(folder, packages, npm)
+        # One installer at a time per folder: under pytest -n another worker may be installing it, or running from it.
+        with open(folder.with_name(f"{folder.name}.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not installed(folder, packages):
+                install(folder, packages, npm)
     return NodeFolder(node, folder, time.monotonic() - started)

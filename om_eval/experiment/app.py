@@ -45,10 +45,8 @@ def _note_failed_job(name: str) -> None:
 
 
 def _memory_side(spec: Any) -> str:
-    """What answers from: OM's observer model, a baseline reader (which builds no memory), or a seam system and
-    the models it calls."""
-    if spec.baseline.enabled:
-        return f"baseline reader {spec.baseline.reader}"
+    """What answers from: OM's observer model, or a seam system (a baseline reader among them) and the models it
+    calls besides the actor and the judge."""
     if spec.through_seam:
         roles = spec.role_models()
         used = [f"{role.split('.')[-1]} {roles[role].model}" for role in ("models.observer", "models.embedding")
