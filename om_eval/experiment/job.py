@@ -211,7 +211,8 @@ class RunJob:
         try:
             self.counter = make_counter(spec.token_estimator)
         except ValueError as error:
-            raise ConfigError(f"om.token_estimator={spec.token_estimator!r} is invalid: {error}") from None
+            option = "baseline.tokenizer" if spec.baseline.enabled else "om.token_estimator"  # a reader counts its own
+            raise ConfigError(f"{option}={spec.token_estimator!r} is invalid: {error}") from None
         self.system: Any = spec.system() if spec.through_seam else None
         """The seam's memory system (``None``: OM, answered by its own path)."""
         prompts = spec.mastra_prompts.identity if spec.mastra_prompts is not None else None
@@ -430,20 +431,31 @@ class RunJob:
             table = recorder.finish() if recorder is not None else None
             turns = table.to_json() if table is not None and len(table) else None
             if system.keeps_snapshots and (data := system.snapshot(memory)) is not None:
-                held.put(key, history.id, {"snapshot": data, "stats": {"turns": turns}})
+                # As text now: data that is not JSON fails this question, not the store's commit of every question.
+                text = json.dumps(data, ensure_ascii=False)
+                held.put(key, history.id, {"snapshot": text, "stats": {"turns": turns,
+                                                                         "turns_recorded": spec.run.turn_costs}})
             return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory))
 
         async def make_build() -> SystemBuild:
             if not system.keeps_snapshots:
                 return await build_fresh()
-            # Variants run in parallel would each ingest; with the lock the second restores the first's memory.
+            # Variants run in parallel: the second waits for the first's build, then builds from the response cache
+            # (no call paid twice); a variant run later restores the memory the first committed with its question.
             async with build_lock(self.results, safe_file_name(key), history.id):
                 saved = held.get(key, history.id)
-                if saved is None:
+                stats = (saved or {}).get("stats") or {}
+                if saved is None or (spec.run.turn_costs and not stats.get("turns_recorded")):
+                    return await build_fresh()  # none kept, or kept without the turn table this run records
+                try:
+                    memory = await system.restore(saved["snapshot"], services)
+                except Exception as error:  # a snapshot of an older format, say: build it again, and say so
+                    warnings.warn(f"memory={system.name}: the stored memory {key} of {history.id} could not be "
+                                  f"restored ({type(error).__name__}: {error}); building it again", RuntimeWarning,
+                                  stacklevel=2)
                     return await build_fresh()
-                memory = await system.restore(saved["snapshot"], services)
-                turns = (saved.get("stats") or {}).get("turns")
-                return SystemBuild(memory, key, reused=True, turns=turns, digest=system.memory_digest(memory))
+                return SystemBuild(memory, key, reused=True, turns=stats.get("turns"),
+                                   digest=system.memory_digest(memory))
 
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"

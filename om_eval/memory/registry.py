@@ -125,6 +125,10 @@ class DeclaredSystem(MemorySystemBase):
     def keeps_snapshots(self) -> bool:
         return self._snapshot is not MemorySystemBase.snapshot
 
+    @property
+    def restores_snapshots(self) -> bool:
+        return self._restore is not MemorySystemBase.restore
+
     def snapshot(self, memory: Any) -> Any:
         return None if self._snapshot is MemorySystemBase.snapshot else self._snapshot(memory)
 
@@ -163,6 +167,9 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
             raise ConfigError(f"memory={name}: {target} gave {type(system).__name__}, which lacks the MemorySystem "
                               "methods (name, identity, budget, ingest, context)", option="memory")
         system = DeclaredSystem(system)
+    if system.keeps_snapshots and not system.restores_snapshots:
+        raise ConfigError(f"memory={name} defines snapshot(memory) but no restore(data, services): define both (the "
+                          "harness restores what it stored), or neither", option="memory")
     if system.history_scope not in HISTORY_SCOPES:
         raise ConfigError(f"memory={name}: its history_scope {system.history_scope!r} is invalid: allowed values are "
                           f"{', '.join(HISTORY_SCOPES)}", option="memory")

@@ -234,6 +234,11 @@ class MemorySystemBase:
         """Whether the system overrides :meth:`snapshot` (the harness then looks for a stored memory first)."""
         return type(self).snapshot is not MemorySystemBase.snapshot
 
+    @property
+    def restores_snapshots(self) -> bool:
+        """Whether the system overrides :meth:`restore` (the registry refuses a system that keeps snapshots without)."""
+        return type(self).restore is not MemorySystemBase.restore
+
 
 @dataclass(frozen=True)
 class PinnedIdentity:
