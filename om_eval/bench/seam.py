@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from importlib import resources
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from om_eval.bench.answer import ask_actor
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
-from om_eval.data.records import Question, Turn
+from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.memory.system import MemoryContext, MemorySystemBase
 from om_eval.memory.view import HistoryView, QuestionView, question_view, turn_id_of
 from om_eval.om.config import ModelSettings
@@ -286,14 +286,21 @@ def retrieval_traces(graded: GradedRanking, question: Question, top_k: int | Non
     ``not_retrieved``."""
     top = graded.ranked[:top_k] if top_k else graded.ranked
     held_by_top = {turn for doc in top for turn in graded.holds[doc]}
+    return _evidence_traces(question, lambda session, position: (
+        "retrieved" if (session.index, position) in held_by_top else "not_retrieved", False))
+
+
+def _evidence_traces(question: Question, fate: Callable[[HaystackSession, int], tuple[str, bool]]
+                     ) -> list[EvidenceTrace]:
+    """One trace per evidence turn, in the question's order, with the status and the answer-kept flag ``fate``
+    gives the turn at ``(session, position)``."""
     traces = []
     for session in question.sessions:
         for position, turn in enumerate(session.turns):
             if turn.has_answer:
-                retrieved = (session.index, position) in held_by_top
+                status, answer_kept = fate(session, position)
                 traces.append(EvidenceTrace(session.session_id, session.index, position, turn.role,
-                                            " ".join(turn.content.split())[:160],
-                                            "retrieved" if retrieved else "not_retrieved", (), False))
+                                            " ".join(turn.content.split())[:160], status, (), answer_kept))
     return traces
 
 
@@ -312,17 +319,13 @@ def shown_traces(shown_ids: Sequence[str], question: Question, history: HistoryV
 
     shown = set(shown_ids)
     answer = question.answer_text.lower()
-    traces = []
-    for session in question.sessions:
-        for position, turn in enumerate(session.turns):
-            if not turn.has_answer:
-                continue
-            seen = turn_id_of(session, position) in shown
-            traces.append(EvidenceTrace(session.session_id, session.index, position, turn.role,
-                                        " ".join(turn.content.split())[:160],
-                                        IN_READER_PROMPT if seen else TRUNCATED_AWAY, (),
-                                        seen and answer in turn.content.lower()))
-    return traces
+
+    def fate(session: HaystackSession, position: int) -> tuple[str, bool]:
+        if turn_id_of(session, position) not in shown:
+            return TRUNCATED_AWAY, False
+        return IN_READER_PROMPT, answer in session.turns[position].content.lower()
+
+    return _evidence_traces(question, fate)
 
 
 # -- answering ----------------------------------------------------------------------------------------------------

@@ -215,6 +215,8 @@ class RunJob:
             raise ConfigError(f"{option}={spec.token_estimator!r} is invalid: {error}") from None
         self.system: Any = spec.system() if spec.through_seam else None
         """The seam's memory system (``None``: OM, answered by its own path)."""
+        self.pinned = self.system.pinned_identity() if self.system is not None else None
+        """The identity forms of a system older than the seam (read once: a reader's hashes its prompt file)."""
         prompts = spec.mastra_prompts.identity if spec.mastra_prompts is not None else None
         self.memory_key = (seam_memory_key(spec, self.system, self.counter.name) if self.system is not None
                            else memory_hash(spec.om, spec.replay, self.counter.name, prompts))
@@ -238,15 +240,13 @@ class RunJob:
         """What the run records as its memory build: OM's memory hash, or a seam system's ``<name>:<hash>`` (a reader's
         ``baseline:<reader>``, as it was before the seam)."""
         if self.system is not None:
-            pinned = self.system.pinned_identity()
-            return pinned.memory_key if pinned is not None else f"{self.system.name}:{self.memory_key}"
+            return self.pinned.memory_key if self.pinned is not None else f"{self.system.name}:{self.memory_key}"
         return self.memory_key
 
     def history_memory_key(self, question: Question) -> str:
         """The memory key of one question's history (its item's ``memory_key``)."""
-        pinned = self.system.pinned_identity() if self.system is not None else None
-        if pinned is not None and not pinned.per_history:
-            return pinned.memory_key
+        if self.pinned is not None and not self.pinned.per_history:
+            return self.pinned.memory_key
         return f"{self.run_memory_key}-{haystack_hash(question)}"
 
     def memory_budget(self) -> dict[str, Any]:
@@ -300,8 +300,8 @@ class RunJob:
         if self.system is not None:
             from om_eval.bench.seam import seam_actor_prompt_hash
 
-            if (pinned := self.system.pinned_identity()) is not None:
-                return dict(pinned.stored_prompts)
+            if self.pinned is not None:
+                return dict(self.pinned.stored_prompts)
             return {"memory": self.system.name, "identity": dict(self.system.identity()),
                     "actor": seam_actor_prompt_hash()}
         if spec.mastra_prompts is not None:  # Mastra's own prompts: the package, release and integrity they came from

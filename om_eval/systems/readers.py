@@ -64,14 +64,13 @@ class ReaderMemory:
 class _Reader(MemorySystemBase):
     """A reader of the raw sessions (LongMemEval's baselines); subclasses name the sessions it is shown."""
 
-    default_options: ClassVar[Mapping[str, Any]] = {
-        field: getattr(BaselineConfig(), field) for field in _OPTIONS}
+    default_options: ClassVar[Mapping[str, Any]] = {option: getattr(BaselineConfig(), option) for option in _OPTIONS}
     uses_observer_model = False
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         super().__init__(options)
         reject_unknown(self.name, self.options, _OPTIONS)
-        self.config = BaselineConfig(reader=self.name, **{**self.default_options, **self.options})
+        self.config = BaselineConfig(reader=self.name, **self.options)
         self.max_output_tokens = self.config.max_tokens
         self._counter: TokenCounter | None = None
 
@@ -99,15 +98,17 @@ class _Reader(MemorySystemBase):
         shown = truncate_blocks(blocks, self.config.history_budget, self.counter, self.config.keep)
         if services.recording_turns:
             self._record_turns(sessions, services)
-        return ReaderMemory(shown, self.counter.count_text(full), self.counter.count_text(shown),
-                            self._shown_ids(sessions, shown, whole=shown == full), len(sessions))
+        shown_ids = (tuple(turn.id for session in sessions for turn in session.turns) if shown == full
+                     else self._kept_ids(sessions, shown))
+        return ReaderMemory(shown, self.counter.count_text(full), self.counter.count_text(shown), shown_ids,
+                            len(sessions))
 
-    def _shown_ids(self, sessions: list[SessionView], shown: str, *, whole: bool) -> tuple[str, ...]:
-        """The turns whose laid-out text the cut history still holds (all of them when nothing was cut)."""
+    def _kept_ids(self, sessions: list[SessionView], shown: str) -> tuple[str, ...]:
+        """The turns whose laid-out text the cut history still holds."""
         ids: list[str] = []
         for session in sessions:
             texts = turn_texts(session, self.config.format)
-            ids.extend(turn.id for turn, text in zip(session.turns, texts) if whole or text in shown)
+            ids.extend(turn.id for turn, text in zip(session.turns, texts) if text in shown)
         return tuple(ids)
 
     def _record_turns(self, sessions: list[SessionView], services: MemoryServices) -> None:
