@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any
 
 from om_eval.bench.recall_actor import ToolStep, run_recall_loop
-from om_eval.bench.replay import eval_thread_id
+from om_eval.bench.replay import Asked, asked_thread_id
 from om_eval.common.files import short_hash
 from om_eval.data.records import Question
 from om_eval.om.config import ModelSettings
@@ -46,19 +46,19 @@ def actor_prompt_hash() -> str:
     return short_hash(resources.files("om_eval.bench.prompts").joinpath("actor.toml").read_bytes())
 
 
-def memory_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
+def memory_messages(memory: ObservationalMemory, question: Asked) -> list[dict[str, str]]:
     """OM's context for the question date, in the memory's scope and layout."""
     return memory.wording.actor_memory_messages(actor_view(memory, question), memory.config.context_layout)
 
 
-def history_messages(memory: ObservationalMemory, question: Question) -> list[dict[str, str]]:
+def history_messages(memory: ObservationalMemory, question: Asked) -> list[dict[str, str]]:
     """The raw messages the question's turn holds as chat history. The question's thread is fresh, so none,
     except under 1.31 in resource scope, whose turn loads every message not yet observed
     (:meth:`~ObservationalMemory.turn_history`)."""
-    return memory.history_messages(eval_thread_id(question))
+    return memory.history_messages(asked_thread_id(question))
 
 
-def raw_tail_tokens(memory: ObservationalMemory, question: Question) -> int:
+def raw_tail_tokens(memory: ObservationalMemory, question: Asked) -> int:
     """Tokens of the raw (unobserved) messages the actor is shown: the other-conversations text (none while the
     memory holds no observations: then no memory is shown) and any raw chat history (:func:`history_messages`)."""
     inputs = actor_view(memory, question)
@@ -69,10 +69,10 @@ def raw_tail_tokens(memory: ObservationalMemory, question: Question) -> int:
     return history + (memory.counter.count_text(text) if text else 0)
 
 
-def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs:
+def actor_view(memory: ObservationalMemory, question: Asked) -> ContextInputs:
     """What the actor's memory messages are built from, asked on a fresh thread at the question date."""
     if memory.resource_scope:
-        return memory.context_inputs(question.question_date, eval_thread_id(question))
+        return memory.context_inputs(question.question_date, asked_thread_id(question))
     # Thread scope keeps one memory per session; the actor sees them all, oldest first, as one memory.
     records = sorted(
         (memory.record(t) for t in memory.thread_ids if memory.record(t).active_observations.strip()),
@@ -90,7 +90,7 @@ def actor_view(memory: ObservationalMemory, question: Question) -> ContextInputs
                          retrieval_search=memory.config.retrieval_search != "off")
 
 
-def actor_messages(memory: ObservationalMemory, question: Question,
+def actor_messages(memory: ObservationalMemory, question: Asked,
                    renders: dict[Any, list[dict[str, str]]] | None = None) -> list[dict[str, str]]:
     """Everything the actor receives, in order.
 
@@ -101,7 +101,7 @@ def actor_messages(memory: ObservationalMemory, question: Question,
     user = fill(prompts["question"], question_date=question.question_date_text, question=question.question)
     if renders is None:
         shown = memory_messages(memory, question)
-    elif (kept := renders.get(key := (question.question_date, eval_thread_id(question)))) is not None:
+    elif (kept := renders.get(key := (question.question_date, asked_thread_id(question)))) is not None:
         shown = kept
     else:
         shown = renders[key] = memory_messages(memory, question)

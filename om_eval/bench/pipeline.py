@@ -277,6 +277,12 @@ class QuestionRun:
     it (``None`` on the others that share it, and where nothing was recorded)."""
     detail: str | None = None
     """JSON of a seam system's own figures for the answer (:attr:`~om_eval.memory.system.MemoryContext.detail`)."""
+    observed_message_tokens: int | None = None
+    """OM: message tokens its Observer was given, summed over its calls."""
+    observation_cycles: int | None = None
+    """OM: times observation ran."""
+    raw_tail_tokens: int | None = None
+    """OM: tokens of the raw (unobserved) messages the actor was shown."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""

@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, cast
 
-from om_eval.bench.replay import eval_thread_id
-from om_eval.data.records import Question
+from om_eval.bench.replay import Asked, asked_thread_id
 from om_eval.llm.client import LLMCallError
+from om_eval.memory.system import ActorTools
 from om_eval.om.config import ModelSettings
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatModel, ModelReply, ToolCall, complete_checked
@@ -101,7 +101,7 @@ def _error_text(message: str) -> str:
     return json.dumps({"error": message}, ensure_ascii=False)
 
 
-def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, history: Any,
+def _run_call(call: ToolCall, memory: ObservationalMemory, question: Asked, history: Any,
               search: Any = None) -> tuple[str, str | None]:
     """The tool's reply to ``call`` (JSON text, as the model reads it) and the error kind, if any. Never raises for
     anything in the call: see the module docstring."""
@@ -113,7 +113,7 @@ def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, h
         return _error_text(str(refused)), "bad_arguments"
     scope = cast(RecallScope, memory.config.retrieval)  # the recall loop runs in retrieval mode only: not "off"
     try:
-        result = recall(history, arguments, thread_id=memory.shown_thread_id(eval_thread_id(question)),
+        result = recall(history, arguments, thread_id=memory.shown_thread_id(asked_thread_id(question)),
                         resource_id=memory.resource_id, scope=scope, search=search)
         return result_json(result), None
     except RecallError as error:
@@ -125,6 +125,36 @@ def _run_call(call: ToolCall, memory: ObservationalMemory, question: Question, h
         return _error_text(f"the {TOOL_NAME} tool failed on these arguments ({kind}: "
                            f"{shown(str(error), MAX_ERROR_CHARS)}); check them against the tool's schema, or answer "
                            "from what you have"), f"tool_failure: {kind}"
+
+
+class RecallTools:
+    """OM's ``recall`` tool over one memory, for one question (``om.retrieval``): what the harness's tool loop
+    (:func:`run_tool_loop`) offers the actor. Build it with :meth:`open` (an embedding search embeds the memory's
+    observation groups first)."""
+
+    result_token_cap = RESULT_TOKEN_CAP
+
+    def __init__(self, memory: ObservationalMemory, question: Asked, search: Any = None, *,
+                 call_budget: int = DEFAULT_BUDGET, token_budget: int = DEFAULT_TOKEN_BUDGET) -> None:
+        self.memory = memory
+        self.question = question
+        self.search = search
+        self.call_budget = call_budget
+        self.token_budget = token_budget
+        self.history = memory.recall_history(asked_thread_id(question), question.question_date)
+        scope = cast(RecallScope, memory.config.retrieval)  # offered in retrieval mode only: not "off"
+        searching = memory.config.retrieval_search != "off"
+        self.definitions: Sequence[Mapping[str, Any]] = [tool_definition(scope, searching)]
+
+    @classmethod
+    async def open(cls, memory: ObservationalMemory, question: Asked, client: Any, **budgets: int) -> RecallTools:
+        """The tool, with the search index ``om.retrieval_search`` asks for (embedded through ``client``)."""
+        search = await _search_index(memory, client) if memory.config.retrieval_search != "off" else None
+        return cls(memory, question, search, **budgets)
+
+    async def call(self, call: ToolCall) -> tuple[str, str | None]:
+        unembedded = await _prepare_search(self.search, call)
+        return unembedded or _run_call(call, self.memory, self.question, self.history, self.search)
 
 
 def _echoed(call: ToolCall, round_: int, index: int) -> ToolCall:
@@ -139,16 +169,22 @@ def _echoed(call: ToolCall, round_: int, index: int) -> ToolCall:
 
 
 async def run_recall_loop(
-    actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Question,
+    actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Asked,
     messages: Sequence[dict[str, Any]], *, check: Any, counter: TokenCounter, budget: int = DEFAULT_BUDGET,
     token_budget: int = DEFAULT_TOKEN_BUDGET,
 ) -> LoopResult:
-    """Ask the actor with the tool offered until it answers (see the module docstring)."""
-    history = memory.recall_history(eval_thread_id(question), question.question_date)
-    searching = memory.config.retrieval_search != "off"
-    search = await _search_index(memory, actor) if searching else None
-    scope = cast(RecallScope, memory.config.retrieval)  # called in retrieval mode only: not "off"
-    tools = [tool_definition(scope, searching)]
+    """Ask the actor with OM's recall tool offered until it answers (see the module docstring)."""
+    tools = await RecallTools.open(memory, question, actor, call_budget=budget, token_budget=token_budget)
+    return await run_tool_loop(actor, settings, messages, tools, check=check, counter=counter)
+
+
+async def run_tool_loop(
+    actor: ChatModel, settings: ModelSettings, messages: Sequence[dict[str, Any]], tools: ActorTools, *,
+    check: Any, counter: TokenCounter,
+) -> LoopResult:
+    """Ask the actor with ``tools`` offered until it answers, running each call it makes (module docstring)."""
+    budget, token_budget = tools.call_budget, tools.token_budget
+    definitions = [dict(d) for d in tools.definitions]
     conversation = [dict(m) for m in messages]
     steps: list[ToolStep] = []
     prompt_tokens: int | None = 0
@@ -158,7 +194,7 @@ async def run_recall_loop(
     round_ = 0
     while True:
         reply = await complete_checked(actor, conversation, stage="actor" if round_ == 0 else "recall",
-                                       settings=settings, check=check, complete_only=True, tools=tools)
+                                       settings=settings, check=check, complete_only=True, tools=definitions)
         prompt_tokens = None if prompt_tokens is None or reply.prompt_tokens is None else \
             prompt_tokens + reply.prompt_tokens
         completion_tokens = None if completion_tokens is None or reply.completion_tokens is None else \
@@ -180,9 +216,8 @@ async def run_recall_loop(
             if exhausted is None and len(steps) >= budget:
                 exhausted = f"{budget} calls"
             if exhausted is None:
-                unembedded = await _prepare_search(search, call)
-                text, error = unembedded or _run_call(call, memory, question, history, search)
-                text = bound_result(text, counter.count_text, RESULT_TOKEN_CAP)
+                text, error = await tools.call(call)
+                text = bound_result(text, counter.count_text, tools.result_token_cap)
                 if added_tokens + counter.count_text(text) > token_budget:
                     exhausted = f"{token_budget:,} tokens"
             if exhausted is not None:

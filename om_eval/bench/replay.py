@@ -25,7 +25,7 @@ from om_eval.bench.accounting import (
 )
 from om_eval.bench.turn_costs import TurnRecorder
 from om_eval.data.records import HaystackSession, Question, Turn
-from om_eval.memory.view import HistoryView, SessionView, TurnView, history_view
+from om_eval.memory.view import HistoryView, QuestionView, SessionView, TurnView, history_view
 from om_eval.om.config import ConfigError, OMConfig, option_error
 from om_eval.om.exact.pack import PromptPack
 from om_eval.om.memory import ObservationalMemory
@@ -305,6 +305,17 @@ def eval_thread_id(question: Question) -> str:
     """The fresh thread the question is asked on (never part of the replayed memory). Questions that share a
     haystack share it too: its first step belongs to the shared build, and no question's words enter the memory."""
     return history_eval_thread_id(question.memory_owner)
+
+
+#: A question as the benchmark holds it, or as a memory system is shown it (the same fields are read).
+Asked = Question | QuestionView
+
+
+def asked_thread_id(question: Asked) -> str:
+    """The fresh thread ``question`` is asked on (:func:`eval_thread_id`)."""
+    if isinstance(question, QuestionView):
+        return history_eval_thread_id(question.history_id)
+    return eval_thread_id(question)
 
 
 def history_eval_thread_id(history_id: str) -> str:

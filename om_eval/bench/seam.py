@@ -12,18 +12,20 @@ from __future__ import annotations
 import json
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from om_eval.bench.answer import ask_actor
+from om_eval.bench.answer import AnswerError, answer_problem, ask_actor
+from om_eval.bench.recall_actor import run_tool_loop, steps_json
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
 from om_eval.data.records import HaystackSession, Question, Turn
-from om_eval.memory.system import MemoryContext, MemorySystemBase
+from om_eval.memory.system import MemoryContext, MemorySystemBase, TurnTrace
 from om_eval.memory.view import HistoryView, QuestionView, question_view, turn_id_of
 from om_eval.om.config import ModelSettings
+from om_eval.om.model import CUT_OFF, cut_off
 from om_eval.om.prompts import fill, text_hash
 from om_eval.om.tokens import TokenCounter
 
@@ -77,6 +79,25 @@ class SystemBuild:
     """The turn table the system recorded while it built the memory (JSON), if it recorded one."""
     digest: str | None = None
     """:meth:`~om_eval.memory.system.MemorySystemBase.memory_digest` of the memory as ingest left it."""
+    traces: dict[str, TurnTrace] = field(default_factory=dict, compare=False, repr=False)
+    """Where every turn went (:meth:`~om_eval.memory.system.MemorySystemBase.trace_turns`), once asked, for a
+    memory questions share (the same dict in every copy handed to them)."""
+
+
+#: Figures of a system's :meth:`~om_eval.memory.system.MemorySystemBase.build_figures` that have columns of their
+#: own in ``items`` (OM's, older than the seam); the rest go to ``items.detail``.
+FIGURE_COLUMNS = ("observer_calls", "reflector_calls", "observations", "reflections", "history_tokens",
+                  "observation_tokens", "pending_tokens", "compression_ratio", "observed_message_tokens",
+                  "observation_cycles")
+
+
+def figure_columns(figures: Mapping[str, Any]) -> dict[str, Any]:
+    """The figures of ``figures`` that fill columns of their own (:data:`FIGURE_COLUMNS`)."""
+    return {name: figures[name] for name in FIGURE_COLUMNS if name in figures}
+
+
+#: The answer figure (:attr:`~om_eval.memory.system.MemoryContext.detail`) with a column of its own.
+ANSWER_COLUMNS = ("raw_tail_tokens",)
 
 
 def as_context(value: MemoryContext | str | None) -> MemoryContext:
@@ -287,21 +308,50 @@ def retrieval_traces(graded: GradedRanking, question: Question, top_k: int | Non
     top = graded.ranked[:top_k] if top_k else graded.ranked
     held_by_top = {turn for doc in top for turn in graded.holds[doc]}
     return _evidence_traces(question, lambda session, position: (
-        "retrieved" if (session.index, position) in held_by_top else "not_retrieved", False))
+        "retrieved" if (session.index, position) in held_by_top else "not_retrieved", (), False))
 
 
-def _evidence_traces(question: Question, fate: Callable[[HaystackSession, int], tuple[str, bool]]
-                     ) -> list[EvidenceTrace]:
-    """One trace per evidence turn, in the question's order, with the status and the answer-kept flag ``fate``
-    gives the turn at ``(session, position)``."""
+def _evidence_traces(question: Question,
+                     fate: Callable[[HaystackSession, int], tuple[str, tuple[str, ...], bool]]) -> list[EvidenceTrace]:
+    """One trace per evidence turn, in the question's order, with the status, the matching lines and the
+    answer-kept flag ``fate`` gives the turn at ``(session, position)``."""
     traces = []
     for session in question.sessions:
         for position, turn in enumerate(session.turns):
             if turn.has_answer:
-                status, answer_kept = fate(session, position)
+                status, lines, answer_kept = fate(session, position)
                 traces.append(EvidenceTrace(session.session_id, session.index, position, turn.role,
-                                            " ".join(turn.content.split())[:160], status, (), answer_kept))
+                                            " ".join(turn.content.split())[:160], status, lines, answer_kept))
     return traces
+
+
+def evidence_turn_ids(question: Question) -> list[str]:
+    """The view's ids of the question's evidence turns."""
+    return [turn_id_of(s, p) for s in question.sessions for p, t in enumerate(s.turns) if t.has_answer]
+
+
+def system_traces(system: MemorySystemBase, build: SystemBuild, question: Question, history: HistoryView
+                  ) -> list[EvidenceTrace]:
+    """Where each evidence turn went, as the system traces it (:meth:`~MemorySystemBase.trace_turns`). Asked once
+    the answer is graded; a memory questions share is asked about every turn at once (kept with the build), so no
+    question's evidence is named to a memory that answers others."""
+    if question.haystack_id:
+        if not build.traces:
+            every = [t.id for s in history.sessions for t in s.turns]
+            build.traces.update(system.trace_turns(build.memory, history, every))
+        traced: Mapping[str, TurnTrace] = build.traces
+    else:
+        traced = system.trace_turns(build.memory, history, evidence_turn_ids(question))
+    answer = question.answer_text.lower()
+
+    def fate(session: HaystackSession, position: int) -> tuple[str, tuple[str, ...], bool]:
+        trace = traced.get(turn_id_of(session, position))
+        if trace is None:
+            return "not_traced", (), False
+        lines = tuple(trace.lines)
+        return trace.status, lines, any(answer in line.lower() for line in lines)
+
+    return _evidence_traces(question, fate)
 
 
 def check_shown(system: str, shown_ids: Sequence[str], history: HistoryView) -> None:
@@ -320,10 +370,10 @@ def shown_traces(shown_ids: Sequence[str], question: Question, history: HistoryV
     shown = set(shown_ids)
     answer = question.answer_text.lower()
 
-    def fate(session: HaystackSession, position: int) -> tuple[str, bool]:
+    def fate(session: HaystackSession, position: int) -> tuple[str, tuple[str, ...], bool]:
         if turn_id_of(session, position) not in shown:
-            return TRUNCATED_AWAY, False
-        return IN_READER_PROMPT, answer in session.turns[position].content.lower()
+            return TRUNCATED_AWAY, (), False
+        return IN_READER_PROMPT, (), answer in session.turns[position].content.lower()
 
     return _evidence_traces(question, fate)
 
@@ -358,33 +408,53 @@ async def system_answer_and_judge(
     if context.shown_ids is not None:
         check_shown(system.name, context.shown_ids, history)
     messages, context_tokens = actor_input(context, asked, counter)
-    reply = await ask_actor(client, messages, actor, question.question_id)
+    joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
+    steps = None
+    if context.tools is not None:
+        loop = await run_tool_loop(client, actor, messages, context.tools, check=answer_problem, counter=counter)
+        reply, sent, steps = loop.reply, list(loop.messages), loop.steps
+        problem = CUT_OFF if cut_off(reply) else answer_problem(reply.text)
+        if problem is not None:
+            raise AnswerError(question.question_id, actor.model, problem, reply.text)
+        prompt_tokens, completion_tokens = loop.prompt_tokens, loop.completion_tokens
+    else:
+        reply = await ask_actor(client, messages, actor, question.question_id)
+        sent, prompt_tokens, completion_tokens = messages, reply.prompt_tokens, reply.completion_tokens
     hypothesis = reply.text.strip()
     verdict = await judge_answer(judge, client, question, hypothesis)
-    joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     calls = ingest_calls or {}
     # The history the system was given (the oracle reader is given the evidence sessions only).
     history_tokens = sum(counter.count_text(t.content) for s in history.sessions for t in s.turns)
     if graded is not None:
         traces = retrieval_traces(graded, question, k)
+    elif context.shown_ids is not None:
+        traces = shown_traces(context.shown_ids, question, history)
     else:
-        traces = shown_traces(context.shown_ids, question, history) if context.shown_ids is not None else []
+        traces = system_traces(system, build, question, history) if system.traces_turns else []
+    built = {"observer_calls": calls.get("observer", 0), "reflector_calls": calls.get("reflector", 0),
+             "observations": 0, "reflections": 0, "history_tokens": history_tokens, "observation_tokens": None,
+             "pending_tokens": None, "compression_ratio": None, **system.build_figures(build.memory)}
+    answered = dict(context.detail)
+    columns = {**{name: built.pop(name) for name in FIGURE_COLUMNS if name in built},
+               **{name: answered.pop(name) for name in ANSWER_COLUMNS if name in answered}}
+    figures = {**built, **answered}
+    # A memory of its own is shown with its question; a shared one (LoCoMo) with the question that built it.
+    turns = build.turns if not build.reused or not question.haystack_id else None
     return QuestionRun(
         question_id=question.question_id, question_type=question.question_type,
         is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label,
         judge_status=verdict.status, judge_reply=verdict.reply, memory_key=build.key, reused_memory=build.reused,
-        observer_calls=calls.get("observer", 0), reflector_calls=calls.get("reflector", 0), observations=0,
-        reflections=0, history_tokens=history_tokens, observation_tokens=None, pending_tokens=None,
-        compression_ratio=None, actor_prompt_tokens=reply.prompt_tokens,
-        actor_completion_tokens=reply.completion_tokens, actor_prompt_hash=text_hash(joined), error=verdict.error,
+        **columns,
+        actor_prompt_tokens=prompt_tokens, actor_completion_tokens=completion_tokens,
+        actor_prompt_hash=text_hash(joined), error=verdict.error,
         question=question.question, gold_answer=question.answer_text, question_date=question.question_date_text,
-        actor_prompt=pack_messages(messages), evidence=json.dumps([asdict(t) for t in traces], ensure_ascii=False),
+        actor_prompt=pack_messages(sent), evidence=json.dumps([asdict(t) for t in traces], ensure_ascii=False),
         judge_identity=json.dumps(judge.identity, sort_keys=True), judge_official=judge.is_official,
         context_tokens=context_tokens, retrieval=retrieval_record(graded, question, k),
-        detail=json.dumps(dict(context.detail), ensure_ascii=False, sort_keys=True, default=str)
-        if context.detail else None,
-        turns=build.turns if build.turns is not None else _retrieval_turns(system, graded, question, counter,
-                                                                             context_tokens),
+        tool_calls=None if steps is None else len(steps), recall_steps=None if steps is None else steps_json(steps),
+        detail=json.dumps(figures, ensure_ascii=False, sort_keys=True, default=str) if figures else None,
+        turns=turns if build.turns is not None else _retrieval_turns(system, graded, question, counter,
+                                                                       context_tokens),
     )
 
 

@@ -20,6 +20,7 @@ from functools import lru_cache
 from om_eval.bench.replay import ReplayConfig, session_messages, thread_id_for
 from om_eval.data.records import Question
 from om_eval.om.memory import ObservationalMemory
+from om_eval.om.records import Message
 
 _WORD = re.compile(r"[a-z0-9']+")
 _STOP = frozenset(
@@ -86,6 +87,21 @@ class EvidenceTrace:
     """The gold answer's text occurs in those lines (False also means: only part of the turn was kept)."""
 
 
+def turn_status(message: Message | None, content: str, unobserved: set[str], active: str, earlier: list[str]
+                ) -> tuple[str, list[str]]:
+    """Where a turn went (its replayed ``message``, ``None`` when none was kept) and the lines that carry it, given
+    the ids never observed, the active observations and earlier generations' texts."""
+    lines: list[str] = []
+    if message is None or message.id in unobserved:
+        return "in_raw_tail", lines
+    if lines := matching_lines(active, content):
+        return "in_memory", lines
+    for text in earlier:
+        if lines := matching_lines(text, content):
+            return "lost_at_reflection", lines
+    return "not_captured", []
+
+
 def trace_evidence(question: Question, memory: ObservationalMemory, replay: ReplayConfig | None = None) -> list[
     EvidenceTrace
 ]:
@@ -104,16 +120,7 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
         for turn_index, turn in enumerate(session.turns):
             if not turn.has_answer:
                 continue
-            message = messages.get(f"{turn_index:04d}")
-            lines: list[str] = []
-            if message is None or message.id in unobserved:
-                status = "in_raw_tail"
-            elif lines := matching_lines(active, turn.content):
-                status = "in_memory"
-            elif any(lines := matching_lines(text, turn.content) for text in earlier):
-                status = "lost_at_reflection"
-            else:
-                status = "not_captured"
+            status, lines = turn_status(messages.get(f"{turn_index:04d}"), turn.content, unobserved, active, earlier)
             answer = question.answer_text.lower()
             traces.append(EvidenceTrace(
                 session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],

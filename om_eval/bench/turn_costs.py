@@ -273,6 +273,11 @@ class PartRecorder:
         self._previous = list(parts)
         self._flush(-1)
 
+    def adopt(self, table: TurnTable) -> None:
+        """A whole table the system built itself, in place of the turns recorded so far."""
+        self.table = table
+        self._pending = [0, 0, 0, 0]
+
     def charge(self, stage: str, prompt_tokens: int | None, completion_tokens: int | None) -> None:
         """A memory model call's tokens (``stage`` ``reflector``, or anything else for the Observer's columns)."""
         offset = 2 if stage == "reflector" else 0

@@ -45,16 +45,15 @@ def _note_failed_job(name: str) -> None:
 
 
 def _memory_side(spec: Any) -> str:
-    """What answers from: OM's observer model, or a seam system (a baseline reader among them) and the models it
-    calls besides the actor and the judge."""
-    if spec.through_seam:
-        roles = spec.role_models()
-        used = [f"{role.split('.')[-1]} {roles[role].model}" for role in ("models.observer", "models.embedding")
-                if role in roles]
-        return " · ".join([f"memory {spec.memory_system}", *used])
+    """What answers: the memory system and the models it calls besides the actor and the judge (and Mastra's own
+    prompts, when OM reads them)."""
+    roles = spec.role_models()
+    used = [f"{role.split('.')[-1]} {roles[role].model}" for role in
+            ("models.observer", "models.reflector", "models.embedding") if role in roles]
     prompts = spec.mastra_prompts
-    shown = f" · Mastra's prompts (@mastra/memory {prompts.version}/{prompts.variant})" if prompts is not None else ""
-    return f"observer {spec.om.observation.model.model}{shown}"
+    if prompts is not None and "prompt" in spec.system().config_groups:
+        used.append(f"Mastra's prompts (@mastra/memory {prompts.version}/{prompts.variant})")
+    return " · ".join([f"memory {spec.memory_system}", *used])
 
 
 def _label(spec: Any) -> str:
@@ -113,7 +112,7 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     # Before anything starts, in this order: credentials (seconds), Mastra's prompts (prompt=mastra_exact: the cache,
     # else Node once), the data, the judge's templates, the forecast.
     job.check_credentials()
-    job.prepare_prompts()
+    job.prepare_system()
     dataset = job.load_dataset()
     job.judge()
     if spec.hosted_models:

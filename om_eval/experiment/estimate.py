@@ -91,7 +91,7 @@ def estimate_run(spec: Any, dataset: Dataset) -> list[StageEstimate]:
     """Per-stage forecast of calls, tokens and dollars for running ``spec`` on ``dataset``."""
     obs_cfg, ref_cfg = spec.om.observation, spec.om.reflection
     totals: dict[str, list[int]] = {stage: [0, 0, 0] for stage in ("observer", "reflector", "actor", "judge")}
-    seam = getattr(spec, "through_seam", False)
+    seam = spec.memory_system != "om"  # OM's forecast follows its thresholds; every other system's, its budget
     if seam:
         totals = _estimate_seam(spec, dataset)
     for history in [] if seam else _history_tokens(dataset):

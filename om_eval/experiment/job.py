@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from om_eval.bench.answer import raw_tail_tokens
 from om_eval.bench.benchmark import Benchmark, benchmark_named
 from om_eval.bench.judging.judge import Judge, NoVerdict, ParseRule
 from om_eval.bench.metrics import (
@@ -27,15 +26,12 @@ from om_eval.bench.metrics import (
     write_hypotheses_jsonl,
 )
 from om_eval.bench.pipeline import (
-    MemoryBuild,
     SharedBuilds,
-    answer_and_judge,
-    build_memory,
     haystack_hash,
-    memory_hash,
     seam_memory_key,
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
+from om_eval.bench.seam import figure_columns
 from om_eval.common.files import atomic_write, open_lock, safe_file_name, try_lock
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
@@ -43,9 +39,6 @@ from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.om.config import ConfigError
-from om_eval.om.exact import PackError, PromptPack
-from om_eval.om.prompts import prompt_set_hash
-from om_eval.om.rules import rules_for
 from om_eval.om.tokens import make_counter
 
 if TYPE_CHECKING:
@@ -109,40 +102,25 @@ class RunProgress:
         )
 
 
-def _event_rows(memory: Any) -> list[dict[str, Any]]:
-    rows = []
-    for seq, event in enumerate(memory.events):
-        row = asdict(event)
-        row["seq"] = seq
-        row["thread_count"] = len(row.pop("thread_ids"))
-        row["levels"] = json.dumps(list(row["levels"]))
-        rows.append(row)
-    return rows
-
-
 def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
     """The question's calls in order; the store numbers them after earlier attempts' calls."""
     return [asdict(record) for record in ledger.records]
 
 
-def _baseline_label(spec: RunSpec) -> str:
-    """A label without the keys of what the run does not use: a baseline builds no memory, so ``-m
-    prompt=current,legacy baseline=none,oracle`` shows its one oracle run as ``baseline=oracle``; a seam system
-    keeps the observer or embedding model only when it calls it."""
+def _derived_label(spec: RunSpec, system: Any) -> str:
+    """A label without the keys of what the run does not use: ``-m prompt=current,legacy memory=om,oracle`` shows its
+    one oracle run as ``memory=oracle``. The config groups a system reads (:attr:`config_groups`: OM's ``om`` and
+    ``prompt``; a reader's ``baseline``) stay, and a model's keys stay when the system calls it."""
     label = spec.run.label or spec.experiment
     if (spec.resolved.get("run") or {}).get("label") is not None:
         return label  # given by the user
     models = (spec.resolved.get("models") or {}).keys()
-    baseline_unused = spec.through_seam and not spec.baseline.enabled  # a reader's options are the baseline group
-    unused = ("om.", "om=", "prompt=", "prompt.", *(("baseline=", "baseline.") if baseline_unused else ()),
+    groups = {*system.config_groups, *(("baseline",) if spec.baseline.enabled else ())}
+    unused = (*(f"{group}{sep}" for group in ("om", "prompt", "baseline") if group not in groups for sep in "=."),
               *(f"{form}{role}{sep}" for role in ("observer", "reflector", "embedding") if role not in models
                 for form, sep in (("model@models.", "="), ("models.", "."))))
     kept = [word for word in label.split() if not word.lstrip("+~").startswith(unused)]
     return " ".join(kept) or spec.experiment
-
-
-class ReflectionFailed(RuntimeError):
-    """A question's memory kept observations a failed reflection should have condensed."""
 
 
 @dataclass
@@ -192,6 +170,10 @@ class _HeldSnapshot:
     def __init__(self, lookup: Any) -> None:
         self.lookup = lookup
         self.held: tuple[str, str, Any, Any] | None = None
+        self.events: list[dict[str, Any]] = []
+        """What happened while this question built its memory (recorded with it, answered or not)."""
+        self.figures: dict[str, Any] = {}
+        """The system's figures about the memory the question was given (kept on its item, answered or not)."""
 
     def get(self, key: str, question_id: str) -> dict[str, Any] | None:
         return self.lookup.get(key, question_id)
@@ -213,14 +195,13 @@ class RunJob:
         except ValueError as error:
             option = "baseline.tokenizer" if spec.baseline.enabled else "om.token_estimator"  # a reader counts its own
             raise ConfigError(f"{option}={spec.token_estimator!r} is invalid: {error}") from None
-        self.system: Any = spec.system() if spec.through_seam else None
-        """The seam's memory system (``None``: OM, answered by its own path)."""
-        self.pinned = self.system.pinned_identity() if self.system is not None else None
+        self.system: Any = spec.system()
+        """The memory system under test (built once per job: OM's loads its prompt pack once)."""
+        self.pinned = self.system.pinned_identity()
         """The identity forms of a system older than the seam (read once: a reader's hashes its prompt file)."""
-        prompts = spec.mastra_prompts.identity if spec.mastra_prompts is not None else None
-        self.memory_key = (seam_memory_key(spec, self.system, self.counter.name) if self.system is not None
-                           else memory_hash(spec.om, spec.replay, self.counter.name, prompts))
-        self._pack: PromptPack | None = None
+        self.memory_key = self.pinned.memory_key if self.pinned is not None else \
+            seam_memory_key(spec, self.system, self.counter.name)
+        """The hash of the system's memory build (a pinned system's is its own form)."""
         self.benchmark: Benchmark = benchmark_named(spec.dataset.get("benchmark"))
         self.progress = RunProgress()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
@@ -230,18 +211,14 @@ class RunJob:
 
     @property
     def label(self) -> str:
-        """The run's name in reports (a baseline's derived label drops the keys only a memory uses)."""
-        if self.spec.through_seam:
-            return _baseline_label(self.spec)
-        return self.spec.run.label or self.spec.experiment
+        """The run's name in reports (a derived label drops the keys of what the system does not use)."""
+        return _derived_label(self.spec, self.system)
 
     @property
     def run_memory_key(self) -> str:
-        """What the run records as its memory build: OM's memory hash, or a seam system's ``<name>:<hash>`` (a reader's
-        ``baseline:<reader>``, as it was before the seam)."""
-        if self.system is not None:
-            return self.pinned.memory_key if self.pinned is not None else f"{self.system.name}:{self.memory_key}"
-        return self.memory_key
+        """What the run records as its memory build: ``<name>:<hash>``, or the pinned form of a system older than the
+        seam (OM's memory hash, a reader's ``baseline:<reader>``)."""
+        return self.pinned.memory_key if self.pinned is not None else f"{self.system.name}:{self.memory_key}"
 
     def history_memory_key(self, question: Question) -> str:
         """The memory key of one question's history (its item's ``memory_key``)."""
@@ -251,11 +228,7 @@ class RunJob:
 
     def memory_budget(self) -> dict[str, Any]:
         """The context budget the actor gets, as the report compares it across runs."""
-        spec = self.spec
-        if self.system is not None:
-            return dict(self.system.budget())
-        return {"observation_tokens": spec.om.reflection.observation_tokens,
-                "message_tokens": spec.om.observation.message_tokens}
+        return dict(self.system.budget())
 
     def run_info(self, dataset: Dataset, judge: Judge | None = None) -> Any:
         from om_eval.store.provenance import git_state, package_versions
@@ -282,8 +255,8 @@ class RunJob:
             git_sha=sha,
             git_dirty=dirty,
             packages=json.dumps(packages, sort_keys=True),
-            observer_model=self._observer_model(),
-            reflector_model=None if self.system is not None else spec.om.reflection.model.model,
+            observer_model=self._role_model("models.observer"),
+            reflector_model=self._role_model("models.reflector"),
             actor_model=spec.actor.model,
             judge_model=spec.judge_model.model,
             judge_mode=spec.judge_mode,
@@ -296,45 +269,23 @@ class RunJob:
         )
 
     def _prompt_hashes(self) -> dict[str, Any]:
-        spec = self.spec
-        if self.system is not None:
-            from om_eval.bench.seam import seam_actor_prompt_hash
+        from om_eval.bench.seam import seam_actor_prompt_hash
 
-            if self.pinned is not None:
-                return dict(self.pinned.stored_prompts)
-            return {"memory": self.system.name, "identity": dict(self.system.identity()),
-                    "actor": seam_actor_prompt_hash()}
-        if spec.mastra_prompts is not None:  # Mastra's own prompts: the package, release and integrity they came from
-            return spec.mastra_prompts.provenance()
-        # om-eval's paraphrase: the hash of its prompt files (the form every earlier run stored, so it resumes).
-        return {"om": prompt_set_hash(), "variant": spec.om.prompt_variant}
+        if self.pinned is not None:
+            return dict(self.pinned.stored_prompts)
+        return {"memory": self.system.name, "identity": dict(self.system.identity()),
+                "actor": seam_actor_prompt_hash()}
 
-    def prepare_prompts(self) -> None:
-        """Load ``prompt=mastra_exact``'s pack before anything else starts (a pack that cannot be had fails the run
-        at once, not each question); a finished run needs none."""
-        if self.spec.mastra_prompts is not None and not self._finished():
-            self.prompt_pack()
+    def prepare_system(self) -> None:
+        """Let the system load what it reads at run time (``prompt=mastra_exact``'s pack, the paper's reader prompt)
+        before anything else starts: one that cannot be had fails the run at once, not each question. A finished
+        run needs nothing."""
+        if not self._finished():
+            self.system.prepare()
 
-    def prompt_pack(self) -> PromptPack | None:
-        """``prompt=mastra_exact``'s pack, loaded once per job (from the cache, else rendered once: Node and the
-        registry or ``prompt.source``); ``None`` for om-eval's own words."""
-        choice = self.spec.mastra_prompts
-        if choice is None or self.system is not None:
-            return None
-        if self._pack is None:
-            try:
-                self._pack = choice.load()
-            except PackError as error:
-                raise ConfigError(f"prompt=mastra_exact cannot be used: {error}") from None
-            if self._pack.identity != choice.identity:  # the pins hold the digest, so this cannot drift silently
-                raise ConfigError(f"the @mastra/memory {choice.version} pack is {self._pack.identity}, the run id was "
-                                  f"made for {choice.identity}")
-        return self._pack
-
-    def _observer_model(self) -> str | None:
-        if self.system is not None and "models.observer" not in self.spec.role_models():
-            return None
-        return self.spec.om.observation.model.model
+    def _role_model(self, role: str) -> str | None:
+        settings = self.spec.role_models().get(role)
+        return settings.model if settings is not None else None
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge,
                    recorder: BatchedRecorder) -> None:
@@ -344,44 +295,12 @@ class RunJob:
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
             "is_abstention": question.is_abstention,
-            "memory_key": self.run_memory_key,
+            "memory_key": self.history_memory_key(question),  # a failed answer's build events are filed under it
         }
-        events: list[dict[str, Any]] = []
         judgments: list[dict[str, Any]] = []
         held = _HeldSnapshot(snapshots)
         try:
-            if self.system is not None:
-                result = await self._through_seam(question, scoped, ledger, judge, held)
-                item.update(reused_memory=result.reused_memory)
-            else:
-                async def make_build() -> MemoryBuild:
-                    async with build_lock(self.results, self.memory_key, question.memory_owner):
-                        return await build_memory(question, self.spec.om, observer=scoped, replay=self.spec.replay,
-                                                  store=held, token_counter=self.counter, prompts=self.prompt_pack(),
-                                                  record_turns=self.spec.run.turn_costs)
-
-                build = await (self.shared.get(question.memory_owner, make_build) if question.haystack_id
-                               else make_build())
-                item.update(memory_key=build.key, reused_memory=build.reused)
-                if not build.reused:
-                    events = _event_rows(build.memory)
-                stats = build.stats
-                item.update(observer_calls=stats.observer_calls, reflector_calls=stats.reflector_calls,
-                            observations=stats.observations, reflections=stats.reflections,
-                            history_tokens=stats.history_tokens, observation_tokens=stats.observation_tokens,
-                            pending_tokens=stats.pending_tokens, compression_ratio=stats.compression_ratio,
-                            observed_message_tokens=stats.observed_message_tokens or None,
-                            observation_cycles=stats.observation_cycles if stats.observed_message_tokens else None,
-                            raw_tail_tokens=raw_tail_tokens(build.memory, question))
-                kept_going = rules_for(self.spec.om).failed_reflection == "skip_while_unchanged"
-                if build.stats.reflection_errors and not kept_going:
-                    # The memory is not the one the configuration asks for: an error, retried on resume from a
-                    # fresh build (the degraded snapshot is not kept; good replies come back from the cache).
-                    held.held = None
-                    raise ReflectionFailed(f"reflection failed ({len(build.stats.reflection_errors)}x), so the "
-                                           f"memory is not the configured one: {build.stats.reflection_errors[0]}")
-                result = await answer_and_judge(question, build, client=scoped, actor=self.spec.actor, judge=judge,
-                                                replay=self.spec.replay)
+            result = await self._through_seam(question, scoped, ledger, judge, held)
             item.update(result.row(), status="done")
             judgments.append(result.judgment())
             item.update(await benchmark_columns(self.benchmark, question, result.hypothesis, result.label,
@@ -391,12 +310,13 @@ class RunJob:
         except Exception as error:  # one failed question must not stop the run; it is retried on resume
             message = f"{type(error).__name__}: {error}"
             item.update(status="error", judge_status="not_run", error=message)
+            item.update(figure_columns(held.figures))  # the memory's own figures, as an answered item has them
         totals = ledger.totals()
         item.update(cost_usd=totals.cost_usd, unknown_cost_calls=totals.unknown_cost_calls,
                     finished_at=datetime.now(UTC).replace(tzinfo=None))
         from om_eval.store.records import QuestionRecord
 
-        await recorder.record(QuestionRecord(item, events, _call_rows(ledger), held.held, judgments))
+        await recorder.record(QuestionRecord(item, held.events, _call_rows(ledger), held.held, judgments))
         # Counted once stored: progress lines then count saved questions, one more per line.
         if item["status"] == "done":
             self.progress.done += 1
@@ -408,12 +328,14 @@ class RunJob:
 
     async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge,
                             held: _HeldSnapshot) -> Any:
-        """Build (or share, or restore) the question's memory with the seam's system, then answer and judge through
+        """Build (or share, or restore) the question's memory with the run's system, then answer and judge through
         it. A system that gives snapshots has a fresh memory held back for the question's commit (``held``), and
-        restores one another run stored under the same memory key instead of ingesting."""
+        restores one another run stored under the same memory key instead of ingesting. A fresh build's events are
+        held with the question too (``held.events``), kept even when answering fails."""
         from om_eval.bench.seam import SystemBuild, system_answer_and_judge
         from om_eval.bench.turn_costs import PartRecorder
         from om_eval.memory.services import HarnessServices
+        from om_eval.memory.system import MemoryBuildError
         from om_eval.memory.view import history_view
 
         spec, system = self.spec, self.system
@@ -427,7 +349,12 @@ class RunJob:
 
         async def build_fresh() -> SystemBuild:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
-            memory = await system.ingest(history, replace(services, turns=recorder))
+            try:
+                memory = await system.ingest(history, replace(services, turns=recorder))
+            except MemoryBuildError as error:  # built, but not to be answered from: what happened is still kept
+                held.events, held.figures = [dict(row) for row in error.events], error.figures
+                raise
+            held.events = [dict(row) for row in system.build_events(memory)]
             table = recorder.finish() if recorder is not None else None
             turns = table.to_json() if table is not None and len(table) else None
             if system.keeps_snapshots and (data := system.snapshot(memory)) is not None:
@@ -460,6 +387,7 @@ class RunJob:
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"
         build = await (self.shared.get(question.memory_owner, make_build) if shared else make_build())
+        held.figures = dict(system.build_figures(build.memory))
         ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
         actor = spec.actor
         if system.max_output_tokens is not None:
@@ -598,11 +526,9 @@ class RunJob:
 
         use_reply_executor()  # a Ctrl-C during a model call leaves no never-awaited reply coroutine behind
         self.check_credentials()
-        self.prepare_prompts()
+        self.prepare_system()
         dataset = dataset or self.load_dataset()
         judge = self.judge()  # a judge that cannot be built must fail before any store file exists
-        if self.system is not None:
-            self.system.prepare()  # likewise a system that reads a file at run time (the paper's reader prompt)
         store_path = self.results / "store" / f"{self.run_id}.duckdb"
         with RunStore(store_path) as store:
             explicit_label = (self.spec.resolved.get("run") or {}).get("label") is not None

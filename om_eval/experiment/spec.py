@@ -27,11 +27,10 @@ from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
-from om_eval.common.run_identity import RUN_ID_ENGINE_REVISION, RUN_ID_RULE
+from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.experiment.run_options import RunOptions
 from om_eval.llm.request import canonical_json
-from om_eval.om import revision
 from om_eval.om.config import (
     ConfigError,
     ModelSettings,
@@ -40,36 +39,10 @@ from om_eval.om.config import (
     PromptVariant,
     ReflectionConfig,
 )
-from om_eval.om.exact import RELEASES, PromptPack, load_pack
-from om_eval.om.exact.pins import PACKAGE
-from om_eval.om.prompts import RETRIEVAL_PROMPT_FILES, prompt_set_hash
+from om_eval.om.exact import RELEASES
+from om_eval.om.mastra_prompts import MastraPrompts
 from om_eval.om.provider_options import IN_PROCESS_PREFIXES
-from om_eval.om.wording import pack_identity, release_conflicts, release_for
-
-
-@dataclass(frozen=True)
-class MastraPrompts:
-    """``prompt=mastra_exact``: the ``@mastra/memory`` release whose own prompts a run uses, its Observer variant,
-    and where its package comes from (``None``: the npm registry, once; :func:`om_eval.om.exact.load_pack`)."""
-
-    version: str
-    variant: str = "current"
-    source: str | None = None
-
-    @property
-    def identity(self) -> str:
-        """What the run id and the memory key hold for these prompts (release, variant, pinned pack digest)."""
-        return pack_identity(self.version, self.variant)
-
-    def provenance(self) -> dict[str, str]:
-        """What a run records of them (``runs.prompt_hashes``): package, version, variant, integrity, identity."""
-        return {"om": self.identity, "package": PACKAGE, "version": self.version, "variant": self.variant,
-                "integrity": RELEASES[self.version].integrity}
-
-    def load(self) -> PromptPack:
-        """The pack, from the cache, else rendered once (Node; the registry or :attr:`source`)."""
-        return load_pack(self.version, self.source, variant=self.variant)
-
+from om_eval.om.wording import release_conflicts, release_for
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
 NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
@@ -104,11 +77,6 @@ class RunSpec:
     mastra_prompts: MastraPrompts | None = None
     """``prompt=mastra_exact``: the release whose own prompts the models read (``None``: om-eval's words)."""
 
-    @property
-    def through_seam(self) -> bool:
-        """Answered by a memory system through :mod:`om_eval.memory` (every system but OM, the readers included)."""
-        return self.memory_system != "om"
-
     def system(self) -> Any:
         """The seam's :class:`~om_eval.memory.system.MemorySystem` (built each time: it is cheap and stateless)."""
         from om_eval.memory.registry import make_system
@@ -123,31 +91,21 @@ class RunSpec:
         hashes, an OM run's engine revision past :data:`~om_eval.common.run_identity.RUN_ID_ENGINE_REVISION` and a
         non-default benchmark's rules are added to them.
         """
-        from om_eval.bench.answer import actor_prompt_hash
         from om_eval.bench.judging.judge import OWN_TEMPLATE_SETS, template_set_sha256
 
         payload = RUN_ID_RULE.view(self.resolved)
         payload.setdefault("om", None)  # a baseline's config has no ``om`` group; its ids have always hashed it as null
         known = self.judge_mode == "official" or self.judge_mode in OWN_TEMPLATE_SETS
         judge_templates = template_set_sha256(self.judge_mode if known else "house")
-        if self.through_seam:
-            from om_eval.bench.seam import seam_actor_prompt_hash
+        from om_eval.bench.seam import seam_actor_prompt_hash
 
-            system = self.system()
-            pinned = system.pinned_identity()
-            prompts = dict(pinned.prompts) if pinned is not None else {
-                "memory": dict(system.identity()), "actor": seam_actor_prompt_hash()}
-            payload["prompts"] = {**prompts, "judge": judge_templates}
-        else:
-            # Mastra's own prompts are named by their pack (release, variant, pinned digest) in place of ours.
-            om_prompts = self.mastra_prompts.identity if self.mastra_prompts is not None else prompt_set_hash()
-            payload["prompts"] = {"om": om_prompts, "actor": actor_prompt_hash(), "judge": judge_templates}
-            if (self.resolved.get("om") or {}).get("retrieval", "off") != "off":  # the tool's words, only then
-                payload["prompts"]["recall"] = prompt_set_hash(RETRIEVAL_PROMPT_FILES)
-            # An engine that builds other memories from the same input gives other answers: another run, never the
-            # old one continued with memories (and answers) of two engines.
-            if revision.ENGINE_REVISION != RUN_ID_ENGINE_REVISION:
-                payload["engine_revision"] = revision.ENGINE_REVISION
+        system = self.system()
+        pinned = system.pinned_identity()
+        prompts = dict(pinned.prompts) if pinned is not None else {
+            "memory": dict(system.identity()), "actor": seam_actor_prompt_hash()}
+        payload["prompts"] = {**prompts, "judge": judge_templates}
+        if pinned is not None:
+            payload.update(pinned.run_id_extra)
         benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
         if benchmark != DEFAULT_BENCHMARK:  # its scoring rules and judge routes, which the data does not show
             from om_eval.bench.benchmark import benchmark_named
@@ -164,17 +122,12 @@ class RunSpec:
     def role_models(self) -> dict[str, ModelSettings]:
         """The settings of every model this run calls, by command-line path (``models.actor``...)."""
         roles = {"models.actor": self.actor, "models.judge": self.judge_model}
-        if self.through_seam:
-            system = self.system()
-            if system.uses_observer_model:
-                roles["models.observer"] = self.om.observation.model
-            if system.uses_embedding_model and self.embedding is not None:
-                roles["models.embedding"] = self.embedding
-        else:
-            roles |= {"models.observer": self.om.observation.model, "models.reflector": self.om.reflection.model}
-            if self.om.retrieval_search == "embedding":
-                roles["om.retrieval_embedding_model"] = ModelSettings(model=self.om.retrieval_embedding_model,
-                                                                      temperature=None, max_output_tokens=None)
+        system = self.system()
+        if system.uses_observer_model:
+            roles["models.observer"] = self.om.observation.model
+        if system.uses_embedding_model and self.embedding is not None:
+            roles["models.embedding"] = self.embedding
+        roles |= system.own_models()
         return roles
 
 
@@ -333,7 +286,9 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         baseline=baseline,
         memory_system=baseline.reader if baseline.enabled else memory_system,
         memory_options={k: v for k, v in asdict(baseline).items() if k != "reader"} if baseline.enabled
-        else memory_options,
+        # OM's options are its own config groups (``om``, ``prompt``), read into the engine's types above.
+        else {"config": om_config, "replay": replay, "prompts": mastra_prompts,
+              "token_estimator": om["token_estimator"]} if memory_system == "om" else memory_options,
         embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
         mastra_prompts=mastra_prompts,
     )

@@ -16,12 +16,15 @@ from om_eval.memory.system import (
     INGEST_STAGES,
     QUERY_STAGE,
     TURN_SPACING,
+    ActorTools,
+    MemoryBuildError,
     MemoryContext,
     MemoryServices,
     MemorySystem,
     MemorySystemBase,
     PinnedIdentity,
     Stage,
+    TurnTrace,
 )
 from om_eval.memory.view import HistoryView, QuestionView, SessionView, TurnView
 
@@ -30,7 +33,9 @@ __all__ = [
     "INGEST_STAGES",
     "QUERY_STAGE",
     "TURN_SPACING",
+    "ActorTools",
     "HistoryView",
+    "MemoryBuildError",
     "MemoryContext",
     "MemoryServices",
     "MemorySystem",
@@ -40,5 +45,6 @@ __all__ = [
     "QuestionView",
     "SessionView",
     "Stage",
+    "TurnTrace",
     "TurnView",
 ]

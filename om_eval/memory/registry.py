@@ -15,23 +15,31 @@ them: they sit above the harness's benchmark code, which the seam sits below.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
-from om_eval.memory.system import MemoryContext, MemoryServices, MemorySystem, MemorySystemBase, PinnedIdentity
+from om_eval.memory.system import (
+    MemoryContext,
+    MemoryServices,
+    MemorySystem,
+    MemorySystemBase,
+    PinnedIdentity,
+    TurnTrace,
+)
 from om_eval.memory.view import HISTORY_SCOPES, HistoryView, QuestionView
-from om_eval.om.config import ConfigError
+from om_eval.om.config import ConfigError, ModelSettings
 
 ENTRY_POINT_GROUP = "om_eval.memory_systems"
 
-#: The system the run still answers through its own path (its run ids and memory keys predate the seam).
+#: Observational Memory, the default system.
 OM = "om"
 
-#: Built-in systems answered through the seam, by name: where their factory lives.
+#: Built-in systems, by name: where their factory lives.
 BUILT_IN = {
+    OM: "om_eval.systems.om:ObservationalMemorySystem",
     "full_context": "om_eval.systems.readers:FullContextReader",
     "oracle": "om_eval.systems.readers:OracleReader",
     "simple_om": "om_eval.systems.simple:SimpleOMSystem",
@@ -88,11 +96,16 @@ class DeclaredSystem(MemorySystemBase):
         answer_tokens = _declared(inner, "max_output_tokens")
         self.max_output_tokens = None if answer_tokens is None else int(answer_tokens)
         self.history_scope = str(_declared(inner, "history_scope"))
+        self.config_groups = tuple(_declared(inner, "config_groups"))
         self._prepare = _declared(inner, "prepare")
         self._digest = _declared(inner, "memory_digest")
         self._pinned = _declared(inner, "pinned_identity")
         self._snapshot = _declared(inner, "snapshot")
         self._restore = _declared(inner, "restore")
+        self._own_models = _declared(inner, "own_models")
+        self._figures = _declared(inner, "build_figures")
+        self._events = _declared(inner, "build_events")
+        self._trace = _declared(inner, "trace_turns")
 
     def identity(self) -> Mapping[str, Any]:
         return self.inner.identity()
@@ -121,6 +134,22 @@ class DeclaredSystem(MemorySystemBase):
         pinned: PinnedIdentity | None = self._pinned()
         return pinned
 
+    def own_models(self) -> Mapping[str, ModelSettings]:
+        return {} if self._own_models is MemorySystemBase.own_models else dict(self._own_models())
+
+    def build_figures(self, memory: Any) -> Mapping[str, Any]:
+        return {} if self._figures is MemorySystemBase.build_figures else dict(self._figures(memory))
+
+    def build_events(self, memory: Any) -> Sequence[Mapping[str, Any]]:
+        return () if self._events is MemorySystemBase.build_events else list(self._events(memory))
+
+    def trace_turns(self, memory: Any, history: HistoryView, turn_ids: Sequence[str]) -> Mapping[str, TurnTrace]:
+        return {} if self._trace is MemorySystemBase.trace_turns else dict(self._trace(memory, history, turn_ids))
+
+    @property
+    def traces_turns(self) -> bool:
+        return self._trace is not MemorySystemBase.trace_turns
+
     @property
     def keeps_snapshots(self) -> bool:
         return self._snapshot is not MemorySystemBase.snapshot
@@ -144,8 +173,6 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
     Raises:
         ConfigError: no such system, or it rejected its options (the message names the option).
     """
-    if name == OM:
-        raise ConfigError(f"memory={name} is answered by the run itself, not through the seam", option="memory")
     target = BUILT_IN.get(name) or plugin_targets().get(name)
     if target is None:
         raise ConfigError(f"memory={name!r} is not a memory system: choose one of {', '.join(available_systems())}, "

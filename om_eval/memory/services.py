@@ -19,6 +19,8 @@ class TurnSink(Protocol):
 
     def record(self, parts: Sequence[PromptPart], at: datetime, reply: PromptPart | None = None) -> None: ...
 
+    def adopt(self, table: Any) -> None: ...
+
     def charge(self, stage: str, prompt_tokens: int | None, completion_tokens: int | None) -> None: ...
 
 
@@ -37,6 +39,10 @@ class TurnRecording:
     def record_turn(self, parts: Sequence[PromptPart], *, at: datetime, reply: PromptPart | None = None) -> None:
         if self.turns is not None:
             self.turns.record(parts, at, reply)
+
+    def record_table(self, table: Any) -> None:
+        if self.turns is not None:
+            self.turns.adopt(table)
 
 
 @dataclass
@@ -63,6 +69,11 @@ class HarnessServices(TurnRecording):
 
     def count_tokens(self, text: str) -> int:
         return self.counter.count_text(text)
+
+    @property
+    def chat(self) -> ChatModel:
+        model: ChatModel = self.client
+        return model
 
     async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage | None = None) -> str:
         if self.observer is None:

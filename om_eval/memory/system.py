@@ -24,7 +24,8 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 from om_eval.memory.digest import state_digest
 from om_eval.memory.parts import PromptPart
 from om_eval.memory.view import HistoryView, QuestionView
-from om_eval.om.model import INGEST_STAGES, Stage
+from om_eval.om.config import ModelSettings
+from om_eval.om.model import INGEST_STAGES, ChatModel, Stage, ToolCall
 
 __all__ = [
     "ANSWER_STAGES",
@@ -33,12 +34,15 @@ __all__ = [
     "INGEST_STAGES",
     "QUERY_STAGE",
     "TURN_SPACING",
+    "ActorTools",
+    "MemoryBuildError",
     "MemoryContext",
     "MemoryServices",
     "MemorySystem",
     "MemorySystemBase",
     "PinnedIdentity",
     "Stage",
+    "TurnTrace",
 ]
 
 #: The stages a memory system's chat calls may name: ``observer`` and ``reflector`` build a memory (ingest cost),
@@ -88,6 +92,52 @@ class MemoryContext:
     detail: Mapping[str, Any] = field(default_factory=dict)
     """The system's own figures for this answer (hits, messages shown...): JSON-ready, kept with the answer
     (``items.detail``) and shown by ``om-eval show``."""
+    tools: ActorTools | None = None
+    """Tools the actor may call before it answers (OM's recall in retrieval mode): the harness runs the exchange,
+    every round through the run's client, and keeps each call (``items.recall_steps``)."""
+
+
+class ActorTools(Protocol):
+    """Tools a system offers the actor for one question. The harness asks the actor with :attr:`definitions`, runs
+    each call it makes through :meth:`call` and hands the results back, until the actor answers or a budget is
+    spent (then the actor is told to answer, and asking again fails the question)."""
+
+    definitions: Sequence[Mapping[str, Any]]
+    """The tools as the model is offered them (OpenAI's function-tool format)."""
+    call_budget: int
+    """Tool calls one question may make."""
+    token_budget: int
+    """Tokens (the run's tokenizer) the calls and their results may add to the prompt."""
+    result_token_cap: int
+    """A result is cut to this many tokens."""
+
+    async def call(self, call: ToolCall) -> tuple[str, str | None]:
+        """The result of ``call`` as the model reads it, and the kind of error when it failed (``None``: it ran).
+        Nothing in a call may end the question: a bad call is answered with an error result."""
+        ...
+
+
+class MemoryBuildError(RuntimeError):
+    """Raised by ``ingest`` for a memory built to the end that must not answer (OM's after a failed reflection): the
+    question fails and is retried on resume, nothing of the memory is kept, and ``events`` and ``figures`` (what
+    happened while it was built, as :meth:`MemorySystemBase.build_events` and :meth:`~MemorySystemBase.build_figures`
+    give them) are recorded with the failed question."""
+
+    def __init__(self, message: str, events: Sequence[Mapping[str, Any]] = (),
+                 figures: Mapping[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.events = list(events)
+        self.figures = dict(figures or {})
+
+
+@dataclass(frozen=True)
+class TurnTrace:
+    """Where one turn of a history went in a memory (:meth:`MemorySystemBase.trace_turns`)."""
+
+    status: str
+    """The system's word for it (OM's: ``in_memory``, ``lost_at_reflection``, ``not_captured``, ``in_raw_tail``)."""
+    lines: tuple[str, ...] = ()
+    """What of the memory carries it (the lines that match it), best first."""
 
 
 class MemoryServices(Protocol):
@@ -116,6 +166,13 @@ class MemoryServices(Protocol):
         ...
 
     @property
+    def chat(self) -> ChatModel:
+        """The run's client as the engine's model port: a call names its own :class:`ModelSettings` and stage and
+        gets the whole reply (usage, tool calls). For a system whose models are its own settings
+        (:meth:`MemorySystemBase.own_models`, OM's observer and reflector); every call is cached and in the ledger."""
+        ...
+
+    @property
     def recording_turns(self) -> bool:
         """Whether :meth:`record_turn` keeps what it is given (``run.turn_costs``): a system may skip the work of
         describing its turns when it does not."""
@@ -126,6 +183,11 @@ class MemoryServices(Protocol):
         then, part by part (:class:`~om_eval.memory.parts.PromptPart`, ending with the user's message), and the
         reply it got (the history's own). The harness counts and prices it (``items.turns``); a system that records
         nothing is shown by the size of its answer-time context, when it retrieves, or not at all."""
+        ...
+
+    def record_table(self, table: Any) -> None:
+        """A whole :class:`~om_eval.bench.turn_costs.TurnTable` a system built itself (OM's replay counts its turns
+        from the engine's own token counts), in place of turns recorded one by one."""
         ...
 
 
@@ -183,6 +245,16 @@ class MemorySystemBase:
     * :meth:`snapshot` and :meth:`restore`: a memory as JSON-ready data and back. A system that gives them has its
       memory stored with the question that built it, and every run that differs only in the actor or the judge
       restores it instead of ingesting again (no model call, no recomputation).
+    * :meth:`own_models`: models the system calls with settings of its own (through :attr:`MemoryServices.chat`),
+      by the option that sets them: the run checks their keys and prices them like the actor's.
+    * :attr:`config_groups`: the config groups besides ``memory`` that set its options (OM's ``om`` and
+      ``prompt``): a sweep's derived label keeps their keys, and drops them for every other system.
+    * :meth:`build_figures`: the system's figures about a memory it built (calls, sizes), stored with every answer
+      from it; :meth:`build_events`: what happened while it was built, rows of the ``om_events`` table, stored
+      once with the question that built it.
+    * :meth:`trace_turns`: where each of some turns went in the memory, so the harness can say where each evidence
+      turn went (``items.evidence``). It is asked after the answer is graded; for a memory several questions share,
+      about every turn at once, so no question's evidence is ever named to it.
     """
 
     name: str = ""
@@ -191,6 +263,7 @@ class MemorySystemBase:
     uses_embedding_model: bool = False
     max_output_tokens: int | None = None
     history_scope: str = "all"
+    config_groups: tuple[str, ...] = ()
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """The registry builds a system from its ``memory.*`` options; this keeps them as :attr:`options`."""
@@ -229,6 +302,27 @@ class MemorySystemBase:
         """The memory :meth:`snapshot` described, bound to this question's ``services``."""
         raise NotImplementedError(f"{type(self).__name__} gives snapshots but defines no restore(data, services)")
 
+    def own_models(self) -> Mapping[str, ModelSettings]:
+        """Models called with settings of the system's own, by the option path that sets each (none by default)."""
+        return {}
+
+    def build_figures(self, memory: Any) -> Mapping[str, Any]:
+        """Figures about ``memory`` (JSON-ready), kept with every answer from it; none by default."""
+        return {}
+
+    def build_events(self, memory: Any) -> Sequence[Mapping[str, Any]]:
+        """What happened while ``memory`` was built, as ``om_events`` rows; none by default."""
+        return ()
+
+    def trace_turns(self, memory: Any, history: HistoryView, turn_ids: Sequence[str]) -> Mapping[str, TurnTrace]:
+        """Where each turn of ``turn_ids`` went in ``memory``; nothing said by default."""
+        return {}
+
+    @property
+    def traces_turns(self) -> bool:
+        """Whether the system overrides :meth:`trace_turns`."""
+        return type(self).trace_turns is not MemorySystemBase.trace_turns
+
     @property
     def keeps_snapshots(self) -> bool:
         """Whether the system overrides :meth:`snapshot` (the harness then looks for a stored memory first)."""
@@ -257,8 +351,11 @@ class PinnedIdentity:
     """``runs.memory_key``."""
     per_history: bool = False
     """Whether an item's memory key adds the history's hash (``<memory_key>-<hash>``); else it is ``memory_key``."""
+    run_id_extra: Mapping[str, Any] = field(default_factory=dict)
+    """Entries the run id hashes beside the prompts (OM's engine revision, once past the pinned one)."""
 
 
 #: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
-         "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore")
+         "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore", "own_models", "config_groups",
+         "build_figures", "build_events", "trace_turns")

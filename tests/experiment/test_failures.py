@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from om_eval.experiment import job as job_module
+from om_eval.bench import seam as seam_module
 from om_eval.experiment.app import run_from_config
 from om_eval.llm.providers import register_scripted
 from om_eval.store import Catalog
@@ -60,16 +60,16 @@ class Crash(BaseException):
 
 
 def test_a_crash_after_the_memory_is_built_loses_no_om_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = job_module.answer_and_judge
+    real = seam_module.system_answer_and_judge
     crashed: list[str] = []
 
-    async def crash_once(question, build, **kwargs):
+    async def crash_once(question, system, build, **kwargs):
         if not crashed:
             crashed.append(question.question_id)
             raise Crash
-        return await real(question, build, **kwargs)
+        return await real(question, system, build, **kwargs)
 
-    monkeypatch.setattr(job_module, "answer_and_judge", crash_once)
+    monkeypatch.setattr(seam_module, "system_answer_and_judge", crash_once)
     with pytest.raises(Crash):
         run_from_config(composed(tmp_path))
     run_from_config(composed(tmp_path))

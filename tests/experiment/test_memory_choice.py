@@ -31,7 +31,7 @@ def test_a_reader_chosen_by_memory_is_the_baseline_run(tmp_path: Path, reader: s
 
 def test_a_seam_system_drops_what_it_does_not_use(tmp_path: Path) -> None:
     rag = spec(tmp_path, "memory=rag_mastra")
-    assert rag.through_seam and rag.memory_options == {"top_k": 10, "message_range": 2}
+    assert rag.memory_system == "rag_mastra" and rag.memory_options == {"top_k": 10, "message_range": 2}
     assert "om" not in rag.resolved and "prompt" not in rag.resolved and "baseline" not in rag.resolved
     assert set(rag.resolved["models"]) == {"actor", "judge", "embedding"}
     # The OM engine's settings do not move a RAG run; its own options do.
