@@ -22,6 +22,7 @@ from importlib.metadata import entry_points
 from typing import Any
 
 from om_eval.memory.system import (
+    Forecast,
     MemoryContext,
     MemoryServices,
     MemorySystem,
@@ -106,6 +107,7 @@ class DeclaredSystem(MemorySystemBase):
         self._figures = _declared(inner, "build_figures")
         self._events = _declared(inner, "build_events")
         self._trace = _declared(inner, "trace_turns")
+        self._forecast = _declared(inner, "forecast")
 
     def identity(self) -> Mapping[str, Any]:
         return self.inner.identity()
@@ -149,6 +151,12 @@ class DeclaredSystem(MemorySystemBase):
     @property
     def traces_turns(self) -> bool:
         return self._trace is not MemorySystemBase.trace_turns
+
+    def forecast(self, history_tokens: int) -> Forecast | None:
+        if self._forecast is MemorySystemBase.forecast:
+            return None
+        forecast: Forecast | None = self._forecast(history_tokens)
+        return forecast
 
     @property
     def keeps_snapshots(self) -> bool:

@@ -35,6 +35,7 @@ __all__ = [
     "QUERY_STAGE",
     "TURN_SPACING",
     "ActorTools",
+    "Forecast",
     "MemoryBuildError",
     "MemoryContext",
     "MemoryServices",
@@ -115,6 +116,16 @@ class ActorTools(Protocol):
         """The result of ``call`` as the model reads it, and the kind of error when it failed (``None``: it ran).
         Nothing in a call may end the question: a bad call is answered with an error result."""
         ...
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What a system expects one question to cost before a hosted run (:meth:`MemorySystemBase.forecast`)."""
+
+    stages: Mapping[str, tuple[int, int, int]]
+    """Calls, prompt tokens and completion tokens per stage of the system's own (``observer``, ``reflector``...)."""
+    shown_tokens: int
+    """Tokens of memory the actor is shown."""
 
 
 class MemoryBuildError(RuntimeError):
@@ -252,6 +263,8 @@ class MemorySystemBase:
     * :meth:`build_figures`: the system's figures about a memory it built (calls, sizes), stored with every answer
       from it; :meth:`build_events`: what happened while it was built, rows of the ``om_events`` table, stored
       once with the question that built it.
+    * :meth:`forecast`: what one question costs the system's own stages, for the rough forecast printed before a
+      hosted run (``None``: the harness estimates from :meth:`budget` and the options).
     * :meth:`trace_turns`: where each of some turns went in the memory, so the harness can say where each evidence
       turn went (``items.evidence``). It is asked after the answer is graded; for a memory several questions share,
       about every turn at once, so no question's evidence is ever named to it.
@@ -318,6 +331,11 @@ class MemorySystemBase:
         """Where each turn of ``turn_ids`` went in ``memory``; nothing said by default."""
         return {}
 
+    def forecast(self, history_tokens: int) -> Forecast | None:
+        """What a question whose history holds ``history_tokens`` (about four characters a token) costs the
+        system's own stages, cold cache; ``None`` (the default): the harness's estimate from the budget."""
+        return None
+
     @property
     def traces_turns(self) -> bool:
         """Whether the system overrides :meth:`trace_turns`."""
@@ -358,4 +376,4 @@ class PinnedIdentity:
 #: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
          "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore", "own_models", "config_groups",
-         "build_figures", "build_events", "trace_turns")
+         "build_figures", "build_events", "trace_turns", "forecast")

@@ -27,6 +27,7 @@ from om_eval.common.files import short_hash
 from om_eval.common.run_identity import RUN_ID_ENGINE_REVISION
 from om_eval.llm.request import canonical_json
 from om_eval.memory import (
+    Forecast,
     HistoryView,
     MemoryBuildError,
     MemoryContext,
@@ -49,6 +50,11 @@ from om_eval.om.tokens import TokenCounter, make_counter
 #: The options: the engine's config (an :class:`OMConfig` or its dict), the replay protocol (a
 #: :class:`ReplayConfig` or its dict), Mastra's own prompts (``prompt=mastra_exact``) and the token estimator.
 _OPTIONS = ("config", "replay", "prompts", "token_estimator")
+#: The forecast's assumptions: history tokens per observation token, and the Observer's and Reflector's own
+#: instructions (tokens).
+TYPICAL_COMPRESSION = 6.0
+OBSERVER_PROMPT_TOKENS = 4_000
+REFLECTOR_PROMPT_TOKENS = 5_000
 #: Where a snapshot keeps the replay's statistics beside the engine's own state.
 STATS_KEY = "replay_stats"
 
@@ -129,6 +135,24 @@ class ObservationalMemorySystem(MemorySystemBase):
             models["om.retrieval_embedding_model"] = ModelSettings(
                 model=self.config.retrieval_embedding_model, temperature=None, max_output_tokens=None)
         return models
+
+    def forecast(self, history_tokens: int) -> Forecast:
+        """Observation every ``message_tokens`` of history (all of it with a final flush), about sixfold
+        compression, a reflection every ``observation_tokens`` of observations; the actor reads at most the
+        reflection threshold of observations and the unobserved rest."""
+        observation, reflection = self.config.observation, self.config.reflection
+        flush = self.replay.final_flush
+        calls = max(1, history_tokens // observation.message_tokens) if (
+            history_tokens >= observation.message_tokens or flush) else 0
+        observed = history_tokens if flush else calls * observation.message_tokens
+        observations = observed / TYPICAL_COMPRESSION
+        previous = min(observations / 2, observation.previous_observer_tokens or observations / 2)
+        reflections = int(observations // reflection.observation_tokens)
+        return Forecast(
+            stages={"observer": (calls, int(observed + calls * (OBSERVER_PROMPT_TOKENS + previous)), int(observations)),
+                    "reflector": (reflections, reflections * (reflection.observation_tokens + REFLECTOR_PROMPT_TOKENS),
+                                  reflections * reflection.observation_tokens // 2)},
+            shown_tokens=int(min(observations, reflection.observation_tokens) + (history_tokens - observed)))
 
     def prepare(self) -> None:
         """Load ``prompt=mastra_exact``'s pack before the first question (a pack that cannot be had fails the run

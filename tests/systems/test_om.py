@@ -147,3 +147,12 @@ def _call(name: str, arguments: str):
     from om_eval.om.model import ToolCall
 
     return ToolCall("call_1", name, arguments)
+
+
+def test_the_forecast_observes_every_threshold_and_shows_the_unobserved_rest() -> None:
+    forecast = ObservationalMemorySystem({"config": CONFIG}).forecast(100)  # message_tokens=30
+    calls, prompt, completion = forecast.stages["observer"]
+    assert calls == 3 and completion == int(90 / 6) and prompt > 90
+    assert forecast.stages["reflector"][0] == 0  # 15 observation tokens never reach the reflection threshold
+    assert forecast.shown_tokens == 15 + 10  # the observations and the unobserved 10 tokens
+    assert ObservationalMemorySystem({"config": CONFIG}).forecast(20).stages["observer"][0] == 0
