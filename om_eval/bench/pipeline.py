@@ -1,9 +1,10 @@
-"""One question end to end: build (or reuse) its memory, answer, judge; with per-question statistics.
+"""What a run keeps of one question, and how its memories are named and shared.
 
-Phases have durable boundaries. The memory built by a replay is saved as a snapshot keyed by the *memory hash*
-(OM config, replay protocol, prompt wording, token estimator), so every answering variant of the same memory
-(another actor, another judge) reuses it without a single observer call; answers can be re-judged without
-replaying anything.
+A memory is named by its build: a system's memory key (OM's is the *memory hash* of its config, replay protocol,
+prompt wording and token estimator) and the hash of the history it was built from, so every answering variant of
+the same memory (another actor, another judge) finds it again; memories several questions share (a LoCoMo
+conversation's) are built once per job (:class:`SharedBuilds`). The answer and its figures land in one flat
+:class:`QuestionRun` row.
 """
 
 from __future__ import annotations
@@ -12,30 +13,22 @@ import asyncio
 import json
 import zlib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any
 
-from om_eval.bench.answer import actor_prompts, answer_question
-from om_eval.bench.recall_actor import steps_json
-from om_eval.bench.replay import ReplayConfig, ReplayStats, replay_question
-from om_eval.bench.turn_costs import TurnRecorder, TurnTable
-from om_eval.common.files import atomic_writer, safe_file_name, short_hash
+from om_eval.bench.replay import ReplayConfig
+from om_eval.common.files import short_hash
 from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
-from om_eval.om.config import ModelSettings, OMConfig
-from om_eval.om.exact.pack import PromptPack
-from om_eval.om.memory import ObservationalMemory
-from om_eval.om.model import ChatModel
+from om_eval.om.config import OMConfig
 from om_eval.om.prompts import PROMPT_FILES, prompt_set_hash
 from om_eval.om.revision import ENGINE_REVISION
-from om_eval.om.tokens import TokenCounter, default_counter
 
 if TYPE_CHECKING:
-    from om_eval.bench.judging.judge import AnswerAndJudgeClient
+    pass
 
 #: The prompt files whose wording shapes a memory: every OM prompt file but the context text, which only shapes
 #: what the actor sees (a new variant's file joins by itself).
@@ -79,92 +72,6 @@ def haystack_hash(question: Question) -> str:
     return short_hash(canonical_json(sessions), 12)
 
 
-class Snapshots(Protocol):
-    """Where built memories are kept: :class:`SnapshotStore`, a run store
-    (:class:`~om_eval.store.writer.RunStore`) or a job's snapshot held back until its question is committed."""
-
-    def get(self, key: str, question_id: str) -> Mapping[str, Any] | None: ...
-
-    def put(self, key: str, question_id: str, data: dict[str, Any]) -> object: ...
-
-
-class SnapshotStore:
-    """Memory snapshots on disk: ``<root>/<memory hash>/<memory owner>.json``, written atomically (the owner is the
-    question id, or the id of a haystack several questions share)."""
-
-    def __init__(self, root: Path | str) -> None:
-        self.root = Path(root)
-
-    def _path(self, key: str, question_id: str) -> Path:
-        return self.root / key / f"{safe_file_name(question_id)}.json"
-
-    def get(self, key: str, question_id: str) -> dict[str, Any] | None:
-        path = self._path(key, question_id)
-        try:
-            return json.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return None
-        except (OSError, json.JSONDecodeError):
-            return None  # a torn file is rebuilt rather than trusted
-
-    def put(self, key: str, question_id: str, data: dict[str, Any]) -> Path:
-        path = self._path(key, question_id)
-        with atomic_writer(path, fsync=True) as file:
-            json.dump(data, file, ensure_ascii=False)
-        return path
-
-
-@dataclass(frozen=True)
-class MemoryBuild:
-    memory: ObservationalMemory
-    stats: ReplayStats
-    key: str
-    reused: bool
-    renders: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
-    """What answering rendered from this memory, shared by every question handed the same build."""
-    turns: TurnTable | None = field(default=None, compare=False, repr=False)
-    """What an agent on this memory would have sent at each user turn (``None``: not recorded)."""
-
-
-async def build_memory(
-    question: Question,
-    om_config: OMConfig,
-    *,
-    observer: ChatModel,
-    reflector: ChatModel | None = None,
-    replay: ReplayConfig | None = None,
-    store: Snapshots | None = None,
-    token_counter: TokenCounter | None = None,
-    prompts: PromptPack | None = None,
-    record_turns: bool = True,
-) -> MemoryBuild:
-    """The question's memory: loaded from ``store`` when this exact build exists, replayed otherwise (stored under
-    the question's :attr:`~om_eval.data.records.Question.memory_owner`, so questions sharing a haystack share it).
-    ``prompts``: the Mastra pack of ``prompt=mastra_exact`` (its identity enters the memory key)."""
-    replay = replay or ReplayConfig()
-    counter = token_counter or default_counter()
-    key = f"{memory_hash(om_config, replay, counter.name, prompts.identity if prompts else None)}-" \
-          f"{haystack_hash(question)}"
-    saved = store.get(key, question.memory_owner) if store is not None else None
-    if saved is not None:
-        memory = ObservationalMemory.from_snapshot(
-            saved["snapshot"], observer=observer, reflector=reflector, token_counter=counter, prompts=prompts
-        )
-        stats = ReplayStats(**{**saved["stats"], "reflection_errors": list(saved["stats"]["reflection_errors"])})
-        turns = TurnTable.from_json(saved["turns"]) if saved.get("turns") else None
-        return MemoryBuild(memory, stats, key, reused=True, turns=turns)
-    recorder = TurnRecorder(counter, actor_prompts()["instructions"], om_config.context_layout) \
-        if record_turns else None
-    memory, stats = await replay_question(
-        question, om_config, observer=observer, reflector=reflector, replay=replay, token_counter=counter,
-        prompts=prompts, turns=recorder,
-    )
-    saved_turns = {"turns": json.loads(recorder.table.to_json())} if recorder is not None else {}
-    if store is not None:
-        store.put(key, question.memory_owner, {"snapshot": memory.snapshot(), "stats": asdict(stats), **saved_turns})
-    return MemoryBuild(memory, stats, key, reused=False, turns=recorder.table if recorder is not None else None)
-
-
 class SharedBuildFailed(RuntimeError):
     """A shared memory failed to build twice in one job."""
 
@@ -183,7 +90,7 @@ class SharedBuilds:
 
     def __init__(self, keep: int = 4) -> None:
         self.keep = max(1, keep)
-        # MemoryBuild or SystemBuild: any frozen dataclass with a ``reused`` field.
+        # SystemBuild, or any frozen dataclass with a ``reused`` field.
         self._builds: OrderedDict[str, asyncio.Future[Any]] = OrderedDict()
         self._failures: dict[str, list[Exception]] = {}
         self.builds = 0
@@ -314,97 +221,3 @@ def unpack_messages(blob: bytes | None) -> list[dict[str, str]] | None:
     if blob is None:
         return None
     return json.loads(zlib.decompress(bytes(blob)).decode("utf-8"))
-
-
-async def answer_and_judge(
-    question: Question, build: MemoryBuild, *, client: AnswerAndJudgeClient, actor: ModelSettings, judge: Any,
-    replay: ReplayConfig | None = None,
-) -> QuestionRun:
-    """Answer ``question`` from a built memory and judge the answer.
-
-    The result keeps what a reader needs to check the grade: the actor's full prompt (compressed) and where each
-    evidence turn of the haystack went (``replay`` must be the protocol the memory was built with).
-    """
-    from om_eval.bench.judging.judge import judge_answer
-    from om_eval.bench.trace import trace_evidence
-
-    answer = await answer_question(client, actor, build.memory, question, build.renders)
-    verdict = await judge_answer(judge, client, question, answer.hypothesis)
-    evidence = [asdict(t) for t in trace_evidence(question, build.memory, replay)]
-    stats = build.stats
-    return QuestionRun(
-        question_id=question.question_id,
-        question_type=question.question_type,
-        is_abstention=question.is_abstention,
-        hypothesis=answer.hypothesis,
-        label=verdict.label,
-        judge_status=verdict.status,
-        judge_reply=verdict.reply,
-        memory_key=build.key,
-        reused_memory=build.reused,
-        observer_calls=stats.observer_calls,
-        reflector_calls=stats.reflector_calls,
-        observations=stats.observations,
-        reflections=stats.reflections,
-        history_tokens=stats.history_tokens,
-        observation_tokens=stats.observation_tokens,
-        pending_tokens=stats.pending_tokens,
-        compression_ratio=stats.compression_ratio,
-        actor_prompt_tokens=answer.prompt_tokens,
-        actor_completion_tokens=answer.completion_tokens,
-        actor_prompt_hash=answer.prompt_hash,
-        error=verdict.error,
-        question=question.question,
-        gold_answer=question.answer_text,
-        question_date=question.question_date_text,
-        actor_prompt=pack_messages(answer.messages),
-        evidence=json.dumps(evidence, ensure_ascii=False),
-        judge_identity=json.dumps(judge.identity, sort_keys=True),
-        judge_official=judge.is_official,
-        context_tokens=answer.context_tokens,
-        tool_calls=None if answer.tool_steps is None else len(answer.tool_steps),
-        recall_steps=None if answer.tool_steps is None else steps_json(answer.tool_steps),
-        # A memory of its own is shown with its question; a shared one (LoCoMo) with the question that built it.
-        turns=build.turns.to_json() if build.turns is not None and (
-            not build.reused or not question.haystack_id) else None,
-    )
-
-
-async def run_question(
-    question: Question,
-    *,
-    om_config: OMConfig,
-    client: AnswerAndJudgeClient,
-    actor: ModelSettings,
-    judge: Any,
-    replay: ReplayConfig | None = None,
-    store: SnapshotStore | None = None,
-    token_counter: TokenCounter | None = None,
-    prompts: PromptPack | None = None,
-) -> QuestionRun:
-    """Replay (or reuse) memory, answer and judge one question."""
-    build = await build_memory(
-        question, om_config, observer=client, replay=replay, store=store, token_counter=token_counter,
-        prompts=prompts,
-    )
-    return await answer_and_judge(question, build, client=client, actor=actor, judge=judge, replay=replay)
-
-
-async def run_questions(
-    questions: Sequence[Question],
-    *,
-    concurrency: int = 4,
-    on_result: Callable[[QuestionRun], None] | None = None,
-    **kwargs: Any,
-) -> list[QuestionRun]:
-    """Run many questions, ``concurrency`` at a time; ``on_result`` sees each as soon as it finishes."""
-    semaphore = asyncio.Semaphore(concurrency)
-
-    async def one(question: Question) -> QuestionRun:
-        async with semaphore:
-            result = await run_question(question, **kwargs)
-        if on_result is not None:
-            on_result(result)
-        return result
-
-    return list(await asyncio.gather(*(one(q) for q in questions)))

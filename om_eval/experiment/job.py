@@ -196,6 +196,8 @@ class RunJob:
             option = "baseline.tokenizer" if spec.baseline.enabled else "om.token_estimator"  # a reader counts its own
             raise ConfigError(f"{option}={spec.token_estimator!r} is invalid: {error}") from None
         self.system: Any = spec.system()
+        self.roles = spec.role_models()
+        """The models the run calls, by option path (read once: each read builds the system)."""
         """The memory system under test (built once per job: OM's loads its prompt pack once)."""
         self.pinned = self.system.pinned_identity()
         """The identity forms of a system older than the seam (read once: a reader's hashes its prompt file)."""
@@ -284,7 +286,7 @@ class RunJob:
             self.system.prepare()
 
     def _role_model(self, role: str) -> str | None:
-        settings = self.spec.role_models().get(role)
+        settings = self.roles.get(role)
         return settings.model if settings is not None else None
 
     async def _one(self, question: Question, store: Any, snapshots: Any, client: LLMClient, judge: Judge,
@@ -338,8 +340,7 @@ class RunJob:
         from om_eval.memory.system import MemoryBuildError
         from om_eval.memory.view import history_view
 
-        spec, system = self.spec, self.system
-        roles = spec.role_models()
+        spec, system, roles = self.spec, self.system, self.roles
         services = HarnessServices(client, roles.get("models.observer"), self.counter,
                                    embedder=roles.get("models.embedding"), options=spec.memory_options,
                                    system=system.name, declares_observer=system.uses_observer_model,

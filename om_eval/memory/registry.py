@@ -202,6 +202,14 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
             raise ConfigError(f"memory={name}: {target} gave {type(system).__name__}, which lacks the MemorySystem "
                               "methods (name, identity, budget, ingest, context)", option="memory")
         system = DeclaredSystem(system)
+    if system.name != name:
+        raise ConfigError(f"memory={name}: its system calls itself {system.name!r}; set name = {name!r} on it (the "
+                          "name it is registered under is the one runs, memory keys and errors show)", option="memory")
+    pinned = system.pinned_identity()
+    if system.keeps_snapshots and pinned is not None and not pinned.per_history:
+        raise ConfigError(f"memory={name} keeps snapshots under one memory key for every history "
+                          "(pinned_identity().per_history is False): set per_history=True, or keep no snapshots",
+                          option="memory")
     if system.keeps_snapshots and not system.restores_snapshots:
         raise ConfigError(f"memory={name} defines snapshot(memory) but no restore(data, services): define both (the "
                           "harness restores what it stored), or neither", option="memory")

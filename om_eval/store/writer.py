@@ -74,7 +74,7 @@ class RunStore:
     """The only writer of one run file. Open it, ``register_run``, then ``record_question`` per finished question.
 
     Thread-safe (one connection behind a lock). Also a snapshot store with the interface of
-    ``bench.pipeline.SnapshotStore`` (``get`` / ``put``), so the pipeline can keep memories in the run file.
+    ``get`` / ``put`` for memory snapshots, so a run keeps its memories in its own file.
 
     Args:
         path: the run file, usually ``store_path(results_dir, run_id)``.
@@ -444,7 +444,7 @@ class RunStore:
         self._has_rows.update((run_id, question_id) for question_id in calls or {})
         return len(verdict_rows)
 
-    # -- memory snapshots (the pipeline's SnapshotStore interface) ----------------------------------------------
+    # -- memory snapshots (get / put) ----------------------------------------------------------------------------
 
     def get(self, key: str, question_id: str) -> dict[str, Any] | None:
         """The stored memory ``{"snapshot": ..., "stats": ...}`` of build ``key`` for a question, or None."""

@@ -18,7 +18,8 @@ from om_eval.bench.metrics import (
     score_means,
     wilson_interval,
 )
-from om_eval.bench.pipeline import MemoryBuild, SharedBuilds
+from om_eval.bench.pipeline import SharedBuilds
+from om_eval.bench.seam import SystemBuild
 from om_eval.om.config import ConfigError
 
 
@@ -88,12 +89,12 @@ def test_wilson_report_keeps_the_bootstrap_for_the_task_average_and_reads_absten
 def test_shared_builds_build_once_and_hand_on_reused_copies() -> None:
     made: list[str] = []
 
-    async def build(owner: str) -> MemoryBuild:
+    async def build(owner: str) -> SystemBuild:
         made.append(owner)
         await asyncio.sleep(0.01)
-        return MemoryBuild(memory=None, stats=None, key=f"k-{owner}", reused=False)  # type: ignore[arg-type]  # SharedBuilds only hands the build on
+        return SystemBuild(memory=None, key=f"k-{owner}", reused=False)
 
-    async def main() -> list[MemoryBuild]:
+    async def main() -> list[SystemBuild]:
         shared = SharedBuilds(keep=2)
         got = await asyncio.gather(*(shared.get(o, lambda o=o: build(o)) for o in ["a", "a", "a", "b", "b"]))
         assert shared.builds == 2
@@ -106,19 +107,19 @@ def test_shared_builds_build_once_and_hand_on_reused_copies() -> None:
 def test_a_failed_shared_build_is_retried_by_the_next_question() -> None:
     calls = {"n": 0}
 
-    async def flaky() -> MemoryBuild:
+    async def flaky() -> SystemBuild:
         calls["n"] += 1
         await asyncio.sleep(0.01)
         if calls["n"] == 1:
             raise RuntimeError("observer down")
-        return MemoryBuild(memory=None, stats=None, key="k", reused=False)  # type: ignore[arg-type]  # SharedBuilds only hands the build on
+        return SystemBuild(memory=None, key="k", reused=False)
 
     async def main() -> list[object]:
         shared = SharedBuilds()
         return list(await asyncio.gather(shared.get("a", flaky), shared.get("a", flaky), return_exceptions=True))
 
     first, second = asyncio.run(main())
-    assert isinstance(first, RuntimeError) and isinstance(second, MemoryBuild) and not second.reused
+    assert isinstance(first, RuntimeError) and isinstance(second, SystemBuild) and not second.reused
     assert calls["n"] == 2
 
 
@@ -138,7 +139,7 @@ def test_after_two_failed_builds_the_other_questions_fail_at_once() -> None:
 
     calls = {"n": 0}
 
-    async def broken() -> MemoryBuild:
+    async def broken() -> SystemBuild:
         calls["n"] += 1
         await asyncio.sleep(0.01)
         raise RuntimeError("the same cut-off reply")
@@ -155,7 +156,7 @@ def test_after_two_failed_builds_the_other_questions_fail_at_once() -> None:
 
 
 async def _after_failures() -> object:
-    async def broken() -> MemoryBuild:
+    async def broken() -> SystemBuild:
         raise RuntimeError("down")
 
     shared = SharedBuilds()

@@ -15,13 +15,18 @@ from om_eval.bench.metrics import (
     write_eval_results_jsonl,
     write_hypotheses_jsonl,
 )
-from om_eval.bench.pipeline import SnapshotStore, build_memory, run_questions
+from om_eval.bench.pipeline import QuestionRun, haystack_hash
+from om_eval.bench.seam import SystemBuild, system_answer_and_judge
 from om_eval.bench.trace import trace_evidence
 from om_eval.data import generate, load_dataset, mini_fixture_path
 from om_eval.data.loader import dataset_from_records
+from om_eval.data.records import Question
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
+from om_eval.memory.services import HarnessServices
+from om_eval.memory.view import history_view
 from om_eval.om import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+from om_eval.systems.om import ObservationalMemorySystem
 
 SCRIPTED = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)
 
@@ -49,17 +54,36 @@ def config() -> OMConfig:
     )
 
 
+async def answer_all(questions: list[Question], om_config: OMConfig, client: LLMClient,
+                     snapshots: dict[str, object] | None = None) -> list[QuestionRun]:
+    """Each question through OM as a memory system, outside a run: its memory ingested (or restored from
+    ``snapshots``, and kept there when built), then answered and graded by the seam."""
+    system = ObservationalMemorySystem({"config": om_config})
+    runs = []
+    for question in questions:
+        services = HarnessServices(client, None, system.counter, system=system.name, declares_observer=False)
+        history = history_view(question)
+        key = f"{system.pinned_identity().memory_key}-{haystack_hash(question)}"
+        kept = (snapshots or {}).get(key)
+        memory = await (system.restore(kept, services) if kept is not None else system.ingest(history, services))
+        if snapshots is not None and kept is None:
+            snapshots[key] = system.snapshot(memory)
+        build = SystemBuild(memory, key, reused=kept is not None, digest=system.memory_digest(memory))
+        runs.append(await system_answer_and_judge(
+            question, system, build, services=HarnessServices(client, None, system.counter, answering=True),
+            client=client, actor=SCRIPTED, judge=Judge.house(model=SCRIPTED), counter=system.counter,
+            history=history))
+    return runs
+
+
 @pytest.fixture(scope="module")
 def mini_run(tmp_path_factory: pytest.TempPathFactory) -> dict:
     folder = tmp_path_factory.mktemp("mini")
     dataset = load_dataset(path=mini_fixture_path())
     client = LLMClient(cache=ResponseCache(folder / "cache"))
-    store = SnapshotStore(folder / "memory")
-    runs = asyncio.run(run_questions(
-        dataset.questions, om_config=config(), client=client, actor=SCRIPTED, judge=Judge.house(model=SCRIPTED),
-        store=store,
-    ))
-    return {"dataset": dataset, "runs": runs, "client": client, "store": store, "folder": folder}
+    snapshots: dict[str, object] = {}
+    runs = asyncio.run(answer_all(dataset.questions, config(), client, snapshots))
+    return {"dataset": dataset, "runs": runs, "client": client, "snapshots": snapshots, "folder": folder}
 
 
 def test_labels_match_the_hand_worked_expectations(mini_run: dict) -> None:
@@ -97,10 +121,7 @@ def test_every_question_reports_its_memory_work(mini_run: dict) -> None:
 
 def test_a_second_pass_reuses_memory_and_calls_no_model(mini_run: dict) -> None:
     client = LLMClient(cache=ResponseCache(mini_run["folder"] / "cache"))
-    runs = asyncio.run(run_questions(
-        mini_run["dataset"].questions, om_config=config(), client=client, actor=SCRIPTED,
-        judge=Judge.house(model=SCRIPTED), store=mini_run["store"],
-    ))
+    runs = asyncio.run(answer_all(mini_run["dataset"].questions, config(), client, mini_run["snapshots"]))
     assert all(r.reused_memory for r in runs)
     totals = client.ledger.totals()
     assert totals.calls == totals.cached == 2 * len(runs)  # actor and judge answered from the cache
@@ -119,8 +140,9 @@ def test_exports_are_readable_like_the_official_files(mini_run: dict, tmp_path: 
 
 def test_the_assistant_side_miss_is_traced_to_the_observer(mini_run: dict) -> None:
     question = mini_run["dataset"].by_id()["eaa3ddbe"]
-    build = asyncio.run(build_memory(question, config(), observer=LLMClient(), store=mini_run["store"]))
-    assert build.reused
+    system = ObservationalMemorySystem({"config": config()})
+    key = f"{system.pinned_identity().memory_key}-{haystack_hash(question)}"
+    build = asyncio.run(system.restore(mini_run["snapshots"][key], HarnessServices(LLMClient(), None, system.counter)))
     (trace,) = [t for t in trace_evidence(question, build.memory) if t.role == "assistant"]
     # The reply was observed, but only its opening: the line is in memory, the answer is not.
     assert trace.status == "in_memory" and trace.lines and not trace.answer_in_lines
@@ -135,9 +157,7 @@ def test_s_sized_question_reports_memory_statistics() -> None:
         reflection=ReflectionConfig(model=SCRIPTED),
     )
     client = LLMClient()
-    run = asyncio.run(run_questions(
-        [question], om_config=om_config, client=client, actor=SCRIPTED, judge=Judge.house(model=SCRIPTED),
-    ))[0]
+    run = asyncio.run(answer_all([question], om_config, client))[0]
     assert 100_000 < run.history_tokens < 135_000
     assert run.observer_calls >= 3 and run.observation_tokens > 0 and run.compression_ratio > 1
     assert run.actor_prompt_tokens and run.actor_prompt_tokens > run.observation_tokens / 4

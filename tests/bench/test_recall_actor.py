@@ -11,9 +11,8 @@ from datetime import datetime, timedelta
 import pytest
 
 from om_eval.bench.answer import answer_question
-from om_eval.bench.pipeline import build_memory
 from om_eval.bench.recall_actor import RecallLoopError
-from om_eval.bench.replay import ReplayConfig, eval_thread_id
+from om_eval.bench.replay import ReplayConfig, eval_thread_id, replay_question
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
@@ -58,9 +57,9 @@ def config(retrieval: str = "resource") -> OMConfig:
 def setup(tmp_path, name: str, model: ScriptedModel):
     actor = ModelSettings(model=register_scripted(name, model), temperature=0)
     client = LLMClient(cache=ResponseCache(tmp_path / "cache"), ledger=Ledger())
-    build = asyncio.run(build_memory(haystack(), config(), observer=client,
-                                     replay=ReplayConfig(final_flush=True)))
-    return client, actor, build.memory
+    memory, _ = asyncio.run(replay_question(haystack(), config(), observer=client,
+                                            replay=ReplayConfig(final_flush=True)))
+    return client, actor, memory
 
 
 def test_the_actor_reads_the_evidence_with_recall_and_every_call_is_accounted(tmp_path) -> None:
@@ -137,9 +136,9 @@ def test_retrieval_off_offers_no_tool(tmp_path) -> None:
     model = ScriptedModel()
     actor = ModelSettings(model=register_scripted("recall-off", model), temperature=0)
     client = LLMClient(ledger=Ledger())
-    build = asyncio.run(build_memory(haystack(), config("off"), observer=client,
-                                     replay=ReplayConfig(final_flush=True)))
-    answer = asyncio.run(answer_question(client, actor, build.memory, haystack()))
+    memory, _ = asyncio.run(replay_question(haystack(), config("off"), observer=client,
+                                            replay=ReplayConfig(final_flush=True)))
+    answer = asyncio.run(answer_question(client, actor, memory, haystack()))
     assert answer.tool_steps is None
     assert [r.stage for r in client.ledger.records if r.model == actor.model] == ["actor"]
     assert replace(config("off"), retrieval="off").to_dict() == OMConfig.from_dict(config("off").to_dict()).to_dict()
@@ -152,9 +151,8 @@ def test_a_search_call_returns_groups_of_the_conversation_that_holds_the_answer(
 
     settings = {"retrieval_search": search, "retrieval_embedding_model": "scripted/om-eval"}
     client = LLMClient(cache=ResponseCache(tmp_path / "cache"), ledger=Ledger())
-    build = asyncio.run(build_memory(haystack(), replace(config(), **settings), observer=client,
-                                     replay=ReplayConfig(final_flush=True)))
-    memory = build.memory
+    memory, _ = asyncio.run(replay_question(haystack(), replace(config(), **settings), observer=client,
+                                            replay=ReplayConfig(final_flush=True)))
     index = asyncio.run(_search_index(memory, client))
     call = ToolCall("c1", "recall", json.dumps({"mode": "search", "query": "adopted grey cat", "limit": 1}))
     asyncio.run(_prepare_search(index, call))

@@ -10,13 +10,16 @@ from unittest.mock import patch
 import pytest
 
 from om_eval.bench.answer import actor_messages, answer_question
-from om_eval.bench.pipeline import SnapshotStore, build_memory, memory_hash
+from om_eval.bench.pipeline import haystack_hash, memory_hash
 from om_eval.bench.replay import ReplayConfig, replay_question, session_messages, thread_id_for
 from om_eval.bench.trace import render_question_report, trace_evidence
 from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.data.records import HaystackSession, Question, Turn, parse_lme_date
+from om_eval.memory.services import HarnessServices
+from om_eval.memory.view import history_view
 from om_eval.om import ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError, ModelSettings
+from om_eval.systems.om import ObservationalMemorySystem
 from om_eval.testing.scripted.model import ScriptedModel
 
 FILLER = "Could you explain how sourdough starters work and how often they need feeding in a warm kitchen?"
@@ -131,16 +134,17 @@ def test_thread_scope_answers_from_every_session() -> None:
     assert "Toby" in text and "sourdough" in text
 
 
-def test_memory_is_built_once_and_reused(tmp_path) -> None:
-    store = SnapshotStore(tmp_path)
+def test_a_memory_restored_from_its_snapshot_calls_no_model_and_keys_name_the_build() -> None:
     model = ScriptedModel()
-    first = run(build_memory(question(), om_config(), observer=model, store=store))
+    system = ObservationalMemorySystem({"config": om_config()})
+    services = HarnessServices(model, None, system.counter, system="om", declares_observer=False)
+    first = run(system.ingest(history_view(question()), services))
     calls = len(model.calls)
-    second = run(build_memory(question(), om_config(), observer=model, store=store))
-    assert not first.reused and second.reused and len(model.calls) == calls
+    second = run(system.restore(json.loads(json.dumps(system.snapshot(first))), services))
+    assert len(model.calls) == calls
     assert second.memory.snapshot() == first.memory.snapshot() and second.stats == first.stats
     base = memory_hash(om_config(), ReplayConfig(), "tiktoken/o200k_base")
-    assert first.key.startswith(base + "-")
+    assert system.pinned_identity().memory_key == base
     assert memory_hash(om_config(observation_tokens=4000), ReplayConfig(), "tiktoken/o200k_base") != base
     assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != base
     # Every key carries the engine's revision, so a memory built by an earlier engine is not reused.
@@ -151,9 +155,9 @@ def test_memory_is_built_once_and_reused(tmp_path) -> None:
     assert memory_hash(om_config(), buffered, "tiktoken/o200k_base") not in (earlier, base)
     single = replace(om_config(), context_layout="single")  # only changes what the actor sees
     assert memory_hash(single, ReplayConfig(), "tiktoken/o200k_base") == base
-    # The same question id with another haystack (oracle vs S) never shares a memory.
+    # The same question id with another haystack (oracle vs S) never shares a memory: items add its hash.
     other_haystack = replace(question(), sessions=question().sessions[:2])
-    assert run(build_memory(other_haystack, om_config(), observer=model, store=store)).key != first.key
+    assert haystack_hash(other_haystack) != haystack_hash(question())
 
 
 def test_evidence_trace_statuses() -> None:

@@ -15,7 +15,8 @@ import pytest
 from om_eval.experiment.app import run_from_config
 from om_eval.memory import registry
 from om_eval.memory.registry import DeclaredSystem, make_system
-from om_eval.memory.system import HOOKS, MemorySystemBase
+from om_eval.memory.system import HOOKS, MemorySystemBase, PinnedIdentity
+from om_eval.om.config import ConfigError
 from tests.memory import probes
 from tests.runs import compose_run
 
@@ -106,3 +107,50 @@ def test_the_probe_itself_would_see_the_gold_of_a_question() -> None:
     assert "answer" in probes.gold_found(raw)  # the probe can fail: the views are what hide the gold
     with pytest.raises(AssertionError, match="exposes"):
         asyncio.run(probes.GoldProbe({}).ingest(raw, None))
+
+
+class Misnamed:
+    """A plain plugin whose name is not the one it is registered under."""
+
+    name = "someone_else"
+
+    def __init__(self, options: object) -> None:
+        pass
+
+    def identity(self) -> dict:
+        return {}
+
+    def budget(self) -> dict:
+        return {}
+
+    async def ingest(self, history: object, services: object) -> None:
+        return None
+
+    async def context(self, memory: object, question: object, services: object) -> str:
+        return ""
+
+
+class SharedSnapshots(Misnamed):
+    """Snapshots under one pinned key for every history: a second history would restore the first one's memory."""
+
+    name = "shared_snapshots"
+
+    def pinned_identity(self) -> PinnedIdentity:
+        return PinnedIdentity({}, {}, "shared:key", per_history=False)
+
+    def snapshot(self, memory: object) -> dict:
+        return {}
+
+    async def restore(self, data: object, services: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize(("name", "target", "message"), [
+    ("misnamed", "tests.memory.test_contract:Misnamed", "calls itself 'someone_else'; set name = 'misnamed'"),
+    ("shared_snapshots", "tests.memory.test_contract:SharedSnapshots", r"per_history is False"),
+])
+def test_a_plugin_that_would_mislabel_or_share_memories_is_refused(
+        monkeypatch: pytest.MonkeyPatch, name: str, target: str, message: str) -> None:
+    monkeypatch.setattr(registry, "plugin_targets", lambda: {name: target})
+    with pytest.raises(ConfigError, match=message):
+        make_system(name, {})

@@ -252,29 +252,37 @@ class RecordingModel:
         return reply
 
 
-def test_the_pipeline_builds_into_and_reuses_from_a_run_store(tmp_path: Path) -> None:
+def test_a_memory_kept_in_the_run_store_is_restored_without_a_model_call(tmp_path: Path) -> None:
     import asyncio
+    import json
 
-    from om_eval.bench.pipeline import build_memory
     from om_eval.data import load_dataset, mini_fixture_path
+    from om_eval.memory.services import HarnessServices
+    from om_eval.memory.view import history_view
     from om_eval.om import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
+    from om_eval.systems.om import ObservationalMemorySystem
 
     scripted = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)
     config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=100, model=scripted),
                       reflection=ReflectionConfig(observation_tokens=5000, model=scripted))
+    system = ObservationalMemorySystem({"config": config})
     question_ = load_dataset(path=mini_fixture_path()).questions[0]
     with RunStore(store_path(tmp_path, "r1")) as store:
         store.register_run(run_info("r1"))
         observer = RecordingModel()
-        build = asyncio.run(build_memory(question_, config, observer=observer, store=store))
-        assert not build.reused and observer.records and build.memory.events
-        item = {"question_id": question_.question_id, "memory_key": build.key, "reused_memory": False}
-        store.record_question("r1", item, build.memory.events, observer.records)
-        assert counts(store, question_.question_id) == (1, len(build.memory.events), len(observer.records))
+        build = asyncio.run(system.ingest(history_view(question_), HarnessServices(observer, None, system.counter)))
+        events = system.build_events(build)
+        assert observer.records and events
+        key = f"{system.pinned_identity().memory_key}-x"
+        item = {"question_id": question_.question_id, "memory_key": key, "reused_memory": False}
+        snapshot = (key, question_.memory_owner, json.dumps(system.snapshot(build)), None)
+        store.record_question("r1", item, events, observer.records, snapshot)
+        assert counts(store, question_.question_id) == (1, len(events), len(observer.records))
         again = RecordingModel()
-        rebuilt = asyncio.run(build_memory(question_, config, observer=again, store=store))
-        assert rebuilt.reused and not again.records
-        assert rebuilt.memory.snapshot() == build.memory.snapshot()
+        kept = store.get(key, question_.memory_owner)
+        assert kept is not None
+        rebuilt = asyncio.run(system.restore(kept["snapshot"], HarnessServices(again, None, system.counter)))
+        assert not again.records and rebuilt.memory.snapshot() == build.memory.snapshot()
 
 
 # -- one writer ------------------------------------------------------------------------------------------------
