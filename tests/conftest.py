@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -73,8 +74,11 @@ def scope_of(path: str) -> str:
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Plain ``-n`` (the README's ``python -m pytest -n 2``) schedules by :func:`scope_of`, in collection order (each
-    worker starts on one of the two long groups); an explicit ``--dist`` keeps pytest-xdist's own."""
-    if config.getvalue("dist") != "load" or "--dist" in " ".join(config.invocation_params.args):
+    worker starts on one of the two long groups); an explicit ``--dist`` (on the command line, in ``PYTEST_ADDOPTS``
+    or the ini file's ``addopts``) keeps pytest-xdist's own."""
+    given = [*config.invocation_params.args, *shlex.split(os.environ.get("PYTEST_ADDOPTS", "")),
+             *config.getini("addopts")]
+    if config.getvalue("dist") != "load" or any(word.startswith("--dist") for word in given):
         return None
     from xdist.scheduler import LoadScopeScheduling
 

@@ -20,10 +20,11 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from om_eval.bench.recall_actor import ToolStep, run_recall_loop
+from om_eval.bench.recall_actor import LoopResult, RecallTools, ToolStep, run_tool_loop
 from om_eval.bench.replay import Asked, asked_thread_id
 from om_eval.common.files import short_hash
 from om_eval.data.records import Question
+from om_eval.memory.system import ActorTools
 from om_eval.om.config import ModelSettings
 from om_eval.om.context import (
     ContextInputs,
@@ -34,6 +35,7 @@ from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import CUT_OFF, ChatModel, ModelReply, complete_checked, cut_off
 from om_eval.om.prompts import fill, text_hash
 from om_eval.om.reply_lines import DEGENERATE_MIN_CHARS, detect_degenerate
+from om_eval.om.tokens import TokenCounter
 
 
 @lru_cache(maxsize=1)
@@ -184,6 +186,19 @@ async def ask_actor(
     return reply
 
 
+async def ask_actor_with_tools(
+    actor: ChatModel, messages: list[dict[str, str]], settings: ModelSettings, question_id: str, tools: ActorTools,
+    counter: TokenCounter,
+) -> LoopResult:
+    """The actor's answer when it may call ``tools`` first (:func:`~om_eval.bench.recall_actor.run_tool_loop`);
+    :class:`AnswerError` as :func:`ask_actor`."""
+    loop = await run_tool_loop(actor, settings, messages, tools, check=answer_problem, counter=counter)
+    problem = CUT_OFF if cut_off(loop.reply) else answer_problem(loop.reply.text)
+    if problem is not None:
+        raise AnswerError(question_id, settings.model, problem, loop.reply.text)
+    return loop
+
+
 async def answer_question(
     actor: ChatModel, settings: ModelSettings, memory: ObservationalMemory, question: Question,
     renders: dict[Any, list[dict[str, str]]] | None = None,
@@ -218,11 +233,7 @@ async def _answer_with_recall(
 ) -> AnswerResult:
     """Retrieval mode: the actor may read raw history with the recall tool first (:mod:`~om_eval.bench.recall_actor`).
     Token counts are summed over its rounds (what was read and paid for); the prompt hash is the first round's."""
-    loop = await run_recall_loop(actor, settings, memory, question, messages, check=answer_problem,
-                                 counter=memory.counter)
-    reply = loop.reply
-    problem = CUT_OFF if cut_off(reply) else answer_problem(reply.text)
-    if problem is not None:
-        raise AnswerError(question.question_id, settings.model, problem, reply.text)
-    return AnswerResult(reply.text.strip(), loop.prompt_tokens, loop.completion_tokens, reply.cached, prompt_hash,
-                        loop.messages, loop.steps)
+    tools = await RecallTools.open(memory, question, actor)
+    loop = await ask_actor_with_tools(actor, messages, settings, question.question_id, tools, memory.counter)
+    return AnswerResult(loop.reply.text.strip(), loop.prompt_tokens, loop.completion_tokens, loop.reply.cached,
+                        prompt_hash, loop.messages, loop.steps)

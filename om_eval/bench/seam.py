@@ -17,15 +17,14 @@ from functools import lru_cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from om_eval.bench.answer import AnswerError, answer_problem, ask_actor
-from om_eval.bench.recall_actor import run_tool_loop, steps_json
+from om_eval.bench.answer import ask_actor, ask_actor_with_tools
+from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.memory.system import MemoryContext, MemorySystemBase, TurnTrace
 from om_eval.memory.view import HistoryView, QuestionView, question_view, turn_id_of
 from om_eval.om.config import ModelSettings
-from om_eval.om.model import CUT_OFF, cut_off
 from om_eval.om.prompts import fill, text_hash
 from om_eval.om.tokens import TokenCounter
 
@@ -411,11 +410,8 @@ async def system_answer_and_judge(
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     steps = None
     if context.tools is not None:
-        loop = await run_tool_loop(client, actor, messages, context.tools, check=answer_problem, counter=counter)
+        loop = await ask_actor_with_tools(client, messages, actor, question.question_id, context.tools, counter)
         reply, sent, steps = loop.reply, list(loop.messages), loop.steps
-        problem = CUT_OFF if cut_off(reply) else answer_problem(reply.text)
-        if problem is not None:
-            raise AnswerError(question.question_id, actor.model, problem, reply.text)
         prompt_tokens, completion_tokens = loop.prompt_tokens, loop.completion_tokens
     else:
         reply = await ask_actor(client, messages, actor, question.question_id)
