@@ -78,6 +78,9 @@ class SystemBuild:
     """The turn table the system recorded while it built the memory (JSON), if it recorded one."""
     digest: str | None = None
     """:meth:`~om_eval.memory.system.MemorySystemBase.memory_digest` of the memory as ingest left it."""
+    figures: Mapping[str, Any] | None = None
+    """:meth:`~om_eval.memory.system.MemorySystemBase.build_figures` of the memory, taken once per build (``None``:
+    not taken; asked when answering)."""
     traces: dict[str, TurnTrace] = field(default_factory=dict, compare=False, repr=False)
     """Where every turn went (:meth:`~om_eval.memory.system.MemorySystemBase.trace_turns`), once asked, for a
     memory questions share (the same dict in every copy handed to them)."""
@@ -429,7 +432,8 @@ async def system_answer_and_judge(
         traces = system_traces(system, build, question, history) if system.traces_turns else []
     built = {"observer_calls": calls.get("observer", 0), "reflector_calls": calls.get("reflector", 0),
              "observations": 0, "reflections": 0, "history_tokens": history_tokens, "observation_tokens": None,
-             "pending_tokens": None, "compression_ratio": None, **system.build_figures(build.memory)}
+             "pending_tokens": None, "compression_ratio": None,
+             **(build.figures if build.figures is not None else system.build_figures(build.memory))}
     answered = dict(context.detail)
     columns = {**{name: built.pop(name) for name in FIGURE_COLUMNS if name in built},
                **{name: answered.pop(name) for name in ANSWER_COLUMNS if name in answered}}

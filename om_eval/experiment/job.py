@@ -363,7 +363,8 @@ class RunJob:
                 text = json.dumps(data, ensure_ascii=False)
                 held.put(key, history.id, {"snapshot": text, "stats": {"turns": turns,
                                                                          "turns_recorded": spec.run.turn_costs}})
-            return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory))
+            return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory),
+                               figures=dict(system.build_figures(memory)))
 
         async def make_build() -> SystemBuild:
             if not system.keeps_snapshots:
@@ -383,12 +384,12 @@ class RunJob:
                                   stacklevel=2)
                     return await build_fresh()
                 return SystemBuild(memory, key, reused=True, turns=stats.get("turns"),
-                                   digest=system.memory_digest(memory))
+                                   digest=system.memory_digest(memory), figures=dict(system.build_figures(memory)))
 
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"
         build = await (self.shared.get(question.memory_owner, make_build) if shared else make_build())
-        held.figures = dict(system.build_figures(build.memory))
+        held.figures = dict(build.figures or {})
         ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
         actor = spec.actor
         if system.max_output_tokens is not None:

@@ -93,21 +93,14 @@ class ObservationalMemorySystem(MemorySystemBase):
         self.prompts: MastraPrompts | None = prompts
         self.token_estimator = str(options.get("token_estimator") or "tiktoken")
         try:
-            make_counter(self.token_estimator)
+            self.counter: TokenCounter = make_counter(self.token_estimator)
         except ValueError as error:
             raise ConfigError(f"om.token_estimator={self.token_estimator!r} is invalid: {error}",
                               option="om.token_estimator") from None
-        self._counter: TokenCounter | None = None
         self._pack: PromptPack | None = None
         super().__init__({})
 
     # -- identity ---------------------------------------------------------------------------------------------
-
-    @property
-    def counter(self) -> TokenCounter:
-        if self._counter is None:
-            self._counter = make_counter(self.token_estimator)
-        return self._counter
 
     def identity(self) -> Mapping[str, Any]:
         return {"om": self.prompts.identity if self.prompts is not None else prompt_set_hash(MEMORY_PROMPTS)}
