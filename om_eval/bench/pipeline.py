@@ -147,19 +147,19 @@ class QuestionRun:
     judge_reply: str
     memory_key: str
     reused_memory: bool
-    observer_calls: int
-    reflector_calls: int
-    observations: int
-    reflections: int
     history_tokens: int
-    observation_tokens: int | None
-    """``None`` for a baseline reader, which builds no memory."""
-    pending_tokens: int | None
-    """``None`` for a baseline reader, which builds no memory."""
-    compression_ratio: float | None
     actor_prompt_tokens: int | None
     actor_completion_tokens: int | None
     actor_prompt_hash: str
+    observer_calls: int | None = None
+    """Calls of the observer stage; ``None`` for a system that makes none (RAG, the baseline readers)."""
+    reflector_calls: int | None = None
+    observations: int | None = None
+    """OM's figures from here to ``compression_ratio``: ``None`` for a system that does not report them."""
+    reflections: int | None = None
+    observation_tokens: int | None = None
+    pending_tokens: int | None = None
+    compression_ratio: float | None = None
     error: str | None = None
     question: str = ""
     gold_answer: str = ""

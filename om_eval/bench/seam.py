@@ -430,9 +430,10 @@ async def system_answer_and_judge(
         traces = shown_traces(context.shown_ids, question, history)
     else:
         traces = system_traces(system, build, question, history) if system.traces_turns else []
-    built = {"observer_calls": calls.get("observer", 0), "reflector_calls": calls.get("reflector", 0),
-             "observations": 0, "reflections": 0, "history_tokens": history_tokens, "observation_tokens": None,
-             "pending_tokens": None, "compression_ratio": None,
+    # OM's columns stay empty for a system that does not report them: a RAG row has no observations, not zero.
+    built = {"history_tokens": history_tokens,
+             **{f"{stage}_calls": calls.get(stage, 0) for stage in ("observer", "reflector")
+                if system.uses_observer_model},
              **(build.figures if build.figures is not None else system.build_figures(build.memory))}
     answered = dict(context.detail)
     columns = {**{name: built.pop(name) for name in FIGURE_COLUMNS if name in built},

@@ -67,8 +67,9 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     if item.get("haystack_id"):
         console.print(f"memory shared by every question of {escape(str(item['haystack_id']))}")
     built = "reused" if item["reused_memory"] else "built"
-    om = run.get("memory_system", "om") == "om"
-    if om:
+    # OM's figures are shown for a system that reported them (observation tokens), whatever its name.
+    observes = item.get("observation_tokens") is not None
+    if observes:
         console.print(f"memory {item['memory_key']} ({built}): "
                       f"{item['observations']} observation and {item['reflections']} reflection calls · history "
                       f"{item['history_tokens']} tokens → observations {item['observation_tokens']} · unobserved "
@@ -78,7 +79,7 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
         raw_tail = item.get("raw_tail_tokens")
         console.print(f"observer: {calls if calls is not None else '?'} calls, {per_call} message tokens per call · "
                       f"raw messages shown to the actor: {'?' if raw_tail is None else f'{raw_tail:,}'} tokens")
-    else:
+    if not observes or item.get("system_figures"):
         console.print(system_line(str(run["memory_system"]), item, built))
     if item.get("context_tokens") is not None:
         console.print(f"memory shown to the actor: {item['context_tokens']:,} tokens")
@@ -101,7 +102,7 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
                           "yes" if trace["answer_in_lines"] else "no", shown)
         console.print(table)
 
-    if om:
+    if observes:
         _render_om_memory(detail, console, full)
     _render_actor_view(detail, console, full)
 

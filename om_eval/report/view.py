@@ -336,11 +336,8 @@ def _turn_costs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, 
 def _models(run: Mapping[str, Any], row: RunSummary) -> dict[str, Any]:
     """The models a run called, by role: OM's observer, reflector and actor; a baseline reader's actor alone; a
     seam system's actor and whichever of the others it recorded (RAG calls no observer or reflector)."""
-    roles: tuple[str, ...] = ("observer", "reflector", "actor")
-    if row.reader is not None:
-        roles = ("actor",)
-    elif row.system != OM:
-        roles = tuple(role for role in roles if role == "actor" or run.get(f"{role}_model"))
+    roles: tuple[str, ...] = ("actor",) if row.reader is not None else tuple(
+        role for role in ("observer", "reflector", "actor") if role == "actor" or run.get(f"{role}_model"))
     return {role: run.get(f"{role}_model") for role in roles}
 
 

@@ -81,6 +81,16 @@ def test_retrieval_systems_keep_their_ranking_and_recall(sweep: dict[str, dict])
     assert all(i["retrieval"] is None for i in sweep["simple_om"]["items"])
 
 
+def test_oms_columns_are_empty_for_a_system_that_does_not_report_them(sweep: dict[str, dict]) -> None:
+    om_only = ("observations", "reflections", "observation_tokens", "pending_tokens", "compression_ratio")
+    for name in ("rag_mastra", "rag_lme", "simple_om"):
+        assert all(i[column] is None for i in sweep[name]["items"] for column in om_only), name
+    # Observer calls are counted for a system that calls the observer model, and left empty for one that cannot.
+    assert all(i["observer_calls"] is None for name in ("rag_mastra", "rag_lme") for i in sweep[name]["items"])
+    assert sum(i["observer_calls"] for i in sweep["simple_om"]["items"]) > 0
+    assert all(i["observations"] is not None and i["observation_tokens"] is not None for i in sweep["om"]["items"])
+
+
 def om_eval_command(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "om_eval.cli", *args], capture_output=True, text=True,
                           env=dict(os.environ), timeout=300, check=False)
