@@ -7,7 +7,7 @@ from typing import Any
 
 from hydra import compose, initialize_config_dir
 
-from om_eval.experiment.app import CONFIG_DIR
+from om_eval.configs import CONFIG_DIR
 from om_eval.experiment.schema import register_configs
 
 

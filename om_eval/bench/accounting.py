@@ -3,7 +3,7 @@
 Why three: the threshold is the same 30k everywhere, but what is counted against it differs between om-eval's
 first reading, the development code that prepared Mastra's published LongMemEval data, and the released 1.x
 packages; on synthetic S the three give very different numbers of observations and of raw messages left for the
-actor (``configs/README.md`` has the measured figures). Each is checked after every replay unit (a
+actor (``om_eval/configs/README.md`` has the measured figures). Each is checked after every replay unit (a
 user/assistant pair by default).
 
 * ``exact`` (om-eval's reading): every unobserved message counts once at its full length, all threads in resource

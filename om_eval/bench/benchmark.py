@@ -1,7 +1,7 @@
 """The benchmark seam: what the pipeline, store and reports need to know about a benchmark, in one object.
 
 A benchmark is one module ``om_eval.bench.<name>`` that defines ``BENCHMARK`` (a :class:`Benchmark`), and one
-dataset config file ``configs/dataset/<name>.yaml`` that names it (``benchmark: <name>``). Everything above this
+dataset config file ``om_eval/configs/dataset/<name>.yaml`` that names it (``benchmark: <name>``). Everything above this
 layer (the run job, the store, ``report``, ``plot``, ``show``, ``view``) asks the benchmark of a run for its
 categories, its own score and how it loads; none of it lists a benchmark's categories itself.
 

@@ -33,6 +33,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="om-eval",
         description="Reproduce, sweep and explain Observational Memory scores on LongMemEval.",
     )
+    from om_eval.common.version import __version__
+
+    parser.add_argument("--version", action="version", version=f"om-eval {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     modules = {name: importlib.import_module(f"om_eval.cli.{name}") for name in COMMANDS}
     for module in modules.values():

@@ -48,7 +48,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument("--model", default="local",
-                      help="a config in configs/model (local, scripted, gpt-4o-mini, ...) or a litellm model id")
+                      help="a model config (local, scripted, gpt-4o-mini, ...) or a litellm model id")
     demo.add_argument("--sessions", type=int, help="number of sessions (local: 3, otherwise 24)")
     demo.add_argument("--pairs", type=int, help="user/assistant pairs per session (local: 3, otherwise 6)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the synthetic conversation")

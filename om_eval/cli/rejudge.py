@@ -37,6 +37,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     rejudge.add_argument("--results", default="results", help="results folder (default: results)")
     rejudge.add_argument("--concurrency", type=int, default=4, help="judge calls at a time (default 4)")
     rejudge.add_argument("--cache-dir", help="response cache folder (default: the run's)")
+    rejudge.add_argument("--config-dir", help="a folder of your own configs (judge models), as om-eval run's")
     rejudge.add_argument("--probes", action="store_true",
                          help="also grade three probe answers per question (the gold, a vague one, a specific "
                          "wrong one) to measure each judge's false accepts and rejects; three times the calls")
@@ -54,6 +55,16 @@ def run(args: argparse.Namespace) -> int:
     if args.concurrency < 1:
         print(f"om-eval rejudge: --concurrency {args.concurrency} is invalid: must be >= 1", file=sys.stderr)
         return 2
+    if args.config_dir is not None:
+        import os
+
+        from om_eval.configs import USER_CONFIG_ENV, checked_user_dir
+
+        try:
+            os.environ[USER_CONFIG_ENV] = str(checked_user_dir(args.config_dir))
+        except ValueError as error:
+            print(f"om-eval rejudge: {error}", file=sys.stderr)
+            return 2
     panel = any(o in ("judge=panel", "judge.mode=panel") for o in args.overrides)
     try:
         if panel:

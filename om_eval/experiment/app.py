@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from om_eval.common.text import printable
+from om_eval.configs import USER_CONFIG_ENV, checked_user_dir
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+#: Where Hydra finds the shipped configs: inside the package, so an installed wheel runs from any folder.
+CONFIG_PACKAGE = "pkg://om_eval.configs"
 #: Set when a job in this process ended with failed questions, so the command exits non-zero.
 _FAILED_JOBS: list[str] = []
 #: Where a sweep's jobs report failures when they run in other processes (joblib, Ray): set through Hydra's
@@ -56,7 +58,7 @@ def _memory_side(spec: Any) -> str:
     return " · ".join([f"memory {spec.memory_system}", *used])
 
 
-def _label(spec: Any) -> str:
+def _label(spec: Any, overrides: Sequence[str] | None = None) -> str:
     """The variant's name in reports: the command-line overrides that define it, else the experiment.
 
     A derived name only names a new run: a stored run keeps the label it was first stored with, and only a given
@@ -64,13 +66,15 @@ def _label(spec: Any) -> str:
     """
     if spec.run.label:
         return spec.run.label
-    try:
-        from hydra.core.hydra_config import HydraConfig
+    if overrides is None:
+        try:
+            from hydra.core.hydra_config import HydraConfig
 
-        overrides = [o for o in HydraConfig.get().overrides.task if not o.startswith(("run.", "experiment="))]
-    except Exception:  # not running under Hydra (tests call run_from_config directly)
-        overrides = []
-    return " ".join(redact_override(o) for o in overrides) or spec.experiment
+            overrides = HydraConfig.get().overrides.task
+        except Exception:  # not running under Hydra (tests call run_from_config directly)
+            overrides = []
+    named = [o for o in overrides if not o.startswith(("run.", "experiment=", "hydra."))]
+    return " ".join(redact_override(o) for o in named) or spec.experiment
 
 
 def redact_override(override: str) -> str:
@@ -88,8 +92,11 @@ def redact_override(override: str) -> str:
     return f"{key}={REDACTED}" if any(is_secret_key(part) for part in path.split(".")) else override
 
 
-def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
-    """Run one resolved config; returns a small summary (Hydra keeps it as the job's return value)."""
+def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run one resolved config; returns a small summary (Hydra keeps it as the job's return value).
+
+    ``overrides`` name the variant when the config was composed outside Hydra's app (:func:`om_eval.evaluate`).
+    """
     from omegaconf import OmegaConf
     from rich.console import Console
 
@@ -101,7 +108,7 @@ def run_from_config(cfg: Any, *, console: Any = None) -> dict[str, Any]:
     # A composed run config is a DictConfig with string keys: its container is a dict[str, Any].
     data = cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True)) if not isinstance(cfg, dict) else cfg
     spec = spec_from_config(data)
-    spec = replace(spec, run=replace(spec.run, label=_label(spec)))
+    spec = replace(spec, run=replace(spec.run, label=_label(spec, overrides)))
     job = RunJob(spec, console=console)
     job.adopt_stored_label()
     console.print(
@@ -436,6 +443,29 @@ def _check_results_folder(args: Sequence[str]) -> str | None:
     return None
 
 
+def _user_config_dir(args: list[str]) -> str | None:
+    """The absolute path of Hydra's ``--config-dir``/``-cd`` folder (the user's own configs), made absolute in
+    ``args`` too; ``None`` without one.
+
+    Raises:
+        ValueError: no folder after the option, or :func:`~om_eval.configs.checked_user_dir` refuses it.
+    """
+    for i, arg in enumerate(args):
+        name, sep, value = arg.partition("=")
+        if name not in ("--config-dir", "-cd"):
+            continue
+        if not sep:
+            if i + 1 >= len(args):
+                raise ValueError(f"{name} needs a folder: {name} <folder of config groups>")
+            value, at = args[i + 1], i + 1
+        else:
+            at = i
+        folder = checked_user_dir(value, name)
+        args[at] = str(folder) if not sep else f"{name}={folder}"
+        return str(folder)
+    return None
+
+
 #: Path options a job would otherwise resolve against its own process's folder.
 _PATH_OPTIONS = ("run.results_dir", "run.cache_dir")
 
@@ -477,14 +507,18 @@ def main(argv: Sequence[str]) -> int:
 
     from om_eval.experiment.schema import register_configs
 
-    if not CONFIG_DIR.is_dir():
-        print(f"om-eval run needs the configs folder {CONFIG_DIR}; install the project with pip install -e .",
-              file=sys.stderr)
-        return 2
     register_configs()
     _FAILED_JOBS.clear()
     saved = sys.argv
     args = _anchor_paths(argv)
+    try:
+        user_dir = _user_config_dir(args)
+    except ValueError as error:
+        print(f"om-eval run: {error}", file=sys.stderr)
+        return 2
+    if user_dir is not None:  # for name lookups outside Hydra, here and in the sweep's worker processes
+        os.environ[USER_CONFIG_ENV] = user_dir
+        args.append(f"++hydra.job.env_set.{USER_CONFIG_ENV}={user_dir}")
     if (refusal := _check_results_folder(args)) is not None:
         print(f"om-eval run: {refusal}; nothing was run", file=sys.stderr)
         return 1
@@ -497,9 +531,9 @@ def main(argv: Sequence[str]) -> int:
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     try:
         with warnings.catch_warnings():
-            # configs/hydra/launcher/ray.yaml shadows the Ray plugin's own `ray` config on purpose (see there).
+            # om_eval/configs/hydra/launcher/ray.yaml shadows the Ray plugin's own `ray` config on purpose (see there).
             warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/ray' is validated against ConfigStore")
-            hydra.main(config_path=str(CONFIG_DIR), config_name="config", version_base="1.3")(_run_job)()
+            hydra.main(config_path=CONFIG_PACKAGE, config_name="config", version_base="1.3")(_run_job)()
     finally:
         sys.argv = saved
         if failures is not None:

@@ -1,4 +1,4 @@
-"""Hydra structured configs: the typed schema behind ``configs/`` (validated by OmegaConf on load).
+"""Hydra structured configs: the typed schema behind ``om_eval/configs/`` (validated by OmegaConf on load).
 
 Library code never sees these: :mod:`om_eval.experiment.spec` converts a resolved config once into the frozen
 dataclasses of the engine, the replay and the judge. The OM part is made from those dataclasses themselves
@@ -209,7 +209,7 @@ class JudgeSchema:
     """A reply without a verdict: ``error`` (unjudged, retried) or ``wrong`` (as Mastra's harness counts it)."""
     panel: Optional[list[str]] = None
     """``judge=panel``: the protocols to grade with, each ``<protocol>`` or ``<protocol>:<model>`` (a
-    ``configs/model`` name or a litellm id; default the run's judge model). Protocols: official, mastra, house,
+    ``om_eval/configs/model`` name or a litellm id; default the run's judge model). Protocols: official, mastra, house,
     house_strict, lenient (``om_eval.bench.judging.protocols.PROTOCOLS``)."""
 
 
@@ -236,7 +236,7 @@ class Config:
 
 
 def register_configs() -> None:
-    """Register the schema so ``configs/config.yaml`` can name it in its defaults list."""
+    """Register the schema so ``om_eval/configs/config.yaml`` can name it in its defaults list."""
     store = ConfigStore.instance()
     store.store(name="base_config", node=Config)
     from om_eval.memory.registry import plugin_defaults, plugin_targets

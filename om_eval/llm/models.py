@@ -1,4 +1,5 @@
-"""Models as configuration: ``configs/model/<name>.yaml`` files turned into :class:`ModelSettings`.
+"""Models as configuration: ``om_eval/configs/model/<name>.yaml`` files (and the user's ``--config-dir``) turned
+into :class:`ModelSettings`.
 
 Each role (observer, reflector, actor, judge) names its own model; a name is either a file in the model config
 group or a litellm model id (``openai/gpt-4o-mini``), which gets temperature 0 and the provider's output cap.
@@ -9,15 +10,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
+from om_eval.configs import CONFIG_DIR, config_dirs
 from om_eval.om.config import ConfigError, ModelSettings
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 MODEL_GROUP = CONFIG_DIR / "model"
 
 
+def model_file(name: str) -> Path | None:
+    """The config file of model ``name``: shipped, else in the user's folder; ``None`` when neither has one."""
+    return next((path for folder in config_dirs() if (path := folder / "model" / f"{name}.yaml").is_file()), None)
+
+
 def known_models() -> list[str]:
-    """Names of the model configs shipped in ``configs/model``."""
-    return sorted(p.stem for p in MODEL_GROUP.glob("*.yaml")) if MODEL_GROUP.is_dir() else []
+    """Names of the model configs: shipped in ``om_eval/configs/model``, and in the user's ``--config-dir``."""
+    return sorted({p.stem for folder in config_dirs() for p in (folder / "model").glob("*.yaml")})
 
 
 def load_model_file(path: Path) -> ModelSettings:
@@ -43,12 +49,13 @@ def load_model_file(path: Path) -> ModelSettings:
 
 def model_settings(name: str) -> ModelSettings:
     """Settings for a model config name (``local``, ``gpt-4o``...) or a bare litellm model id."""
-    path = MODEL_GROUP / f"{name}.yaml"
-    if path.is_file():
+    path = model_file(name)
+    if path is not None:
         return load_model_file(path)
     if "/" in name:
         return ModelSettings(model=name, temperature=0.0, max_output_tokens=None, provider_options={})
+    folders = " or ".join(str(folder / "model") for folder in config_dirs())
     raise ConfigError(
-        f"model {name!r} is neither a config in {MODEL_GROUP} ({', '.join(known_models()) or 'none found'}) "
+        f"model {name!r} is neither a config in {folders} ({', '.join(known_models()) or 'none found'}) "
         "nor a litellm model id like 'openai/gpt-4o-mini'"
     )

@@ -500,7 +500,7 @@ class RunStore:
                 raise StoreError(f"{self.path} has schema version {version[0]}; this om-eval knows "
                                  f"{SCHEMA_VERSION}; upgrade om-eval to write it")
             if version is None:
-                from om_eval import __version__
+                from om_eval.common.version import __version__
 
                 con.executemany("INSERT INTO meta VALUES (?, ?)", [
                     ["created_at", utcnow().isoformat()], ["created_by", f"om-eval {__version__}"]])

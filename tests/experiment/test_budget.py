@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from om_eval.experiment.app import CONFIG_DIR
+from om_eval.configs import CONFIG_DIR
 from om_eval.experiment.estimate import estimate_run, print_estimate
 from om_eval.experiment.job import RunJob, load_run_dataset
 from om_eval.experiment.schema import register_configs

@@ -18,7 +18,8 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import open_dict
 
-from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.configs import CONFIG_DIR
+from om_eval.experiment.app import run_from_config
 from om_eval.experiment.schema import register_configs
 from om_eval.store import Catalog, RunStore, store_path
 from tests.store.workers import run_info

@@ -11,7 +11,7 @@ from omegaconf import OmegaConf
 
 from om_eval.cli.demo import add_parser as add_demo_parser
 from om_eval.common.run_identity import MEMORY_KEY_RULE
-from om_eval.experiment.app import CONFIG_DIR
+from om_eval.configs import CONFIG_DIR
 from om_eval.experiment.spec import spec_from_config
 from om_eval.om.config import PARAPHRASE_VARIANTS, PROMPT_VARIANTS, ConfigError
 from om_eval.om.rules import rules_for
@@ -27,7 +27,7 @@ def test_mastra_gpt4o_is_the_1_3_prompt_sync_observation_and_prepare_ts_threshol
     assert om.prompt_variant == "current_v1_3"
     # Synchronous observation: no async buffering, so no buffer interval and no block-after point.
     assert not om.async_observation_enabled and om.buffer_tokens is None and om.observation_block_after is None
-    # Thresholds and batching as prepare.ts ran them (om-reference §6.4, §8; configs/om/benchmark_era.yaml).
+    # Thresholds and batching as prepare.ts ran them (om-reference §6.4, §8; om_eval/configs/om/benchmark_era.yaml).
     assert om.observation.message_tokens == 30_000
     assert om.reflection.observation_tokens == 80_000
     assert om.observation.max_tokens_per_batch == 5_000 and om.observation.batch_mode == "parallel"

@@ -11,7 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 from rich.console import Console
 
-from om_eval.experiment.app import CONFIG_DIR, ProgressLines, _duration, _progress_mode, run_from_config
+from om_eval.configs import CONFIG_DIR
+from om_eval.experiment.app import ProgressLines, _duration, _progress_mode, run_from_config
 from om_eval.experiment.job import RunProgress
 from om_eval.experiment.schema import register_configs
 from om_eval.llm.ledger import LedgerTotals

