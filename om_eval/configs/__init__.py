@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CONFIG_DIR", "USER_CONFIG_ENV", "checked_user_dir", "config_dirs", "shadowed", "user_config_dir"]
+__all__ = ["CONFIG_DIR", "USER_CONFIG_ENV", "checked_user_dir", "config_dirs", "searchpath_override", "shadowed",
+           "user_config_dir"]
 
 #: The shipped config groups (``model/``, ``experiment/``...).
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -59,3 +60,10 @@ def checked_user_dir(value: str | Path, option: str = "--config-dir") -> Path:
                          f"({CONFIG_DIR}); give yours a new name (e.g. experiment/my_smoke.yaml) and select it by that "
                          "name")
     return folder
+
+
+def searchpath_override(folder: Path) -> str:
+    """The Hydra override that adds ``folder`` to a composition's search path (quoted: a path may hold spaces or
+    commas, which Hydra's override grammar would split on)."""
+    quoted = str(folder).replace("\\", "\\\\").replace('"', '\\"')
+    return f'hydra.searchpath=["file://{quoted}"]'

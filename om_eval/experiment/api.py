@@ -128,10 +128,11 @@ def _compose(overrides: list[str], folder: Path | None) -> dict[str, Any]:
     from hydra import compose, initialize_config_module
     from omegaconf import OmegaConf
 
+    from om_eval.configs import searchpath_override
     from om_eval.experiment.schema import register_configs
 
     register_configs()
-    searched = [] if folder is None else [f"hydra.searchpath=[file://{folder}]"]
+    searched = [] if folder is None else [searchpath_override(folder)]
     with initialize_config_module("om_eval.configs", version_base="1.3"):
         cfg = compose("config", overrides=[*overrides, *searched])
     plain = OmegaConf.to_container(cfg, resolve=True)

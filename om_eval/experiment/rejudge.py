@@ -62,7 +62,7 @@ def judge_config(stored: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from om_eval.configs import CONFIG_DIR, user_config_dir
+    from om_eval.configs import CONFIG_DIR, searchpath_override, user_config_dir
     from om_eval.experiment.schema import register_configs
 
     if not overrides:
@@ -82,7 +82,7 @@ def judge_config(stored: Mapping[str, Any], overrides: Sequence[str]) -> dict[st
         register_configs()
         try:
             user = user_config_dir()  # om-eval rejudge --config-dir: the user's judge models too
-            searched = [f"hydra.searchpath=[file://{user}]"] if user is not None else []
+            searched = [searchpath_override(user)] if user is not None else []
             with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
                 composed = compose("config", overrides=[*groups, *searched])
         except HydraException as error:  # an unknown judge or model config: its message names the choices

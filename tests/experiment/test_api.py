@@ -45,8 +45,8 @@ def test_a_finished_run_is_read_back_not_run_again(tmp_path: Path, monkeypatch: 
 def test_a_users_config_folder_and_a_composed_config_are_taken(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OM_EVAL_CACHE_DIR", str(tmp_path / "cache"))
-    mine = om_eval.evaluate("experiment=my_smoke", config_dir=user_folder(tmp_path), results_dir=tmp_path / "r",
-                            quiet=True)
+    folder = user_folder(tmp_path / "a folder, with a comma")  # Hydra's override grammar splits on both, unquoted
+    mine = om_eval.evaluate("experiment=my_smoke", config_dir=folder, results_dir=tmp_path / "r", quiet=True)
     assert mine.answered == 7 and mine.run_id != SMOKE_ID  # its actor's output cap differs from smoke's
     from hydra import compose, initialize_config_module
 
