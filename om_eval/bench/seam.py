@@ -93,6 +93,19 @@ FIGURE_COLUMNS = ("observer_calls", "reflector_calls", "observations", "reflecti
                   "observation_cycles")
 
 
+#: Where a build's warnings (:meth:`~om_eval.memory.system.MemorySystemBase.build_warnings`) go among its figures.
+BUILD_WARNINGS = "build_warnings"
+
+
+def build_figures_of(system: MemorySystemBase, memory: Any) -> dict[str, Any]:
+    """A built memory's figures, with its warnings under :data:`BUILD_WARNINGS` when it has any."""
+    figures = dict(system.build_figures(memory))
+    warnings = [str(w) for w in system.build_warnings(memory)]
+    if warnings:
+        figures[BUILD_WARNINGS] = warnings
+    return figures
+
+
 def figure_columns(figures: Mapping[str, Any]) -> dict[str, Any]:
     """The figures of ``figures`` that fill columns of their own (:data:`FIGURE_COLUMNS`)."""
     return {name: figures[name] for name in FIGURE_COLUMNS if name in figures}
@@ -434,7 +447,7 @@ async def system_answer_and_judge(
     built = {"history_tokens": history_tokens,
              **{f"{stage}_calls": calls.get(stage, 0) for stage in ("observer", "reflector")
                 if system.uses_observer_model},
-             **(build.figures if build.figures is not None else system.build_figures(build.memory))}
+             **(build.figures if build.figures is not None else build_figures_of(system, build.memory))}
     answered = dict(context.detail)
     columns = {**{name: built.pop(name) for name in FIGURE_COLUMNS if name in built},
                **{name: answered.pop(name) for name in ANSWER_COLUMNS if name in answered}}

@@ -140,6 +140,11 @@ def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] |
         console.print("[red]failed questions (retried when the same command runs again):[/red]")
         for message, count in sorted(progress.errors_seen.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count} x {printable(message)}", markup=False, highlight=False)
+    if progress.warned:
+        console.print(f"[yellow]{progress.warned} questions answered from a memory whose build reported warnings "
+                      "(om-eval show <run> <question> lists them):[/yellow]")
+        for message, count in sorted(progress.warnings_seen.items(), key=lambda kv: -kv[1]):
+            console.print(f"  {count} x {printable(message)}", markup=False, highlight=False)
     if progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")

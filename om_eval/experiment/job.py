@@ -31,13 +31,14 @@ from om_eval.bench.pipeline import (
     seam_memory_key,
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
-from om_eval.bench.seam import figure_columns
+from om_eval.bench.seam import BUILD_WARNINGS, figure_columns
 from om_eval.common.files import atomic_write, open_lock, safe_file_name, try_lock
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
+from om_eval.llm.stand_in import register_responder
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import make_counter
 
@@ -92,6 +93,10 @@ class RunProgress:
     """Distinct error messages of failed questions, with counts."""
     finished: list[tuple[str, str]] = field(default_factory=list)
     """(question id, ``ok`` or ``error``) of the questions this invocation finished, in order."""
+    warned: int = 0
+    """Questions this invocation answered from a memory whose build reported warnings."""
+    warnings_seen: dict[str, int] = field(default_factory=dict)
+    """Distinct build warnings, with the number of questions answered from a memory that had each."""
 
     def describe(self) -> str:
         t = self.totals
@@ -233,6 +238,7 @@ class RunJob:
         return dict(self.system.budget())
 
     def run_info(self, dataset: Dataset, judge: Judge | None = None) -> Any:
+        from om_eval.memory.registry import system_packages
         from om_eval.store.provenance import git_state, package_versions
         from om_eval.store.records import RunInfo
 
@@ -240,7 +246,8 @@ class RunJob:
         judge = judge or make_judge(spec)
         sha, dirty = git_state(Path(__file__).resolve().parents[2])
         packages = package_versions(["om-eval", "litellm", "duckdb", "hydra-core", "tiktoken", "llama-cpp-python",
-                                     "datasets", "pandas", "matplotlib"])
+                                     "datasets", "pandas", "matplotlib",
+                                     *system_packages(spec.memory_system, self.system)])
         return RunInfo(
             run_id=self.run_id,
             label=self.label,
@@ -284,6 +291,9 @@ class RunJob:
         run needs nothing."""
         if not self._finished():
             self.system.prepare()
+            responder = self.system.offline_responder()
+            if responder is not None:  # only offline stand-ins consult it; hosted models never see it
+                register_responder(self.system.name, responder)
 
     def _role_model(self, role: str) -> str | None:
         settings = self.roles.get(role)
@@ -322,6 +332,11 @@ class RunJob:
         # Counted once stored: progress lines then count saved questions, one more per line.
         if item["status"] == "done":
             self.progress.done += 1
+            warnings = json.loads(item["detail"]).get(BUILD_WARNINGS, []) if item.get("detail") else []
+            if warnings:
+                self.progress.warned += 1
+                for warning in warnings:
+                    self._note(self.progress.warnings_seen, warning)
         else:
             self.progress.errors += 1
             self._note(self.progress.errors_seen, item["error"])
@@ -334,7 +349,7 @@ class RunJob:
         it. A system that gives snapshots has a fresh memory held back for the question's commit (``held``), and
         restores one another run stored under the same memory key instead of ingesting. A fresh build's events are
         held with the question too (``held.events``), kept even when answering fails."""
-        from om_eval.bench.seam import SystemBuild, system_answer_and_judge
+        from om_eval.bench.seam import SystemBuild, build_figures_of, system_answer_and_judge
         from om_eval.bench.turn_costs import PartRecorder
         from om_eval.memory.services import HarnessServices
         from om_eval.memory.system import MemoryBuildError
@@ -364,7 +379,7 @@ class RunJob:
                 held.put(key, history.id, {"snapshot": text, "stats": {"turns": turns,
                                                                          "turns_recorded": spec.run.turn_costs}})
             return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory),
-                               figures=dict(system.build_figures(memory)))
+                               figures=build_figures_of(system, memory))
 
         async def make_build() -> SystemBuild:
             if not system.keeps_snapshots:
@@ -384,7 +399,7 @@ class RunJob:
                                   stacklevel=2)
                     return await build_fresh()
                 return SystemBuild(memory, key, reused=True, turns=stats.get("turns"),
-                                   digest=system.memory_digest(memory), figures=dict(system.build_figures(memory)))
+                                   digest=system.memory_digest(memory), figures=build_figures_of(system, memory))
 
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"

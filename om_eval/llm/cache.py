@@ -101,6 +101,8 @@ class CachedResponse:
         cached_prompt_tokens: of the original call's prompt tokens, those the provider read from its prompt cache
             (stored only when it said, as ``tool_calls`` are).
         cache_write_tokens: of them, those it wrote to its prompt cache (stored the same way).
+        finish_reason: why the original reply stopped (stored when the provider said).
+        logprobs: the reply's per-token log probabilities, when the request asked for them (stored only then).
     """
 
     text: str
@@ -113,6 +115,8 @@ class CachedResponse:
     tool_calls: tuple[Mapping[str, Any], ...] = ()
     cached_prompt_tokens: int | None = None
     cache_write_tokens: int | None = None
+    finish_reason: str | None = None
+    logprobs: tuple[Mapping[str, Any], ...] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready fields."""
@@ -127,6 +131,8 @@ class CachedResponse:
             **({"tool_calls": [dict(call) for call in self.tool_calls]} if self.tool_calls else {}),
             **({"cached_prompt_tokens": self.cached_prompt_tokens} if self.cached_prompt_tokens is not None else {}),
             **({"cache_write_tokens": self.cache_write_tokens} if self.cache_write_tokens is not None else {}),
+            **({"finish_reason": self.finish_reason} if self.finish_reason is not None else {}),
+            **({"logprobs": [dict(token) for token in self.logprobs]} if self.logprobs is not None else {}),
         }
 
     @classmethod
@@ -144,7 +150,18 @@ class CachedResponse:
             tool_calls=_tool_calls(data),
             cached_prompt_tokens=_optional(data, "cached_prompt_tokens", int),
             cache_write_tokens=_optional(data, "cache_write_tokens", int),
+            finish_reason=_optional(data, "finish_reason", str),
+            logprobs=_logprobs(data),
         )
+
+
+def _logprobs(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...] | None:
+    tokens = data.get("logprobs")
+    if tokens is None:
+        return None
+    if not isinstance(tokens, list) or not all(isinstance(token, Mapping) for token in tokens):
+        raise ValueError("field 'logprobs' must be a list of objects")
+    return tuple(tokens)
 
 
 def _tool_calls(data: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:

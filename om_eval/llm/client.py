@@ -107,21 +107,33 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     return params
 
 
+#: What a caller may set per call on top of its model's settings (:meth:`LLMClient.complete`'s ``params``).
+CALL_PARAMS = frozenset({"response_format", "max_tokens", "temperature", "seed", "tool_choice", "logprobs",
+                         "top_logprobs"})
+
+
 def build_request(
-    messages: Sequence[ChatMessage], settings: ModelSettings, tools: Sequence[ToolSpec] | None = None
+    messages: Sequence[ChatMessage], settings: ModelSettings, tools: Sequence[ToolSpec] | None = None,
+    params: Mapping[str, Any] | None = None,
 ) -> LLMRequest:
     """The final request for ``settings``: model id, temperature, output cap, provider parameters and any tools
-    offered (which are then part of the cache key, as everything sent is), and the price its settings give it
-    (not sent)."""
+    offered, with the call's own ``params`` (:data:`CALL_PARAMS`: JSON mode or a schema, an output cap, a seed,
+    logprobs...) over them. Everything sent is part of the cache key; the price its settings give it is not sent.
+
+    Raises:
+        ValueError: a parameter outside :data:`CALL_PARAMS` (anything else belongs in the model's settings).
+    """
+    unknown = sorted(set(params or {}) - CALL_PARAMS)
+    if unknown:
+        raise ValueError(f"unknown call parameter {unknown[0]!r}; a call may set {', '.join(sorted(CALL_PARAMS))} "
+                         "(anything else belongs in the model config's provider_options)")
     model = litellm_model_id(settings.model)
-    return LLMRequest.build(
-        model,
-        messages,
-        temperature=settings.temperature,
-        max_tokens=settings.max_output_tokens,
-        tools=list(tools) if tools else None,
-        **provider_params(model, settings.provider_options),
-    ).priced(price_of(settings.provider_options))
+    sent: dict[str, Any] = {
+        "temperature": settings.temperature, "max_tokens": settings.max_output_tokens,
+        "tools": list(tools) if tools else None, **provider_params(model, settings.provider_options),
+    }
+    sent.update({name: value for name, value in (params or {}).items() if value is not None})
+    return LLMRequest.build(model, messages, **sent).priced(price_of(settings.provider_options))
 
 
 #: Messages that mean "no usable credentials", which some providers report with a 5xx status.
@@ -236,10 +248,11 @@ class LLMClient:
 
     async def complete(
         self, messages: Sequence[ChatMessage], *, stage: str, settings: ModelSettings, scope: Any = None,
-        tools: Sequence[ToolSpec] | None = None,
+        tools: Sequence[ToolSpec] | None = None, params: Mapping[str, Any] | None = None,
     ) -> ModelReply:
-        """Call the model ``settings`` names with ``messages`` (the engine's entry point)."""
-        return await self.call(build_request(messages, settings, tools), stage=stage, scope=scope)
+        """Call the model ``settings`` names with ``messages`` (the engine's entry point); ``params`` are the call's
+        own request parameters (:data:`CALL_PARAMS`)."""
+        return await self.call(build_request(messages, settings, tools, params), stage=stage, scope=scope)
 
     async def complete_checked(
         self,
@@ -306,6 +319,7 @@ class LLMClient:
                     cached_prompt_tokens=hit.cached_prompt_tokens, cache_write_tokens=hit.cache_write_tokens,
                 ))
                 return ModelReply(hit.text, hit.model, hit.prompt_tokens, hit.completion_tokens, cached=True,
+                                  finish_reason=hit.finish_reason, logprobs=hit.logprobs,
                                   tool_calls=tuple(ToolCall.from_dict(call) for call in hit.tool_calls))
 
         retries = 0
@@ -342,7 +356,7 @@ class LLMClient:
                 completion_tokens=reply.completion_tokens, cost_usd=cost,
                 created_at=datetime.now(UTC).isoformat(), request_model=request.model,
                 tool_calls=tuple(call.to_dict() for call in reply.tool_calls), cached_prompt_tokens=provider_cache.read,
-                cache_write_tokens=provider_cache.written,
+                cache_write_tokens=provider_cache.written, finish_reason=reply.finish_reason, logprobs=reply.logprobs,
             )
             await self._store(key, entry, request, stage, scope)
         return reply
@@ -481,5 +495,15 @@ class LLMClient:
         prompt_cache = prompt_cache_usage(usage)
         cost = call_cost(request.model, prompt_tokens, completion_tokens, cached_prompt_tokens=prompt_cache.read,
                          cache_write_tokens=prompt_cache.written, price=request.price)
+        logprobs = _token_logprobs(getattr(response.choices[0], "logprobs", None)) if kwargs.get("logprobs") else None
         return ModelReply(text, answered_by, prompt_tokens, completion_tokens, finish_reason=finish_reason,
-                          tool_calls=tool_calls), cost, prompt_cache
+                          tool_calls=tool_calls, logprobs=logprobs), cost, prompt_cache
+
+
+def _token_logprobs(found: Any) -> tuple[Mapping[str, Any], ...]:
+    """A reply's per-token log probabilities as plain data (litellm hands pydantic objects or dicts)."""
+    if found is None:
+        return ()
+    plain = found.model_dump() if hasattr(found, "model_dump") else found
+    tokens = plain.get("content") if isinstance(plain, Mapping) else None
+    return tuple(dict(token) for token in tokens or () if isinstance(token, Mapping))

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from om_eval.configs import CONFIG_DIR, config_dirs
+from om_eval.llm.request import litellm_model_id
 from om_eval.om.config import ConfigError, ModelSettings
 
 MODEL_GROUP = CONFIG_DIR / "model"
@@ -59,3 +60,14 @@ def model_settings(name: str) -> ModelSettings:
         f"model {name!r} is neither a config in {folders} ({', '.join(known_models()) or 'none found'}) "
         "nor a litellm model id like 'openai/gpt-4o-mini'"
     )
+
+
+def embedding_limits(model: str) -> tuple[int | None, int | None]:
+    """An embedding model's vector size and input limit in tokens, as litellm's (offline) model list gives them;
+    ``(None, None)`` for a model it does not list (the local and scripted ones: ask the model once instead)."""
+    from om_eval.llm._litellm import litellm_module
+
+    table = litellm_module().model_cost
+    found = table.get(model) or table.get(litellm_model_id(model)) or table.get(model.split("/", 1)[-1]) or {}
+    size, limit = found.get("output_vector_size"), found.get("max_input_tokens")
+    return (size if isinstance(size, int) else None, limit if isinstance(limit, int) else None)

@@ -103,7 +103,10 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                 instance = scripted_model(name)
                 _price_as_free(litellm, f"scripted/{name}")
                 emulator = _prompt_cache(name, optional.get("prompt_cache"))
-                reply = instance.reply(messages, model=f"scripted/{name}", tools=optional.get("tools"))
+                # Structured parameters reach the stand-in only when sent: stand-ins written before them keep working.
+                structured = {key: optional[key] for key in ("response_format", "logprobs", "top_logprobs")
+                              if optional.get(key) is not None}
+                reply = instance.reply(messages, model=f"scripted/{name}", tools=optional.get("tools"), **structured)
             except KeyError as error:
                 raise CustomLLMError(status_code=404, message=str(error)) from error
             except StandInError as error:
@@ -115,6 +118,8 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                 model=f"scripted/{name}",
                 created=int(time.time()),
                 choices=[{"index": 0, "finish_reason": reply.finish_reason or "stop",
+                          **({"logprobs": {"content": [dict(t) for t in reply.logprobs]}}
+                             if reply.logprobs is not None else {}),
                           "message": {"role": "assistant", "content": reply.text or None if reply.tool_calls
                                       else reply.text,
                                       **({"tool_calls": [c.to_dict() for c in reply.tool_calls]}

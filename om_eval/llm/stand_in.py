@@ -28,6 +28,31 @@ class StandInError(RuntimeError):
         self.status_code = status_code
 
 
+Responder = Callable[[Sequence[Mapping[str, Any]], Mapping[str, Any]], "str | None"]
+"""A system's own offline replies: given the plain messages and the request's structured parameters
+(``response_format``, ``tools``), the reply text, or ``None`` to leave the call to the stand-in's own script."""
+_RESPONDERS: dict[str, Responder] = {}
+
+
+def register_responder(name: str, responder: Responder) -> None:
+    """Consult ``responder`` before the stand-in's own script on every offline call (again under ``name``: replaced).
+
+    A memory system whose library speaks a prompt format the scripted model does not (mem0's extraction) ships one,
+    so it runs end to end offline through the library's real code
+    (:attr:`~om_eval.memory.system.MemorySystemBase.offline_responder`)."""
+    _RESPONDERS[name] = responder
+
+
+def unregister_responder(name: str) -> None:
+    """Stop consulting the responder registered under ``name`` (nothing happens when there is none)."""
+    _RESPONDERS.pop(name, None)
+
+
+def registered_responders() -> tuple[Responder, ...]:
+    """The responders a stand-in consults, in the order they were registered."""
+    return tuple(_RESPONDERS.values())
+
+
 class StandInModel(Protocol):
     """A model the ``scripted/`` provider can answer with."""
 

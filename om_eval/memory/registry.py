@@ -15,12 +15,14 @@ them: they sit above the harness's benchmark code, which the seam sits below.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from importlib import import_module
 from importlib.metadata import entry_points
 from typing import Any
 
+from om_eval.llm.stand_in import Responder
 from om_eval.memory.system import (
     Forecast,
     MemoryContext,
@@ -108,6 +110,9 @@ class DeclaredSystem(MemorySystemBase):
         self._events = _declared(inner, "build_events")
         self._trace = _declared(inner, "trace_turns")
         self._forecast = _declared(inner, "forecast")
+        self._warnings = _declared(inner, "build_warnings")
+        self._responder = _declared(inner, "offline_responder")
+        self.packages = tuple(_declared(inner, "packages"))  # type: ignore[misc]  # per instance: the plugin's own
 
     def identity(self) -> Mapping[str, Any]:
         return self.inner.identity()
@@ -147,6 +152,15 @@ class DeclaredSystem(MemorySystemBase):
 
     def trace_turns(self, memory: Any, history: HistoryView, turn_ids: Sequence[str]) -> Mapping[str, TurnTrace]:
         return {} if self._trace is MemorySystemBase.trace_turns else dict(self._trace(memory, history, turn_ids))
+
+    def build_warnings(self, memory: Any) -> Sequence[str]:
+        return () if self._warnings is MemorySystemBase.build_warnings else [str(w) for w in self._warnings(memory)]
+
+    def offline_responder(self) -> Responder | None:
+        if self._responder is MemorySystemBase.offline_responder:
+            return None
+        responder: Responder | None = self._responder()
+        return responder
 
     @property
     def traces_turns(self) -> bool:
@@ -218,3 +232,17 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
                           f"{', '.join(HISTORY_SCOPES)}", option="memory")
     return system
 
+
+def system_packages(name: str, system: MemorySystemBase) -> list[str]:
+    """The distributions whose versions a run of ``system`` records: the ones it names (:attr:`packages`), and for a
+    plugin its own distribution and what it requires (extras left out)."""
+    names = list(system.packages)
+    point = next((p for p in entry_points(group=ENTRY_POINT_GROUP) if p.name == name), None)
+    dist = getattr(point, "dist", None) if name not in BUILT_IN else None
+    if dist is not None:
+        names.append(str(dist.metadata["Name"]))
+        for requirement in dist.requires or ():
+            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
+            if found and "extra ==" not in requirement.replace("extra==", "extra =="):
+                names.append(found.group(1))
+    return list(dict.fromkeys(names))

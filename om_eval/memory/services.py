@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
+from om_eval.llm.models import embedding_limits
+from om_eval.memory.bridge import run_sync
+from om_eval.memory.completion import Completion, EmbeddingInfo, response_format_param
 from om_eval.memory.parts import PromptPart
 from om_eval.memory.system import CHAT_STAGES, EMBEDDING_STAGES
 from om_eval.om.config import ConfigError, ModelSettings
 from om_eval.om.model import ChatModel, Stage
 from om_eval.om.tokens import TokenCounter
+
+T = TypeVar("T")
 
 
 class TurnSink(Protocol):
@@ -75,7 +80,11 @@ class HarnessServices(TurnRecording):
         model: ChatModel = self.client
         return model
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage | None = None) -> str:
+    async def complete(self, messages: Sequence[Mapping[str, Any]], *, stage: Stage | None = None,
+                       response_format: Any = None, max_tokens: int | None = None, temperature: float | None = None,
+                       seed: int | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
+                       tool_choice: Any = None, logprobs: bool | None = None, top_logprobs: int | None = None
+                       ) -> Completion:
         if self.observer is None:
             if not self.declares_observer:
                 raise ConfigError(f"memory={self.system} calls services.complete, but does not say it uses a chat "
@@ -85,10 +94,33 @@ class HarnessServices(TurnRecording):
                               "(models.observer)", option="models.observer")
         model: ChatModel = self.client
         checked = self._stage("complete", stage, "observer", CHAT_STAGES)
-        reply = await model.complete([dict(m) for m in messages], stage=checked, settings=self.observer)
+        params = {"response_format": response_format_param(response_format), "max_tokens": max_tokens,
+                  "temperature": temperature, "seed": seed, "tool_choice": tool_choice, "logprobs": logprobs,
+                  "top_logprobs": top_logprobs}
+        sent = {name: value for name, value in params.items() if value is not None}
+        messages = [dict(m) for m in messages]
+        if sent or tools:  # the run's client: the call's own parameters go into the request and its cache key
+            reply = await self.client.complete(messages, stage=checked, settings=self.observer,
+                                               tools=list(tools) if tools else None, params=sent)
+        else:
+            reply = await model.complete(messages, stage=checked, settings=self.observer)
         if self.turns is not None:
             self.turns.charge(checked, reply.prompt_tokens, reply.completion_tokens)
-        return reply.text
+        return Completion(reply)
+
+    async def run_sync(self, fn: Callable[..., T], /, *args: Any, timeout: float | None = None, **kwargs: Any) -> T:
+        return await run_sync(self, fn, *args, timeout=timeout, system=self.system, **kwargs)
+
+    async def embedding_info(self, model: str | None = None) -> EmbeddingInfo:
+        name = model or (self.embedder.model if self.embedder is not None else None)
+        if name is None:
+            raise ConfigError(f"memory={self.system} asked about its embedding model, but the run gives it none "
+                              "(models.embedding)", option="models.embedding")
+        dimensions, max_input_tokens = embedding_limits(name)
+        if dimensions is None:  # not listed: one embedding says (cached, so paid once per model)
+            probe = await self.embed(["dimension probe"], model=name)
+            dimensions = len(probe[0]) if probe else None
+        return EmbeddingInfo(dimensions, max_input_tokens)
 
     async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage | None = None
                     ) -> list[list[float]]:

@@ -16,11 +16,13 @@ with its default. A plain class with the five members is a system too: the regis
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from om_eval.llm.stand_in import Responder
+from om_eval.memory.completion import Completion, EmbeddingInfo
 from om_eval.memory.digest import state_digest
 from om_eval.memory.parts import PromptPart
 from om_eval.memory.view import HistoryView, QuestionView
@@ -45,6 +47,8 @@ __all__ = [
     "Stage",
     "TurnTrace",
 ]
+
+T = TypeVar("T")
 
 #: The stages a memory system's chat calls may name: ``observer`` and ``reflector`` build a memory (ingest cost),
 #: ``query`` answers a question (a call made in ``context``: rewriting a query, reranking).
@@ -163,10 +167,32 @@ class MemoryServices(Protocol):
         """Tokens of ``text`` with the run's tokenizer."""
         ...
 
-    async def complete(self, messages: Sequence[Mapping[str, str]], *, stage: Stage | None = None) -> str:
+    async def complete(self, messages: Sequence[Mapping[str, Any]], *, stage: Stage | None = None,
+                       response_format: Any = None, max_tokens: int | None = None, temperature: float | None = None,
+                       seed: int | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
+                       tool_choice: Any = None, logprobs: bool | None = None, top_logprobs: int | None = None
+                       ) -> Completion:
         """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``:
         by default ``observer`` in ``ingest`` and ``query`` in ``context``). Only for a system that sets
-        ``uses_observer_model = True``."""
+        ``uses_observer_model = True``.
+
+        The call's own parameters go to the provider through litellm and into the cache key: ``response_format``
+        (``"json_object"``, a JSON Schema mapping, a pydantic model class or an OpenAI ``response_format``;
+        :func:`~om_eval.memory.completion.response_format_param`), ``max_tokens`` and ``temperature`` (over the
+        model config's), ``seed``, ``tools``/``tool_choice``, ``logprobs``/``top_logprobs``. The reply is a
+        :class:`~om_eval.memory.completion.Completion`: its text, as a ``str``, with the finish reason, tool
+        calls, usage and log probabilities."""
+        ...
+
+    async def run_sync(self, fn: Callable[..., T], /, *args: Any, timeout: float | None = None, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` of a synchronous library on a thread pool of its own, with
+        :func:`~om_eval.memory.bridge.current_services` giving it blocking twins of these services
+        (:mod:`om_eval.memory.bridge`); ``timeout`` bounds the whole call."""
+        ...
+
+    async def embedding_info(self, model: str | None = None) -> EmbeddingInfo:
+        """The vector size and input limit of ``model`` (default the run's ``models.embedding``), for a library
+        that must size its vector store before the first call."""
         ...
 
     async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage | None = None
@@ -268,6 +294,12 @@ class MemorySystemBase:
     * :meth:`trace_turns`: where each of some turns went in the memory, so the harness can say where each evidence
       turn went (``items.evidence``). It is asked after the answer is graded; for a memory several questions share,
       about every turn at once, so no question's evidence is ever named to it.
+    * :meth:`build_warnings`: what went wrong in a build that still answers ("0 memories stored", "3 extraction
+      replies unparseable"): kept with every answer from it, counted in the run's summary and shown by ``show``.
+    * :meth:`offline_responder`: the system's own replies for the offline scripted model, consulted before the
+      scripted model's own script (a library whose prompts the scripted model does not speak).
+    * :attr:`packages`: the distributions the system runs on (its library), whose versions the run records
+      (``runs.packages``); a plugin's own distribution and its requirements are recorded without it.
     """
 
     name: str = ""
@@ -277,6 +309,7 @@ class MemorySystemBase:
     max_output_tokens: int | None = None
     history_scope: str = "all"
     config_groups: tuple[str, ...] = ()
+    packages: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """The registry builds a system from its ``memory.*`` options; this keeps them as :attr:`options`."""
@@ -331,6 +364,16 @@ class MemorySystemBase:
         """Where each turn of ``turn_ids`` went in ``memory``; nothing said by default."""
         return {}
 
+    def build_warnings(self, memory: Any) -> Sequence[str]:
+        """What went wrong building ``memory`` that does not stop it answering; none by default."""
+        return ()
+
+    def offline_responder(self) -> Responder | None:
+        """Replies of the system's own for the scripted model (:func:`~om_eval.llm.stand_in.register_responder`):
+        given the plain messages and the request (``response_format``, ``tools``), the reply text, or ``None`` to
+        leave the call to the scripted model. ``None`` (the default): the scripted model answers every call."""
+        return None
+
     def forecast(self, history_tokens: int) -> Forecast | None:
         """What a question whose history holds ``history_tokens`` (about four characters a token) costs the
         system's own stages, cold cache; ``None`` (the default): the harness's estimate from the budget."""
@@ -376,4 +419,4 @@ class PinnedIdentity:
 #: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
          "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore", "own_models", "config_groups",
-         "build_figures", "build_events", "trace_turns", "forecast")
+         "build_figures", "build_events", "trace_turns", "forecast", "build_warnings", "offline_responder", "packages")

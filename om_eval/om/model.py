@@ -67,6 +67,9 @@ class ModelReply:
     """Why generation stopped, as the provider said (``stop``, ``length``...); ``None`` when unknown or cached."""
     tool_calls: tuple[ToolCall, ...] = ()
     """The tools the model asked to call (only when it was offered tools)."""
+    logprobs: tuple[Mapping[str, Any], ...] | None = None
+    """Per output token, as the provider gave them (``token``, ``logprob``, ``top_logprobs``), when they were asked
+    for (``logprobs=True``); ``None`` otherwise."""
 
 
 @runtime_checkable

@@ -3,9 +3,11 @@ changes its memory while answering, one embeds without saying so. Registered by 
 
 from __future__ import annotations
 
+import json
 from typing import Any, ClassVar
 
 from om_eval.memory import HistoryView, MemoryContext, MemorySystemBase, QuestionView
+from om_eval.memory.bridge import current_services
 
 #: What the benchmark's record holds and a system must never be shown.
 GOLD = ("answer", "answer_session_ids", "raw", "is_evidence", "has_answer", "judge_answer", "corrected_answer",
@@ -104,3 +106,66 @@ class SilentEmbedder:
 
     async def context(self, memory: Any, question: Any, services: Any) -> str:
         return ""
+
+
+class JsonLibrary(MemorySystemBase):
+    """A library-shaped system: a synchronous store that extracts facts with JSON mode through the blocking twins,
+    ships its own offline responder, names its library's distribution, and warns when a build stored nothing."""
+
+    name = "json_library"
+    packages = ("pydantic",)
+    default_options: ClassVar[dict[str, Any]] = {"extract": True}
+
+    def identity(self) -> dict[str, Any]:
+        return {"version": 1}
+
+    def budget(self) -> dict[str, Any]:
+        return {"facts": 5}
+
+    def offline_responder(self) -> Any:
+        def extract(messages: Any, request: Any) -> str | None:
+            if request.get("response_format") != {"type": "json_object"} or "FACTS:" not in messages[0]["content"]:
+                return None
+            said = messages[-1]["content"].strip()
+            return json.dumps({"facts": [said[:60]] if said else []})
+        return extract
+
+    async def ingest(self, history: HistoryView, services: Any) -> list[str]:
+        return await services.run_sync(self._build, history, timeout=60)
+
+    def _build(self, history: HistoryView) -> list[str]:
+        twins = current_services()
+        facts: list[str] = []
+        for session in history.sessions_by_date():
+            for turn in session.turns:
+                if turn.role != "user" or not self.options.get("extract", True):
+                    continue
+                reply = twins.complete([{"role": "system", "content": "FACTS: list what the user states"},
+                                        {"role": "user", "content": turn.content}], response_format="json_object")
+                facts += json.loads(reply)["facts"]
+        return facts
+
+    def build_warnings(self, memory: list[str]) -> list[str]:
+        return [] if memory else ["0 facts stored"]
+
+    async def context(self, memory: list[str], question: QuestionView, services: Any) -> MemoryContext:
+        return MemoryContext(memory="\n".join(memory[-5:]), detail={"facts": len(memory)})
+
+
+class AsyncJsonLibrary(JsonLibrary):
+    """The same library written asynchronously: it awaits the services itself, one session at a time concurrently."""
+
+    name = "async_json_library"
+
+    async def ingest(self, history: HistoryView, services: Any) -> list[str]:
+        import asyncio
+
+        async def extract(text: str) -> list[str]:
+            reply = await services.complete([{"role": "system", "content": "FACTS: list what the user states"},
+                                             {"role": "user", "content": text}], response_format="json_object")
+            facts: list[str] = json.loads(reply)["facts"]
+            return facts
+
+        said = [t.content for s in history.sessions_by_date() for t in s.turns if t.role == "user"]
+        found = await asyncio.gather(*(extract(text) for text in said))
+        return [fact for facts in found for fact in facts]

@@ -35,11 +35,11 @@ import re
 import threading
 from collections import Counter, deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from om_eval.llm.stand_in import StandInError, content_text
+from om_eval.llm.stand_in import StandInError, content_text, registered_responders
 from om_eval.om.anchors import strip_anchor_ids
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import ChatMessage, ModelReply, Stage
@@ -47,6 +47,7 @@ from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
 from om_eval.simple_om.llm_observer import buffer_of
 from om_eval.testing.scripted.recall import TOOL_FAULTS, offers_recall, plan_calls, tool_result_lines
+from om_eval.testing.scripted.structured import last_user_text, scripted_logprobs, structured_reply
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
 ERROR_FAULTS = {
@@ -265,14 +266,37 @@ class ScriptedModel:
     ) -> ModelReply:
         if self.latency:
             await asyncio.sleep(self.latency)
-        offered = {"tools": tools} if tools else {}  # subclasses written before tools keep working
+        offered: dict[str, Any] = {"tools": tools} if tools else {}  # subclasses written before tools keep working
         return self.reply(messages, stage=stage, model=settings.model, **offered)
 
     def reply(self, messages: Sequence[ChatMessage], *, stage: str | None = None, model: str | None = None,
-              tools: Sequence[Mapping[str, Any]] | None = None) -> ModelReply:
+              tools: Sequence[Mapping[str, Any]] | None = None, response_format: Mapping[str, Any] | None = None,
+              logprobs: bool | None = None, top_logprobs: int | None = None) -> ModelReply:
         """Answer synchronously (used by the async path and by the litellm provider wrapper). Offered the recall
-        tool, an actor calls it as :mod:`om_eval.testing.scripted.recall` plans."""
+        tool, an actor calls it as :mod:`om_eval.testing.scripted.recall` plans. A system's registered responder
+        (:func:`~om_eval.llm.stand_in.register_responder`) is asked first; JSON mode or a schema is answered with
+        valid JSON (:mod:`~om_eval.testing.scripted.structured`); ``logprobs`` adds per-token log probabilities."""
+        reply = self._reply(messages, stage=stage, model=model, tools=tools, response_format=response_format)
+        if not logprobs:
+            return reply
+        return replace(reply, logprobs=tuple(scripted_logprobs(reply.text, top_logprobs)))
+
+    def _reply(self, messages: Sequence[ChatMessage], *, stage: str | None, model: str | None,
+               tools: Sequence[Mapping[str, Any]] | None, response_format: Mapping[str, Any] | None) -> ModelReply:
         stage = stage or detect_stage(messages)
+        if response_format is not None or registered_responders():
+            plain = [{"role": str(m["role"]), "content": content_text(m.get("content"))} for m in messages]
+            request = {"response_format": response_format, "tools": tools}
+            text = next((t for r in registered_responders() if (t := r(plain, request)) is not None), None)
+            if text is None and response_format is not None:
+                text = structured_reply(response_format, last_user_text(plain))
+            if text is not None:
+                with self._lock:
+                    self.call_counts[stage] += 1
+                self._remember(ScriptedCall(stage, plain, None, text))
+                return ModelReply(text, model or self.name, prompt_tokens=sum(_approx_tokens(m["content"])
+                                                                              for m in plain),
+                                  completion_tokens=_approx_tokens(text), finish_reason="stop")
         with self._lock:
             queue = self._pending.get(stage)
             fault = queue.pop(0) if queue else None
