@@ -48,6 +48,7 @@ BUILT_IN = {
     "simple_om": "om_eval.systems.simple:SimpleOMSystem",
     "rag_mastra": "om_eval.systems.rag_mastra:MastraRecallSystem",
     "rag_lme": "om_eval.systems.rag_lme:LongMemEvalRetrievalSystem",
+    "mem0": "om_eval.systems.mem0:Mem0System",
 }
 
 Factory = Callable[[Mapping[str, Any]], MemorySystem]

@@ -1,0 +1,314 @@
+"""``memory=mem0``: the open-source mem0 library (``mem0ai``, the ``mem0`` extra) as a memory system.
+
+mem0's own code builds and searches the memory; om-eval supplies what a fair comparison needs around it:
+
+* **Its models are the run's.** mem0's LLM and embedder hooks are replaced by classes that call this question's
+  services (the observer model for extraction, ``models.embedding`` for vectors), so every call is cached, retried
+  and costed like OM's. mem0 is synchronous, so it runs through :func:`~om_eval.memory.bridge.run_sync` on a pool
+  of its own.
+* **Nothing is shared or left behind.** One fresh ``Memory`` per history (a LongMemEval question, a LoCoMo
+  conversation), with an in-process Qdrant store and an in-memory history database: no ``/tmp/qdrant`` folder lock
+  between questions, no ``~/.mem0/history.db``. Telemetry is off and ``MEM0_DIR`` points into the system temp
+  folder, so importing mem0 writes nothing to the home folder.
+* **Its clock is the history's.** mem0's extraction prompt ends with "Observation Date" and "Current Date" lines
+  set to today; while a session is added they read the session's date (and each memory's ``created_at`` is the
+  session date), so memories are dated as the conversation was, and the cache key does not change every day.
+* **An empty memory is loud.** Extraction replies mem0 could not parse and a build that stored nothing are
+  :meth:`build_warnings`, counted at the end of the run.
+
+Sessions are added oldest first, one ``add`` per session (all its turns in one extraction call); the question is
+answered from ``search(question, top_k)`` (mem0's default hybrid scoring, threshold 0.1), each memory shown with
+its date, most relevant first.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, ClassVar
+
+from om_eval.memory.bridge import current_services
+from om_eval.memory.system import MemoryContext, MemorySystemBase
+from om_eval.memory.view import HistoryView, QuestionView
+from om_eval.om.config import ConfigError
+
+__all__ = ["Mem0Memory", "Mem0System", "mem0_offline_reply"]
+
+#: The mem0 release the adapter is written against (the ``mem0`` extra pins it).
+PINNED = "2.2.1"
+#: The session date mem0's prompt and memories carry while a session is added (``None``: mem0's own clock).
+_SESSION_DATE: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("om_eval_mem0_date", default=None)
+#: mem0 logs this when it cannot parse an extraction reply, then stores nothing for the session.
+_PARSE_ERROR = "Error parsing extraction response"
+_USER = "user"
+_patch_lock = threading.Lock()
+
+
+def _mem0() -> Any:
+    """mem0, imported once with its telemetry off and its folder out of the home directory."""
+    os.environ["MEM0_TELEMETRY"] = "False"
+    os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), "om-eval-mem0"))
+    try:
+        import mem0
+        import mem0.configs.prompts as prompts
+        from mem0.utils.factory import EmbedderFactory, LlmFactory
+    except ImportError as error:
+        raise ConfigError(f"memory=mem0 needs the mem0 extra ({error}): pip install 'om-eval[mem0]'",
+                          option="memory") from None
+    # Hydra logs at INFO: mem0 would print every vector insert; and without fastembed (not in the pinned extra) its
+    # store warns at every insert that BM25 keyword scoring is off: search is semantic only (docs say so).
+    logging.getLogger("mem0").setLevel(logging.WARNING)
+    # mem0 asks its in-process Qdrant for payload indexes, which only a Qdrant server uses: a warning per memory.
+    warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
+    logging.getLogger("mem0.vector_stores.qdrant").setLevel(logging.ERROR)
+    with _patch_lock:
+        _no_telemetry()
+        if not getattr(prompts, "_om_eval_clock", False):
+            prompts.datetime = _SessionClock  # the prompt's dates read the session's date while one is added
+            prompts._om_eval_clock = True
+        LlmFactory.register_provider("om_eval", f"{__name__}.ServicesLLM")
+        EmbedderFactory.provider_to_class["om_eval"] = f"{__name__}.ServicesEmbedder"
+    return mem0
+
+
+def _no_telemetry() -> None:
+    """mem0 reads ``MEM0_TELEMETRY`` once, at import: if something imported it before :func:`_mem0` set it, its
+    event calls are still turned off here (no PostHog client is asked to send anything)."""
+    import mem0.memory.main as main
+    import mem0.memory.telemetry as telemetry
+
+    telemetry.MEM0_TELEMETRY = False
+    main.MEM0_TELEMETRY = False
+    main.capture_event = lambda *args, **kwargs: None
+    client = getattr(telemetry, "client_telemetry", None)
+    if client is not None:
+        client.posthog = None
+
+
+class _SessionClock(datetime):
+    """``datetime`` for mem0's prompt module: ``now()`` is the session being added, when there is one."""
+
+    @classmethod
+    def now(cls, tz: Any = None) -> Any:
+        pinned = _SESSION_DATE.get()
+        return datetime.now(tz) if pinned is None else pinned if tz is None else pinned.astimezone(tz)
+
+
+def _llm_base() -> Any:
+    from mem0.llms.base import LLMBase
+
+    return LLMBase
+
+
+def _embedding_base() -> Any:
+    from mem0.embeddings.base import EmbeddingBase
+
+    return EmbeddingBase
+
+
+class ServicesLLM:
+    """mem0's LLM hook, answered by the running question's services (made by mem0's factory by name)."""
+
+    def __new__(cls, config: Any = None) -> Any:
+        base = _llm_base()
+
+        class _Hook(base):  # type: ignore[misc, valid-type]  # mem0 is an optional import
+            def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
+                                  tools: list[dict[str, Any]] | None = None, tool_choice: str = "auto",
+                                  **kwargs: Any) -> Any:
+                reply = current_services().complete(messages, response_format=response_format, tools=tools,
+                                                    tool_choice=tool_choice if tools else None)
+                if not tools:
+                    return reply.text
+                return {"content": reply.text, "tool_calls": [
+                    {"name": call.name, "arguments": json.loads(call.arguments or "{}")} for call in reply.tool_calls]}
+
+        return _Hook(config)
+
+
+class ServicesEmbedder:
+    """mem0's embedder hook, answered by the running question's services."""
+
+    def __new__(cls, config: Any = None) -> Any:
+        base = _embedding_base()
+
+        class _Hook(base):  # type: ignore[misc, valid-type]  # mem0 is an optional import
+            def embed(self, text: str, memory_action: Any = None) -> list[float]:
+                vectors = current_services().embed([text])
+                return vectors[0]
+
+            def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
+                return current_services().embed(list(texts))
+
+        return _Hook(config)
+
+
+@dataclass
+class Mem0Memory:
+    """One history's mem0 ``Memory``, with what its build said."""
+
+    library: Any = field(repr=False)
+    stored: int
+    """Memories in its store after the last session."""
+    sessions: int
+    parse_errors: int
+    """Extraction replies mem0 logged as unparseable (each stored nothing for its session)."""
+    state_digest_opaque: ClassVar[bool] = False
+
+
+class _CountParseErrors(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.count = 0
+        self.thread = threading.get_ident()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if threading.get_ident() == self.thread and _PARSE_ERROR in record.getMessage():
+            self.count += 1
+
+
+class Mem0System(MemorySystemBase):
+    """mem0's open-source ``Memory`` behind the seam (see the module docstring)."""
+
+    name = "mem0"
+    uses_observer_model = True
+    uses_embedding_model = True
+    packages = ("mem0ai", "qdrant-client")
+    default_options: ClassVar[Mapping[str, Any]] = {"top_k": 20, "threshold": 0.1, "infer": True}
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        super().__init__({**self.default_options, **(options or {})})
+        top_k, threshold = self.options["top_k"], self.options["threshold"]
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+            raise ValueError(f"memory.top_k={top_k!r} is invalid: a number of memories >= 1")
+        if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0 <= threshold <= 1:
+            raise ValueError(f"memory.threshold={threshold!r} is invalid: a score between 0 and 1")
+        if not isinstance(self.options["infer"], bool):
+            raise ValueError(f"memory.infer={self.options['infer']!r} is invalid: true (mem0 extracts facts) or "
+                             "false (every message stored as it is)")
+
+    def identity(self) -> Mapping[str, Any]:
+        try:
+            installed = version("mem0ai")
+        except PackageNotFoundError:
+            installed = None
+        return {"mem0ai": installed, "adapter": 1}
+
+    def budget(self) -> Mapping[str, Any]:
+        return {"top_k": self.options["top_k"]}
+
+    def prepare(self) -> None:
+        _mem0()
+
+    async def ingest(self, history: HistoryView, services: Any) -> Mem0Memory:
+        dimensions = (await services.embedding_info()).dimensions
+        built: Mem0Memory = await services.run_sync(self._build, history, dimensions, timeout=None)
+        return built
+
+    def _build(self, history: HistoryView, dimensions: int) -> Mem0Memory:
+        mem0 = _mem0()
+        from qdrant_client import QdrantClient
+
+        library = mem0.Memory.from_config({
+            "llm": {"provider": "om_eval"}, "embedder": {"provider": "om_eval"},
+            "vector_store": {"provider": "qdrant", "config": {
+                "client": QdrantClient(location=":memory:"), "collection_name": "om_eval",
+                "embedding_model_dims": dimensions}},
+            "history_db_path": ":memory:",
+        })
+        counter = _CountParseErrors()
+        logging.getLogger("mem0.memory.main").addHandler(counter)
+        try:
+            sessions = history.sessions_by_date()
+            for session in sessions:
+                messages = [{"role": t.role, "content": t.content} for t in session.turns if t.content.strip()]
+                if not messages:
+                    continue
+                when = _session_datetime(session.date)
+                token = _SESSION_DATE.set(when)
+                try:
+                    library.add(messages, user_id=_USER, infer=self.options["infer"],
+                                metadata={"created_at": when.isoformat(), "session_id": session.session_id})
+                finally:
+                    _SESSION_DATE.reset(token)
+        finally:
+            logging.getLogger("mem0.memory.main").removeHandler(counter)
+        stored = len(_all_memories(library))
+        return Mem0Memory(library, stored, len(sessions), counter.count)
+
+    async def context(self, memory: Mem0Memory, question: QuestionView, services: Any) -> MemoryContext:
+        found: list[dict[str, Any]] = await services.run_sync(self._search, memory, question.question)
+        lines = [f"- [{_day(hit.get('created_at'))}] {hit.get('memory', '')}" for hit in found]
+        return MemoryContext(memory="\n".join(lines), detail={"hits": len(found), "stored": memory.stored})
+
+    def _search(self, memory: Mem0Memory, question: str) -> list[dict[str, Any]]:
+        result = memory.library.search(question, top_k=self.options["top_k"], filters={"user_id": _USER},
+                                       threshold=float(self.options["threshold"]))
+        hits: list[dict[str, Any]] = result.get("results", []) if isinstance(result, Mapping) else list(result)
+        return hits
+
+    def memory_digest(self, memory: Mem0Memory) -> str:
+        texts = sorted(f"{m.get('created_at')}|{m.get('memory')}" for m in _all_memories(memory.library))
+        return hashlib.sha256("\n".join(texts).encode()).hexdigest()
+
+    def build_figures(self, memory: Mem0Memory) -> Mapping[str, Any]:
+        return {"stored": memory.stored, "sessions": memory.sessions}
+
+    def build_warnings(self, memory: Mem0Memory) -> Sequence[str]:
+        warnings = []
+        if memory.parse_errors:
+            warnings.append(f"{memory.parse_errors} extraction replies mem0 could not parse (nothing stored from "
+                            "those sessions)")
+        if memory.stored == 0:
+            warnings.append("0 memories stored")
+        return warnings
+
+    def offline_responder(self) -> Any:
+        return mem0_offline_reply
+
+
+def _all_memories(library: Any) -> list[dict[str, Any]]:
+    found = library.get_all(filters={"user_id": _USER}, top_k=100_000)
+    memories: list[dict[str, Any]] = found.get("results", []) if isinstance(found, Mapping) else list(found)
+    return memories
+
+
+def _session_datetime(value: date | datetime | None) -> datetime:
+    if value is None:
+        return datetime(2023, 1, 1, tzinfo=UTC)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime(value.year, value.month, value.day, tzinfo=UTC)
+
+
+def _day(value: Any) -> str:
+    return str(value)[:10] if value else "undated"
+
+
+def mem0_offline_reply(messages: Sequence[Mapping[str, Any]], request: Mapping[str, Any]) -> str | None:
+    """The scripted model's answer to mem0's extraction prompt: one memory per user message of its "New Messages"
+    section, in mem0's reply format, so the library stores something offline (other prompts: not ours)."""
+    prompt = str(messages[-1].get("content") or "") if messages else ""
+    if request.get("response_format") != {"type": "json_object"} or "## New Messages" not in prompt:
+        return None
+    section = prompt.split("## New Messages", 1)[1].split("\n## ", 1)[0]
+    said = [line.split(":", 1)[1].strip() for line in section.strip().splitlines()
+            if line.lower().startswith("user:") and line.split(":", 1)[1].strip()]
+    if not said:  # mem0 may send the messages as JSON
+        try:
+            parsed = json.loads(section.strip())
+        except ValueError:
+            parsed = []
+        said = [str(m.get("content", "")).strip() for m in parsed if isinstance(m, Mapping) and m.get("role") == "user"
+                and str(m.get("content", "")).strip()]
+    return json.dumps({"memory": [{"id": str(i), "text": f"User said: {text[:300]}"} for i, text in enumerate(said)]})

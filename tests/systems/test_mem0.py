@@ -1,0 +1,105 @@
+"""``memory=mem0``: mem0's own code, offline, through the run's services: a non-empty memory for every question,
+dated as the conversation was, nothing paid twice, and a build that stores nothing reported, never silent."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+from rich.console import Console
+
+os.environ["MEM0_TELEMETRY"] = "False"  # before mem0's first import, which reads it
+pytest.importorskip("mem0", reason="the mem0 extra is not installed (pip install 'om-eval[mem0]')")
+
+from om_eval.experiment.app import run_from_config
+from om_eval.systems.mem0 import _SESSION_DATE, Mem0System, _mem0, mem0_offline_reply
+from tests.locomo_shaped import write_locomo_shaped
+from tests.runs import compose_run
+
+pytestmark = pytest.mark.integration  # a library's whole pipeline per question: seconds each
+
+
+def run(results: Path, *overrides: str, cache: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, int], str]:
+    config = compose_run(results, "memory=mem0", *overrides)
+    if cache is not None:
+        config.run.cache_dir = str(cache)
+    printed = io.StringIO()
+    run_from_config(config, console=Console(file=printed, width=200))
+    [store] = (results / "store").glob("*.duckdb")
+    with duckdb.connect(str(store), read_only=True) as con:
+        cursor = con.execute("SELECT * FROM items ORDER BY question_id")
+        items = [dict(zip([d[0] for d in cursor.description], row)) for row in cursor.fetchall()]
+        fresh = dict(con.execute("SELECT stage, count(*) FILTER (WHERE NOT cached) FROM llm_calls GROUP BY stage")
+                     .fetchall())
+    return items, fresh, printed.getvalue()
+
+
+def test_every_question_is_answered_from_a_non_empty_memory_and_a_rerun_pays_nothing(tmp_path: Path) -> None:
+    items, fresh, printed = run(tmp_path / "first")
+    assert len(items) == 7 and {i["status"] for i in items} == {"done"}
+    details = [json.loads(i["detail"]) for i in items]
+    assert all(d["stored"] > 0 and d["hits"] > 0 and "build_warnings" not in d for d in details)
+    assert "build reported warnings" not in printed
+    assert fresh["observer"] > 0 and fresh["retrieval"] > 0  # extraction and vectors went through the services
+    # Shown with the session's date, not today's.
+    assert all(line.startswith("- [2023-") for i in items for line in _memory_lines(i))
+    _, again, _ = run(tmp_path / "again", cache=tmp_path / "first" / "cache")
+    assert sum(again.values()) == 0  # every call of the second run came from the response cache
+
+
+def _memory_lines(item: dict[str, Any]) -> list[str]:
+    import zlib
+
+    messages = json.loads(zlib.decompress(item["actor_prompt"]))
+    return [line for m in messages for line in str(m["content"]).splitlines() if line.startswith("- [")]
+
+
+def test_without_its_responder_an_empty_build_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Mem0System, "offline_responder", lambda self: None)
+    items, _, printed = run(tmp_path)
+    assert {i["status"] for i in items} == {"done"}
+    assert all(json.loads(i["detail"])["build_warnings"] == ["0 memories stored"] for i in items)
+    assert "7 questions answered from a memory whose build reported warnings" in " ".join(printed.split())
+
+
+def test_one_memory_per_locomo_conversation(tmp_path: Path) -> None:
+    path = write_locomo_shaped(tmp_path, conversations=1, sessions=3)
+    items, fresh, _ = run(tmp_path, "dataset=locomo", f"dataset.path={path}", "dataset.corrections=null")
+    assert items and {i["status"] for i in items} == {"done"}
+    assert sum(not i["reused_memory"] for i in items) == 1  # built once, shared by the conversation's questions
+    assert fresh["observer"] == 3  # one extraction per session, paid once
+
+
+def test_mem0s_prompt_reads_the_sessions_date() -> None:
+    _mem0()
+    from mem0.configs.prompts import generate_additive_extraction_prompt
+
+    token = _SESSION_DATE.set(datetime(2023, 5, 20, 14, 0))
+    try:
+        prompt = generate_additive_extraction_prompt(new_messages="user: hi\n")
+    finally:
+        _SESSION_DATE.reset(token)
+    assert "## Observation Date\n2023-05-20" in prompt and "## Current Date\n2023-05-20" in prompt
+    assert "## Current Date\n2023-05-20" not in generate_additive_extraction_prompt(new_messages="user: hi\n")
+
+
+def test_the_offline_reply_speaks_mem0s_format_and_nothing_else() -> None:
+    prompt = "## Existing Memories\n[]\n## New Messages\nuser: I moved to Lisbon\nassistant: Nice!\n## Current Date\nx"
+    reply = mem0_offline_reply([{"role": "user", "content": prompt}], {"response_format": {"type": "json_object"}})
+    assert reply is not None and json.loads(reply) == {"memory": [{"id": "0", "text": "User said: I moved to Lisbon"}]}
+    assert mem0_offline_reply([{"role": "user", "content": "Answer the question"}],
+                              {"response_format": {"type": "json_object"}}) is None
+    assert mem0_offline_reply([{"role": "user", "content": prompt}], {"response_format": None}) is None
+
+
+def test_bad_options_are_named() -> None:
+    with pytest.raises(ValueError, match="memory.top_k"):
+        Mem0System({"top_k": 0})
+    with pytest.raises(ValueError, match="memory.infer"):
+        Mem0System({"infer": "yes"})
