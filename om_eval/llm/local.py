@@ -24,12 +24,14 @@ import asyncio
 import atexit
 import contextlib
 import importlib.util
+import json
 import os
 import secrets
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -142,6 +144,36 @@ _SUPPORTED_PARAMS = frozenset(
         "frequency_penalty",
     }
 )
+
+
+def _json_grammar(response_format: Any) -> Any:
+    """The llama.cpp grammar that holds a reply to ``response_format``: any JSON object for JSON mode, the schema's
+    language for ``json_schema`` (so a small local model answers a library's structured request with valid JSON);
+    ``None`` for plain text.
+
+    Raises:
+        LocalModelError: a response format the local provider cannot honour (named, with the ones it can).
+    """
+    if response_format is None or (isinstance(response_format, Mapping) and response_format.get("type") == "text"):
+        return None
+    kind = response_format.get("type") if isinstance(response_format, Mapping) else None
+    if kind == "json_object":
+        return _grammar_of("")
+    spec = response_format.get("json_schema") if kind == "json_schema" else None
+    schema = spec.get("schema") if isinstance(spec, Mapping) else None
+    if not isinstance(schema, Mapping):
+        raise LocalModelError(f"the local provider takes response_format type json_object, or json_schema with a "
+                              f"schema; got {response_format!r}")
+    return _grammar_of(json.dumps(schema, sort_keys=True))
+
+
+@lru_cache(maxsize=64)
+def _grammar_of(schema: str) -> Any:
+    """A compiled grammar per schema (JSON mode: ``""``), kept: compiling one takes milliseconds per call."""
+    from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar
+
+    return LlamaGrammar.from_json_schema(schema, verbose=False) if schema else LlamaGrammar.from_string(JSON_GBNF,
+                                                                                                        verbose=False)
 
 
 #: Retry and transport settings that litellm forwards but that do not change what the model computes.
@@ -419,6 +451,7 @@ class _LocalLlamaImpl:
             raise LocalModelError(f"local/{spec.name} is an embedding model: call it with litellm.embedding (as "
                                   f"models.embedding), not as a chat model")
         options = dict(optional_params or {})
+        grammar = _json_grammar(options.pop("response_format", None))
         tools = options.pop("tools", None)
         if options.pop("tool_choice", None) not in (None, "auto"):
             raise LocalModelError("the local provider supports tool_choice 'auto' only")
@@ -461,6 +494,7 @@ class _LocalLlamaImpl:
                     prompt=tokens,
                     stopping_criteria=should_stop,  # llama only calls it: (ids, logits) -> bool
                     model=spec.name,
+                    **({"grammar": grammar} if grammar is not None else {}),
                     **params,
                 )
             except ValueError as exc:

@@ -536,3 +536,34 @@ def test_prompt_longer_than_the_context_window_is_a_context_error() -> None:
     provider = _provider_with(FakeLlama(n_ctx=8))
     with pytest.raises(litellm.ContextWindowExceededError, match="OM_EVAL_LOCAL_N_CTX"):
         provider.completion(DEFAULT_LOCAL_MODEL, MESSAGES * 5, optional_params={})
+
+
+@pytest.mark.integration
+def test_the_local_model_answers_json_mode_and_a_schema_with_valid_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library's structured request (mem0's JSON mode, a pydantic schema) gets JSON from the 1.5B model: llama.cpp
+    samples under a grammar, so the reply parses, and validates against the schema."""
+    _real_model_or_skip()
+    import json
+
+    import litellm
+    from pydantic import BaseModel
+
+    class Memory(BaseModel):
+        text: str
+
+    class Extracted(BaseModel):
+        memory: list[Memory]
+
+    monkeypatch.setattr(
+        litellm, "custom_provider_map", [{"provider": "local", "custom_handler": local.get_local_provider()}]
+    )
+    asked = [{"role": "system", "content": "Extract the facts the user states. Reply in JSON."},
+             {"role": "user", "content": "I moved to Lisbon in May and adopted a cat named Miso."}]
+    schema = {"type": "json_schema", "json_schema": {"name": "Extracted", "schema": Extracted.model_json_schema()}}
+    structured = litellm.completion(model=f"local/{DEFAULT_LOCAL_MODEL}", messages=asked, temperature=0,
+                                    max_tokens=120, response_format=schema)
+    parsed = Extracted.model_validate_json(structured.choices[0].message.content)
+    assert parsed.memory and all(m.text.strip() for m in parsed.memory)
+    plain = litellm.completion(model=f"local/{DEFAULT_LOCAL_MODEL}", messages=asked, temperature=0, max_tokens=80,
+                               response_format={"type": "json_object"})
+    assert isinstance(json.loads(plain.choices[0].message.content), dict)
