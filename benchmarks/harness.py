@@ -47,7 +47,7 @@ def _config(results: Path, dataset: Path, concurrency: int, turns: bool = True) 
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from om_eval.experiment.app import CONFIG_DIR
+    from om_eval.configs import CONFIG_DIR
     from om_eval.experiment.schema import register_configs
 
     register_configs()

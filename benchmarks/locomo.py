@@ -34,7 +34,7 @@ def _config(results: Path, data: Path, audit: Path, concurrency: int) -> dict:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    from om_eval.experiment.app import CONFIG_DIR
+    from om_eval.configs import CONFIG_DIR
     from om_eval.experiment.schema import register_configs
 
     register_configs()

@@ -46,25 +46,36 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
+
+    from om_eval.configs import USER_CONFIG_ENV, checked_user_dir
+
+    if args.concurrency < 1:
+        print(f"om-eval rejudge: --concurrency {args.concurrency} is invalid: must be >= 1", file=sys.stderr)
+        return 2
+
+    before = os.environ.pop(USER_CONFIG_ENV, None)  # only this command's --config-dir is searched
+    try:
+        if args.config_dir is not None:
+            try:
+                os.environ[USER_CONFIG_ENV] = str(checked_user_dir(args.config_dir))
+            except ValueError as error:
+                print(f"om-eval rejudge: {error}", file=sys.stderr)
+                return 2
+        return _rejudge(args)
+    finally:
+        os.environ.pop(USER_CONFIG_ENV, None)
+        if before is not None:
+            os.environ[USER_CONFIG_ENV] = before
+
+
+def _rejudge(args: argparse.Namespace) -> int:
     from om_eval.bench.judging.judge import OfficialTemplateError
     from om_eval.experiment.rejudge import RejudgeError, rejudge_panel, rejudge_run
     from om_eval.om.config import ConfigError
     from om_eval.report.agreement import agreement_lines
     from om_eval.store import StoreError
 
-    if args.concurrency < 1:
-        print(f"om-eval rejudge: --concurrency {args.concurrency} is invalid: must be >= 1", file=sys.stderr)
-        return 2
-    if args.config_dir is not None:
-        import os
-
-        from om_eval.configs import USER_CONFIG_ENV, checked_user_dir
-
-        try:
-            os.environ[USER_CONFIG_ENV] = str(checked_user_dir(args.config_dir))
-        except ValueError as error:
-            print(f"om-eval rejudge: {error}", file=sys.stderr)
-            return 2
     panel = any(o in ("judge=panel", "judge.mode=panel") for o in args.overrides)
     try:
         if panel:

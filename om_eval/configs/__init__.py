@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["CONFIG_DIR", "USER_CONFIG_ENV", "checked_user_dir", "config_dirs", "searchpath_override", "shadowed",
-           "user_config_dir"]
+__all__ = ["CONFIG_DIR", "USER_CONFIG_ENV", "checked_user_dir", "config_dirs", "hydra_quoted", "searchpath_override",
+           "shadowed", "user_config_dir"]
 
 #: The shipped config groups (``model/``, ``experiment/``...).
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -62,8 +62,17 @@ def checked_user_dir(value: str | Path, option: str = "--config-dir") -> Path:
     return folder
 
 
+def hydra_quoted(text: str) -> str:
+    """``text`` as a quoted value in a Hydra override: a path may hold commas (a sweep, unquoted), spaces,
+    parentheses, ``=`` or ``${`` (an interpolation), which the override grammar would read.
+
+    >>> hydra_quoted("/tmp/a b,c")
+    "'/tmp/a b,c'"
+    """
+    escaped = text.replace("\\", "\\\\").replace("'", "\\'").replace("${", "\\${")
+    return f"'{escaped}'"
+
+
 def searchpath_override(folder: Path) -> str:
-    """The Hydra override that adds ``folder`` to a composition's search path (quoted: a path may hold spaces or
-    commas, which Hydra's override grammar would split on)."""
-    quoted = str(folder).replace("\\", "\\\\").replace('"', '\\"')
-    return f'hydra.searchpath=["file://{quoted}"]'
+    """The Hydra override that adds ``folder`` to a composition's search path (quoted, :func:`hydra_quoted`)."""
+    return f"hydra.searchpath=[{hydra_quoted(f'file://{folder}')}]"

@@ -15,9 +15,12 @@ Sweeps (``-m``) stay with the command line: a sweep is many runs, and its launch
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -85,6 +88,7 @@ def evaluate(overrides: str | Sequence[str] = (), *, config: Mapping[str, Any] |
     """
     from rich.console import Console
 
+    from om_eval.configs import hydra_quoted
     from om_eval.experiment.app import run_from_config
 
     given = overrides.split() if isinstance(overrides, str) else list(overrides)
@@ -92,14 +96,31 @@ def evaluate(overrides: str | Sequence[str] = (), *, config: Mapping[str, Any] |
         raise ValueError("evaluate runs one configuration; run a sweep with om-eval run -m")
     if config is not None and (given or config_dir is not None):
         raise ValueError("evaluate takes a composed config or overrides (with config_dir), not both")
-    if results_dir is not None:
-        given.append(f"run.results_dir={Path(results_dir).expanduser().resolve()}")
+    folder_given = None if results_dir is None else str(Path(results_dir).expanduser().resolve())
+    if folder_given is not None and config is None:
+        given.append(f"run.results_dir={hydra_quoted(folder_given)}")
     with _user_configs(config_dir) as folder:
         composed = _compose(given, folder) if config is None else _plain(config)
-        if config is not None and results_dir is not None:
-            composed["run"] = {**composed.get("run", {}), "results_dir": str(Path(results_dir).expanduser().resolve())}
-        summary = run_from_config(composed, console=console or Console(quiet=quiet), overrides=given)
+        if config is not None and folder_given is not None:
+            composed["run"] = {**composed.get("run", {}), "results_dir": folder_given}
+        job = functools.partial(run_from_config, composed, console=console or Console(quiet=quiet), overrides=given)
+        summary = job() if not _loop_running() else _on_a_thread(job)
     return _read_back(summary["run_id"], Path(composed["run"]["results_dir"]))
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _on_a_thread(job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``job()`` on a thread of its own: a notebook cell runs inside an event loop, where the run's own
+    ``asyncio.run`` cannot start one."""
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="om-eval-evaluate") as pool:
+        return pool.submit(job).result()
 
 
 @contextmanager

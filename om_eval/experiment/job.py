@@ -38,7 +38,7 @@ from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
-from om_eval.llm.stand_in import register_responder, unregister_responder
+from om_eval.llm.stand_in import clear_responders, register_responder
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import make_counter
 
@@ -291,11 +291,12 @@ class RunJob:
         run needs nothing."""
         if not self._finished():
             self.system.prepare()
+            # Only this run's system answers for the offline stand-ins: a responder an earlier run in this process
+            # registered (another system's, in a sweep on the basic launcher) must not answer its calls.
+            clear_responders()
             responder = self.system.offline_responder()
             if responder is not None:  # only offline stand-ins consult it; hosted models never see it
                 register_responder(self.system.name, responder)
-            else:  # a system that gives none now must not be answered by one an earlier run in this process gave
-                unregister_responder(self.system.name)
 
     def _role_model(self, role: str) -> str | None:
         settings = self.roles.get(role)

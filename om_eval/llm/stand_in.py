@@ -48,6 +48,11 @@ def unregister_responder(name: str) -> None:
     _RESPONDERS.pop(name, None)
 
 
+def clear_responders() -> None:
+    """Consult no system's responder (a run of another system starts)."""
+    _RESPONDERS.clear()
+
+
 def registered_responders() -> tuple[Responder, ...]:
     """The responders a stand-in consults, in the order they were registered."""
     return tuple(_RESPONDERS.values())

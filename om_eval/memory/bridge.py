@@ -29,6 +29,7 @@ A sketch of an adapter's ingest::
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import functools
 import threading
@@ -43,6 +44,8 @@ __all__ = ["LIBRARY_THREADS", "SyncServices", "current_services", "run_sync"]
 T = TypeVar("T")
 #: Threads of the library pool: enough for every question of a ``run.concurrency`` far above the default.
 LIBRARY_THREADS = 32
+#: How often a blocked twin checks that the run it waits on still goes on.
+_POLL_SECONDS = 1.0
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _CURRENT: contextvars.ContextVar[SyncServices | None] = contextvars.ContextVar("om_eval_sync_services", default=None)
@@ -88,10 +91,21 @@ class SyncServices:
             raise RuntimeError(f"memory={self._system} called the blocking services.{name} on the event loop's own "
                                "thread, which would wait for itself forever: await services." + name + "(...) in "
                                "async code, or run the library with run_sync(services, fn, ...)")
-        if self._closed is not None:
+        if self._closed is not None or self._loop.is_closed():
             call.close()
-            raise RuntimeError(f"memory={self._system} called services.{name} after {self._closed}")
-        return asyncio.run_coroutine_threadsafe(call, self._loop).result()
+            raise RuntimeError(f"memory={self._system} called services.{name} after "
+                               f"{self._closed or 'its run ended'}")
+        future = asyncio.run_coroutine_threadsafe(call, self._loop)
+        # Waited for in slices: a run that ends (or a library call that times out) while this thread waits must
+        # not leave it blocked for good, holding a pool slot and the process's exit.
+        while True:
+            try:
+                return future.result(timeout=_POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                if self._loop.is_closed() or not self._loop.is_running():
+                    future.cancel()
+                    raise RuntimeError(f"memory={self._system}: services.{name} was left unanswered when the run "
+                                       "ended") from None
 
     def close(self, why: str) -> None:
         """Refuse every later call (the library's call timed out or was cancelled)."""
@@ -129,9 +143,13 @@ async def run_sync(services: Any, fn: Callable[..., T], /, *args: Any, timeout: 
     context = contextvars.copy_context()
     context.run(_CURRENT.set, twins)
     future = loop.run_in_executor(_pool(), functools.partial(context.run, fn, *args, **kwargs))
+    deadline = asyncio.timeout(timeout)
     try:
-        return await asyncio.wait_for(future, timeout)
+        async with deadline:
+            return await future
     except TimeoutError:
+        if not deadline.expired():  # the library's own timeout (a socket's): its error, as it raised it
+            raise
         twins.close(f"its library call ran past the {timeout:g} s timeout")
         raise TimeoutError(f"memory={name}: the library call {getattr(fn, '__qualname__', fn)!s} took longer than "
                            f"{timeout:g} s (run_sync timeout)") from None

@@ -38,6 +38,12 @@ class Completion(str):
         made.cached, made.model = reply.cached, reply.model
         return made
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # copy, deepcopy and pickle rebuild it from the reply (a str subclass would otherwise be rebuilt from its
+        # text alone, which __new__ does not take): libraries copy and pickle their models' replies.
+        return (Completion, (ModelReply(self.text, self.model, self.prompt_tokens, self.completion_tokens,
+                                        self.cached, self.finish_reason, self.tool_calls, self.logprobs),))
+
     @property
     def text(self) -> str:
         """The reply's text as a plain ``str``."""
@@ -81,7 +87,7 @@ def response_format_param(value: Any) -> dict[str, Any] | None:
 class EmbeddingInfo:
     """What a library must know of its embedding model before the first call (a vector store's dimension)."""
 
-    dimensions: int | None
-    """Length of each vector."""
+    dimensions: int
+    """Length of each vector, as the run's settings make it."""
     max_input_tokens: int | None
     """The longest text the model takes, in its own tokens (``None``: not known; the local models cut silently)."""

@@ -116,11 +116,13 @@ class HarnessServices(TurnRecording):
         if name is None:
             raise ConfigError(f"memory={self.system} asked about its embedding model, but the run gives it none "
                               "(models.embedding)", option="models.embedding")
-        dimensions, max_input_tokens = embedding_limits(name)
-        if dimensions is None:  # not listed: one embedding says (cached, so paid once per model)
-            probe = await self.embed(["dimension probe"], model=name)
-            dimensions = len(probe[0]) if probe else None
-        return EmbeddingInfo(dimensions, max_input_tokens)
+        # One embedding says the size as the run's settings make it (a config may ask for fewer dimensions than the
+        # model's default); cached, so paid once per model. litellm's list gives the input limit.
+        probe = await self.embed(["dimension probe"], model=name)
+        if not probe or not probe[0]:
+            raise ConfigError(f"memory={self.system}: the embedding model {name} returned no vector for a probe "
+                              "text", option="models.embedding")
+        return EmbeddingInfo(len(probe[0]), embedding_limits(name)[1])
 
     async def embed(self, texts: Sequence[str], *, model: str | None = None, stage: Stage | None = None
                     ) -> list[list[float]]:

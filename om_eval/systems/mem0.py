@@ -17,8 +17,9 @@ mem0's own code builds and searches the memory; om-eval supplies what a fair com
   :meth:`build_warnings`, counted at the end of the run.
 
 Sessions are added oldest first, one ``add`` per session (all its turns in one extraction call); the question is
-answered from ``search(question, top_k)`` (mem0's default hybrid scoring, threshold 0.1), each memory shown with
-its date, most relevant first.
+answered from ``search(question, top_k)`` (threshold 0.1; semantic scoring only: mem0's BM25 half and its spaCy
+entity linking need optional packages and are turned off, so a run does not depend on what else is installed), each
+memory shown with its date, most relevant first.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import threading
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
@@ -48,6 +49,11 @@ __all__ = ["Mem0Memory", "Mem0System", "mem0_offline_reply"]
 PINNED = "2.2.1"
 #: The session date mem0's prompt and memories carry while a session is added (``None``: mem0's own clock).
 _SESSION_DATE: contextvars.ContextVar[datetime | None] = contextvars.ContextVar("om_eval_mem0_date", default=None)
+#: The embedding model's input limit in tokens (``None``: not known): mem0 embeds a session's whole transcript to
+#: search what it already stores, which can pass a hosted model's limit and fail the build.
+_EMBED_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("om_eval_mem0_embed_limit", default=None)
+#: Of that limit, what a text may use: the run's tokenizer is not the embedding model's.
+_LIMIT_SHARE = 0.9
 #: mem0 logs this when it cannot parse an extraction reply, then stores nothing for the session.
 _PARSE_ERROR = "Error parsing extraction response"
 _USER = "user"
@@ -55,29 +61,42 @@ _patch_lock = threading.Lock()
 
 
 def _mem0() -> Any:
-    """mem0, imported once with its telemetry off and its folder out of the home directory."""
+    """mem0, imported and set up once (:func:`_set_up`): the first call is ``prepare``'s, on the main thread."""
+    with _patch_lock:
+        if _SET_UP:
+            return _SET_UP[0]
+        _SET_UP.append(_set_up())
+        return _SET_UP[0]
+
+
+_SET_UP: list[Any] = []
+
+
+def _set_up() -> Any:
+    """Import mem0 with its telemetry off and its folder out of the home directory; route its model hooks here,
+    date its prompt by the session, and turn off what depends on optional packages (spaCy's entity linking and
+    lemmas, fastembed's BM25): a run is then the same whatever else is installed, and never downloads a model."""
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), "om-eval-mem0"))
     try:
         import mem0
         import mem0.configs.prompts as prompts
+        import mem0.utils.spacy_models as spacy_models
         from mem0.utils.factory import EmbedderFactory, LlmFactory
     except ImportError as error:
         raise ConfigError(f"memory=mem0 needs the mem0 extra ({error}): pip install 'om-eval[mem0]'",
                           option="memory") from None
+    spacy_models._load_failed_full = spacy_models._load_failed_lemma = True
     # Hydra logs at INFO: mem0 would print every vector insert; and without fastembed (not in the pinned extra) its
     # store warns at every insert that BM25 keyword scoring is off: search is semantic only (docs say so).
     logging.getLogger("mem0").setLevel(logging.WARNING)
     # mem0 asks its in-process Qdrant for payload indexes, which only a Qdrant server uses: a warning per memory.
     warnings.filterwarnings("ignore", message="Payload indexes have no effect in the local Qdrant")
     logging.getLogger("mem0.vector_stores.qdrant").setLevel(logging.ERROR)
-    with _patch_lock:
-        _no_telemetry()
-        if not getattr(prompts, "_om_eval_clock", False):
-            prompts.datetime = _SessionClock  # the prompt's dates read the session's date while one is added
-            prompts._om_eval_clock = True
-        LlmFactory.register_provider("om_eval", f"{__name__}.ServicesLLM")
-        EmbedderFactory.provider_to_class["om_eval"] = f"{__name__}.ServicesEmbedder"
+    _no_telemetry()
+    prompts.datetime = _SessionClock  # the prompt's dates read the session's date while one is added
+    LlmFactory.register_provider("om_eval", f"{__name__}.ServicesLLM")
+    EmbedderFactory.provider_to_class["om_eval"] = f"{__name__}.ServicesEmbedder"
     return mem0
 
 
@@ -144,11 +163,11 @@ class ServicesEmbedder:
 
         class _Hook(base):  # type: ignore[misc, valid-type]  # mem0 is an optional import
             def embed(self, text: str, memory_action: Any = None) -> list[float]:
-                vectors = current_services().embed([text])
-                return vectors[0]
+                return self.embed_batch([text], memory_action)[0]
 
             def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
-                return current_services().embed(list(texts))
+                services = current_services()
+                return services.embed([_fit(services, str(text), _EMBED_LIMIT.get()) for text in texts])
 
         return _Hook(config)
 
@@ -163,6 +182,8 @@ class Mem0Memory:
     sessions: int
     parse_errors: int
     """Extraction replies mem0 logged as unparseable (each stored nothing for its session)."""
+    embed_limit: int | None = None
+    """The embedding model's input limit, for the question's search (:data:`_EMBED_LIMIT`)."""
     state_digest_opaque: ClassVar[bool] = False
 
 
@@ -211,13 +232,15 @@ class Mem0System(MemorySystemBase):
         _mem0()
 
     async def ingest(self, history: HistoryView, services: Any) -> Mem0Memory:
-        dimensions = (await services.embedding_info()).dimensions
-        built: Mem0Memory = await services.run_sync(self._build, history, dimensions, timeout=None)
+        info = await services.embedding_info()
+        built: Mem0Memory = await services.run_sync(self._build, history, info.dimensions, info.max_input_tokens)
         return built
 
-    def _build(self, history: HistoryView, dimensions: int) -> Mem0Memory:
+    def _build(self, history: HistoryView, dimensions: int, limit: int | None) -> Mem0Memory:
         mem0 = _mem0()
         from qdrant_client import QdrantClient
+
+        _EMBED_LIMIT.set(limit)  # this run_sync call's context only
 
         library = mem0.Memory.from_config({
             "llm": {"provider": "om_eval"}, "embedder": {"provider": "om_eval"},
@@ -226,6 +249,7 @@ class Mem0System(MemorySystemBase):
                 "embedding_model_dims": dimensions}},
             "history_db_path": ":memory:",
         })
+        library.vector_store._bm25_encoder = False  # mem0's "tried, not available": semantic search only, always
         counter = _CountParseErrors()
         logging.getLogger("mem0.memory.main").addHandler(counter)
         try:
@@ -244,7 +268,7 @@ class Mem0System(MemorySystemBase):
         finally:
             logging.getLogger("mem0.memory.main").removeHandler(counter)
         stored = len(_all_memories(library))
-        return Mem0Memory(library, stored, len(sessions), counter.count)
+        return Mem0Memory(library, stored, len(sessions), counter.count, limit)
 
     async def context(self, memory: Mem0Memory, question: QuestionView, services: Any) -> MemoryContext:
         found: list[dict[str, Any]] = await services.run_sync(self._search, memory, question.question)
@@ -252,6 +276,7 @@ class Mem0System(MemorySystemBase):
         return MemoryContext(memory="\n".join(lines), detail={"hits": len(found), "stored": memory.stored})
 
     def _search(self, memory: Mem0Memory, question: str) -> list[dict[str, Any]]:
+        _EMBED_LIMIT.set(memory.embed_limit)
         result = memory.library.search(question, top_k=self.options["top_k"], filters={"user_id": _USER},
                                        threshold=float(self.options["threshold"]))
         hits: list[dict[str, Any]] = result.get("results", []) if isinstance(result, Mapping) else list(result)
@@ -283,12 +308,25 @@ def _all_memories(library: Any) -> list[dict[str, Any]]:
     return memories
 
 
-def _session_datetime(value: date | datetime | None) -> datetime:
-    if value is None:
-        return datetime(2023, 1, 1, tzinfo=UTC)
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime(value.year, value.month, value.day, tzinfo=UTC)
+def _session_datetime(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _fit(services: Any, text: str, limit: int | None) -> str:
+    """``text`` cut to the embedding model's input limit (its start kept), when it has one and the text passes it."""
+    if limit is None:
+        return text
+    budget = int(limit * _LIMIT_SHARE)
+    if services.count_tokens(text) <= budget:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix within the budget
+        middle = (low + high + 1) // 2
+        if services.count_tokens(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
 
 
 def _day(value: Any) -> str:

@@ -68,3 +68,18 @@ def test_what_evaluate_cannot_do_is_said(tmp_path: Path) -> None:
         om_eval.evaluate("experiment=smoke", config_dir=tmp_path / "nowhere")
     with pytest.raises(ConfigError, match="run.concurrency"):
         om_eval.evaluate(["experiment=smoke", "run.concurrency=0"], results_dir=tmp_path, quiet=True)
+
+
+def test_evaluate_runs_inside_a_running_event_loop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook cell runs in an event loop, where the run's own asyncio.run cannot start another."""
+    import asyncio
+
+    monkeypatch.setenv("OM_EVAL_CACHE_DIR", str(tmp_path / "cache"))
+
+    async def cell() -> om_eval.Evaluation:
+        return om_eval.evaluate("experiment=smoke", results_dir=tmp_path / "a results folder, with a comma",
+                                quiet=True)
+
+    result = asyncio.run(cell())
+    assert result.run_id == SMOKE_ID and result.answered == 7
+    assert result.store.parent.parent.name == "a results folder, with a comma"

@@ -173,12 +173,15 @@ def test_a_library_past_its_timeout_is_named_and_its_later_calls_refused(tmp_pat
     assert refused and "after its library call ran past the 0.05 s timeout" in refused[0]
 
 
-def test_the_embedding_size_is_known_or_asked_once(tmp_path: Path) -> None:
-    lent, _ = services(tmp_path)
+def test_the_embedding_size_is_asked_once_and_the_input_limit_read_from_litellms_list(tmp_path: Path) -> None:
+    from om_eval.llm.models import embedding_limits
+
+    lent, client = services(tmp_path)
     info = asyncio.run(lent.embedding_info())
     assert info.dimensions == len(asyncio.run(lent.embed(["x"]))[0]) and info.max_input_tokens is None
-    listed = asyncio.run(lent.embedding_info("openai/text-embedding-3-small"))  # litellm's list: no call made
-    assert (listed.dimensions, listed.max_input_tokens) == (1536, 8191)
+    asyncio.run(lent.embedding_info())
+    assert [r.cached for r in client.ledger.records if r.stage == "retrieval"][-1]  # the probe again: from the cache
+    assert embedding_limits("openai/text-embedding-3-small") == (1536, 8191)
 
 
 def test_completion_is_a_str_with_the_replys_fields() -> None:
@@ -251,3 +254,25 @@ def test_a_library_answers_the_same_at_any_concurrency(tmp_path: Path, monkeypat
         seen[concurrency] = [(i["question_id"], i["hypothesis"], i["label"], i["detail"], i["context_tokens"])
                              for i in items]
     assert seen[1] == seen[4] and len(seen[1]) == 7
+
+
+def test_a_librarys_own_timeout_is_its_own_error(tmp_path: Path) -> None:
+    lent, _ = services(tmp_path)
+
+    def times_out() -> None:
+        raise TimeoutError("socket read timed out")
+
+    for limit in (None, 30.0):  # no run_sync deadline, and one far away: the library's error as it raised it
+        with pytest.raises(TimeoutError, match="^socket read timed out$"):
+            asyncio.run(lent.run_sync(times_out, timeout=limit))
+
+
+def test_a_completion_survives_copy_deepcopy_and_pickle() -> None:
+    import copy
+    import pickle
+
+    from om_eval.om.model import ModelReply
+
+    reply = Completion(ModelReply("{}", "m", 3, 1, finish_reason="length", logprobs=({"token": "{}", "logprob": 0.0},)))
+    for again in (copy.copy(reply), copy.deepcopy(reply), pickle.loads(pickle.dumps(reply))):
+        assert isinstance(again, Completion) and again == "{}" and again.cut_off and again.logprobs == reply.logprobs

@@ -103,3 +103,16 @@ def test_bad_options_are_named() -> None:
         Mem0System({"top_k": 0})
     with pytest.raises(ValueError, match="memory.infer"):
         Mem0System({"infer": "yes"})
+
+
+def test_a_text_past_the_embedding_models_limit_is_cut_to_it() -> None:
+    from om_eval.systems.mem0 import _fit
+
+    class Words:
+        def count_tokens(self, text: str) -> int:
+            return len(text.split())
+
+    text = " ".join(f"w{i}" for i in range(100))
+    assert _fit(Words(), text, None) == text and _fit(Words(), text, 200) == text
+    cut = _fit(Words(), text, 50)  # 90 % of the limit: 45 words, the start kept
+    assert cut.split() == text.split()[:45]
