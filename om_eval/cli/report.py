@@ -95,7 +95,7 @@ def _recall_section(results: str, runs: list[dict[str, Any]], items: list[dict[s
 
 def _cost_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
     """Markdown: cost per turn with and without a provider's prompt cache, and the caches the run's calls met."""
-    from om_eval.report.turns import prompt_cache_rows, prompt_cache_section, turn_rows, turn_section
+    from om_eval.report.turns import prompt_cache_rows, prompt_cache_section, turn_rows, turn_section, unrecorded_runs
     from om_eval.store import Catalog
 
     ids = [r["run_id"] for r in runs]
@@ -104,7 +104,8 @@ def _cost_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
             "SELECT run_id, stage, model, prompt_tokens, completion_tokens, cached, cost_usd, cached_prompt_tokens "
             f"FROM llm_calls WHERE cached_prompt_tokens IS NOT NULL AND run_id IN ({', '.join('?' for _ in ids)})",
             ids) if ids else []
-    parts = [turn_section(turn_rows(runs, items)), prompt_cache_section(prompt_cache_rows(runs, calls))]
+    parts = [turn_section(turn_rows(runs, items), unrecorded_runs(runs, items)),
+             prompt_cache_section(prompt_cache_rows(runs, calls))]
     return "\n".join(part for part in parts if part)
 
 

@@ -121,8 +121,26 @@ def turn_rows(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, An
     return rows
 
 
-def turn_section(rows: Sequence[TurnRow]) -> str:
-    """Markdown: the per-turn table, or nothing when no run recorded turns."""
+def unrecorded_runs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The runs of ``runs`` with no turn table, as ``label (memory)``: a comparison must say they are left out
+    rather than show them as if cheaper (a system that records no turns, a reader whose turns are the history)."""
+    recorded = {i["run_id"] for i in items if i.get("turns")}
+    return [f"{run.get('label') or str(run['run_id'])[:8]} ({memory_name_of(run)})" for run in runs
+            if run["run_id"] not in recorded]
+
+
+def unrecorded_note(missing: Sequence[str]) -> str:
+    """The line naming the runs a per-turn table leaves out; empty when it leaves none out."""
+    if not missing:
+        return ""
+    return (f"Not recorded, so not in this table: {', '.join(missing)}. Their memory systems record no turns (or "
+            "the runs were made with run.turn_costs=false): no per-turn figure is shown for them, which is not a "
+            "cost of zero.")
+
+
+def turn_section(rows: Sequence[TurnRow], missing: Sequence[str] = ()) -> str:
+    """Markdown: the per-turn table and the runs it leaves out (:func:`unrecorded_runs`), or nothing when no run
+    recorded turns."""
     if not rows:
         return ""
     lines = [
@@ -139,6 +157,8 @@ def turn_section(rows: Sequence[TurnRow]) -> str:
         "|---|---|---|" + "---:|" * (len(TURN_HEAD) - 3),
     ]
     lines += ["| " + " | ".join(row.cells().values()) + " |" for row in rows]
+    if missing:
+        lines += ["", unrecorded_note(missing)]
     return "\n".join(lines) + "\n"
 
 

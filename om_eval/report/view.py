@@ -67,7 +67,7 @@ from om_eval.report.tables import (
     memory_name,
     summary_table,
 )
-from om_eval.report.turns import TURN_HEAD, TurnRow, turn_rows
+from om_eval.report.turns import TURN_HEAD, TurnRow, turn_rows, unrecorded_note, unrecorded_runs
 from om_eval.store.catalog import Catalog
 
 __all__ = ["ACTOR_HEAD_LINES", "ACTOR_TAIL_LINES", "LINE_CHARS", "OBSERVATION_LINES", "OLDER_GENERATION_LINES",
@@ -322,6 +322,7 @@ def view_data(catalog: Catalog, runs: Sequence[Mapping[str, Any]], *, n_boot: in
         "agreement": [_pair(pair) for pair in agreement_rows(catalog, [by_id[row.run_id] for row in rows])],
         "panels": [panel for row in rows if (panel := _panel(catalog, by_id[row.run_id], row)) is not None],
         "turn_costs": _turn_costs([by_id[row.run_id] for row in rows], items),
+        "turns_unrecorded": unrecorded_runs([by_id[row.run_id] for row in rows], items),
         "budgets": budget_warnings([by_id[row.run_id] for row in rows]),
         "n_boot": n_boot, "seed": seed,
     }
@@ -531,6 +532,7 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         agreement_narrowed=any(pair.get("note") for pair in data["agreement"]),
         turn_head=TURN_HEAD,
         turn_rows=[_turn_cells(entry, runs) for entry in data.get("turn_costs", ())],
+        turn_unrecorded=unrecorded_note(data.get("turns_unrecorded", ())),
         panels=data["panels"],
         tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],
         tradeoff_recall=table.has_recall,

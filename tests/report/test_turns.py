@@ -7,7 +7,15 @@ import pytest
 from om_eval.bench.turn_costs import TurnTable, turn_costs
 from om_eval.llm.cache_profiles import PROFILES
 from om_eval.llm.pricing import call_cost
-from om_eval.report.turns import prompt_cache_rows, prompt_cache_section, run_tables, turn_rows, turn_section
+from om_eval.report.turns import (
+    prompt_cache_rows,
+    prompt_cache_section,
+    run_tables,
+    turn_rows,
+    turn_section,
+    unrecorded_note,
+    unrecorded_runs,
+)
 
 
 def table(*prompts: int, gap: float = 5.0) -> TurnTable:
@@ -74,3 +82,16 @@ def test_the_calls_cached_share_and_saving_per_stage() -> None:
     # At gpt-5-mini's prices ($0.25 per million input, $0.025 cached) the 28,000 cached tokens save 28,000 x 0.225e-6.
     assert om.saved_at(PROFILES["gpt-5-mini"]) == pytest.approx(28_000 * 0.225e-6)
     assert f"${28_000 * 0.225e-6:,.4f}" in prompt_cache_section([om])
+
+
+def test_a_run_without_turn_tables_is_named_as_left_out_never_shown_as_free() -> None:
+    runs = [*RUNS, {"run_id": "m0-run", "label": "memory=mem0", "memory_system": "mem0"}]
+    items = [{"run_id": "om-run", "question_id": "q0", "turns": table(2000, 2600).to_json()},
+             {"run_id": "fc-run", "question_id": "q0", "turns": table(9000).to_json()},
+             {"run_id": "m0-run", "question_id": "q0", "turns": None}]
+    missing = unrecorded_runs(runs, items)
+    assert missing == ["memory=mem0 (mem0)"]
+    text = turn_section(turn_rows(runs, items), missing)
+    assert "| memory=mem0 |" not in text and "Not recorded, so not in this table: memory=mem0 (mem0)." in text
+    assert "not a cost of zero" in text
+    assert unrecorded_note([]) == "" and "Not recorded" not in turn_section(turn_rows(RUNS, items[:2]), [])
