@@ -46,27 +46,18 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import os
-
-    from om_eval.configs import USER_CONFIG_ENV, checked_user_dir
+    from om_eval.configs import checked_user_dir, using_user_dir
 
     if args.concurrency < 1:
         print(f"om-eval rejudge: --concurrency {args.concurrency} is invalid: must be >= 1", file=sys.stderr)
         return 2
-
-    before = os.environ.pop(USER_CONFIG_ENV, None)  # only this command's --config-dir is searched
     try:
-        if args.config_dir is not None:
-            try:
-                os.environ[USER_CONFIG_ENV] = str(checked_user_dir(args.config_dir))
-            except ValueError as error:
-                print(f"om-eval rejudge: {error}", file=sys.stderr)
-                return 2
+        folder = None if args.config_dir is None else checked_user_dir(args.config_dir)
+    except ValueError as error:
+        print(f"om-eval rejudge: {error}", file=sys.stderr)
+        return 2
+    with using_user_dir(folder):  # only this command's --config-dir is searched
         return _rejudge(args)
-    finally:
-        os.environ.pop(USER_CONFIG_ENV, None)
-        if before is not None:
-            os.environ[USER_CONFIG_ENV] = before
 
 
 def _rejudge(args: argparse.Namespace) -> int:

@@ -9,10 +9,12 @@ presets, models, datasets and memory options under new names; a file that would 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["CONFIG_DIR", "USER_CONFIG_ENV", "checked_user_dir", "config_dirs", "hydra_quoted", "searchpath_override",
-           "shadowed", "user_config_dir"]
+           "shadowed", "user_config_dir", "using_user_dir"]
 
 #: The shipped config groups (``model/``, ``experiment/``...).
 CONFIG_DIR = Path(__file__).resolve().parent
@@ -25,6 +27,21 @@ def user_config_dir() -> Path | None:
     """The user's config folder of this run (``--config-dir``), if one was given."""
     value = os.environ.get(USER_CONFIG_ENV)
     return Path(value) if value else None
+
+
+@contextmanager
+def using_user_dir(folder: str | Path | None) -> Iterator[None]:
+    """Name lookups outside Hydra see ``folder`` (``None``: no user folder) while the block runs; the setting it
+    found is put back after, so a later command or ``evaluate`` in the same process does not inherit it."""
+    before = os.environ.pop(USER_CONFIG_ENV, None)
+    if folder is not None:
+        os.environ[USER_CONFIG_ENV] = str(folder)
+    try:
+        yield
+    finally:
+        os.environ.pop(USER_CONFIG_ENV, None)
+        if before is not None:
+            os.environ[USER_CONFIG_ENV] = before
 
 
 def config_dirs() -> tuple[Path, ...]:

@@ -18,10 +18,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,7 +86,7 @@ def evaluate(overrides: str | Sequence[str] = (), *, config: Mapping[str, Any] |
     """
     from rich.console import Console
 
-    from om_eval.configs import hydra_quoted
+    from om_eval.configs import checked_user_dir, hydra_quoted, using_user_dir
     from om_eval.experiment.app import run_from_config
 
     given = overrides.split() if isinstance(overrides, str) else list(overrides)
@@ -99,7 +97,8 @@ def evaluate(overrides: str | Sequence[str] = (), *, config: Mapping[str, Any] |
     folder_given = None if results_dir is None else str(Path(results_dir).expanduser().resolve())
     if folder_given is not None and config is None:
         given.append(f"run.results_dir={hydra_quoted(folder_given)}")
-    with _user_configs(config_dir) as folder:
+    folder = None if config_dir is None else checked_user_dir(config_dir, "config_dir")
+    with using_user_dir(folder):  # for this call only: a later call without config_dir must not find it
         composed = _compose(given, folder) if config is None else _plain(config)
         if config is not None and folder_given is not None:
             composed["run"] = {**composed.get("run", {}), "results_dir": folder_given}
@@ -121,27 +120,6 @@ def _on_a_thread(job: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     ``asyncio.run`` cannot start one."""
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="om-eval-evaluate") as pool:
         return pool.submit(job).result()
-
-
-@contextmanager
-def _user_configs(config_dir: str | Path | None) -> Iterator[Path | None]:
-    """The user's checked config folder, seen by name lookups outside Hydra for this call only (a later call
-    without ``config_dir`` must not find it)."""
-    from om_eval.configs import USER_CONFIG_ENV, checked_user_dir
-
-    if config_dir is None:
-        yield None
-        return
-    folder = checked_user_dir(config_dir, "config_dir")
-    before = os.environ.get(USER_CONFIG_ENV)
-    os.environ[USER_CONFIG_ENV] = str(folder)
-    try:
-        yield folder
-    finally:
-        if before is None:
-            os.environ.pop(USER_CONFIG_ENV, None)
-        else:
-            os.environ[USER_CONFIG_ENV] = before
 
 
 def _compose(overrides: list[str], folder: Path | None) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from om_eval.common.text import printable
-from om_eval.configs import USER_CONFIG_ENV, checked_user_dir, hydra_quoted
+from om_eval.configs import USER_CONFIG_ENV, checked_user_dir, hydra_quoted, using_user_dir
 
 #: Where Hydra finds the shipped configs: inside the package, so an installed wheel runs from any folder.
 CONFIG_PACKAGE = "pkg://om_eval.configs"
@@ -508,25 +508,27 @@ def _anchor_paths(argv: Sequence[str], cwd: str | None = None) -> list[str]:
 
 def main(argv: Sequence[str]) -> int:
     """Entry point for ``om-eval run [overrides] [-m]``: hands the arguments to Hydra."""
-    import hydra
-
     from om_eval.experiment.schema import register_configs
 
     register_configs()
     _FAILED_JOBS.clear()
-    saved = sys.argv
     args = _anchor_paths(argv)
     try:
         user_dir = _user_config_dir(args)
     except ValueError as error:
         print(f"om-eval run: {error}", file=sys.stderr)
         return 2
-    before = os.environ.get(USER_CONFIG_ENV)
-    if user_dir is not None:  # for name lookups outside Hydra, here and in the sweep's worker processes
-        os.environ[USER_CONFIG_ENV] = user_dir
+    if user_dir is not None:  # name lookups outside Hydra in the sweep's worker processes see it too
         args.append(f"++hydra.job.env_set.{USER_CONFIG_ENV}={hydra_quoted(user_dir)}")
-    else:  # a folder an earlier call in this process named must not be searched now
-        os.environ.pop(USER_CONFIG_ENV, None)
+    with using_user_dir(user_dir):
+        return _hand_to_hydra(args)
+
+
+def _hand_to_hydra(args: list[str]) -> int:
+    """:func:`main` once its arguments are checked: the results folder, then Hydra (with ``sys.argv`` restored)."""
+    import hydra
+
+    saved = sys.argv
     if (refusal := _check_results_folder(args)) is not None:
         print(f"om-eval run: {refusal}; nothing was run", file=sys.stderr)
         return 1
@@ -544,10 +546,6 @@ def main(argv: Sequence[str]) -> int:
             hydra.main(config_path=CONFIG_PACKAGE, config_name="config", version_base="1.3")(_run_job)()
     finally:
         sys.argv = saved
-        if before is None:
-            os.environ.pop(USER_CONFIG_ENV, None)
-        else:
-            os.environ[USER_CONFIG_ENV] = before
         if failures is not None:
             _FAILED_JOBS.extend(path.name for path in sorted(failures.glob("*")) if path.is_file())
             shutil.rmtree(failures, ignore_errors=True)

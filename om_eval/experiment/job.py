@@ -201,9 +201,9 @@ class RunJob:
             option = "baseline.tokenizer" if spec.baseline.enabled else "om.token_estimator"  # a reader counts its own
             raise ConfigError(f"{option}={spec.token_estimator!r} is invalid: {error}") from None
         self.system: Any = spec.system()
+        """The memory system under test (built once per job: OM's loads its prompt pack once)."""
         self.roles = spec.role_models()
         """The models the run calls, by option path (read once: each read builds the system)."""
-        """The memory system under test (built once per job: OM's loads its prompt pack once)."""
         self.pinned = self.system.pinned_identity()
         """The identity forms of a system older than the seam (read once: a reader's hashes its prompt file)."""
         self.memory_key = self.pinned.memory_key if self.pinned is not None else \
@@ -335,7 +335,7 @@ class RunJob:
         # Counted once stored: progress lines then count saved questions, one more per line.
         if item["status"] == "done":
             self.progress.done += 1
-            warnings = json.loads(item["detail"]).get(BUILD_WARNINGS, []) if item.get("detail") else []
+            warnings = held.figures.get(BUILD_WARNINGS, [])  # the build's figures, as its item keeps them
             if warnings:
                 self.progress.warned += 1
                 for warning in warnings:

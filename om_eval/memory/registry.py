@@ -243,7 +243,8 @@ def system_packages(name: str, system: MemorySystemBase) -> list[str]:
     if dist is not None:
         names.append(str(dist.metadata["Name"]))
         for requirement in dist.requires or ():
-            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", requirement)
-            if found and "extra ==" not in requirement.replace("extra==", "extra =="):
+            spec, _, marker = requirement.partition(";")
+            found = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)", spec)
+            if found and "extra" not in marker:  # a requirement of one of its extras is not what it runs on
                 names.append(found.group(1))
     return list(dict.fromkeys(names))

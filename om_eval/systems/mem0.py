@@ -25,6 +25,7 @@ memory shown with its date, most relevant first.
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
 import json
 import logging
@@ -57,35 +58,36 @@ _LIMIT_SHARE = 0.9
 #: mem0 logs this when it cannot parse an extraction reply, then stores nothing for the session.
 _PARSE_ERROR = "Error parsing extraction response"
 _USER = "user"
-_patch_lock = threading.Lock()
 
 
-def _mem0() -> Any:
-    """mem0, imported and set up once (:func:`_set_up`): the first call is ``prepare``'s, on the main thread."""
-    with _patch_lock:
-        if _SET_UP:
-            return _SET_UP[0]
-        _SET_UP.append(_set_up())
-        return _SET_UP[0]
+def _require_mem0() -> None:
+    """Import mem0 (telemetry off and its folder out of the home directory before its first import, which reads
+    both); a missing extra is named with its install command, whenever it is asked, not only on first use.
 
-
-_SET_UP: list[Any] = []
-
-
-def _set_up() -> Any:
-    """Import mem0 with its telemetry off and its folder out of the home directory; route its model hooks here,
-    date its prompt by the session, and turn off what depends on optional packages (spaCy's entity linking and
-    lemmas, fastembed's BM25): a run is then the same whatever else is installed, and never downloads a model."""
+    Raises:
+        ConfigError: mem0 cannot be imported.
+    """
     os.environ["MEM0_TELEMETRY"] = "False"
     os.environ.setdefault("MEM0_DIR", os.path.join(tempfile.gettempdir(), "om-eval-mem0"))
     try:
-        import mem0
-        import mem0.configs.prompts as prompts
-        import mem0.utils.spacy_models as spacy_models
-        from mem0.utils.factory import EmbedderFactory, LlmFactory
+        import mem0  # noqa: F401  (imported once; later imports read sys.modules)
     except ImportError as error:
         raise ConfigError(f"memory=mem0 needs the mem0 extra ({error}): pip install 'om-eval[mem0]'",
                           option="memory") from None
+
+
+@functools.cache
+def _mem0() -> Any:
+    """mem0, set up once (the first call is ``prepare``'s, on the main thread, after :func:`_require_mem0`): its
+    model hooks routed here, its prompt dated by the session, and what depends on optional packages turned off
+    (spaCy's entity linking and lemmas, fastembed's BM25), so a run is the same whatever else is installed and
+    never downloads a model."""
+    _require_mem0()
+    import mem0
+    import mem0.configs.prompts as prompts
+    import mem0.utils.spacy_models as spacy_models
+    from mem0.utils.factory import EmbedderFactory, LlmFactory
+
     spacy_models._load_failed_full = spacy_models._load_failed_lemma = True
     # Hydra logs at INFO: mem0 would print every vector insert; and without fastembed (not in the pinned extra) its
     # store warns at every insert that BM25 keyword scoring is off: search is semantic only (docs say so).
@@ -123,53 +125,48 @@ class _SessionClock(datetime):
         return datetime.now(tz) if pinned is None else pinned if tz is None else pinned.astimezone(tz)
 
 
-def _llm_base() -> Any:
+@functools.cache
+def _hooks() -> tuple[type, type]:
+    """mem0's LLM and embedder hook classes, answered by the running question's services; made once, on first use
+    (their bases are mem0's, an optional import)."""
+    from mem0.embeddings.base import EmbeddingBase
     from mem0.llms.base import LLMBase
 
-    return LLMBase
+    class LLMHook(LLMBase):  # type: ignore[misc]  # mem0 is untyped
+        def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
+                              tools: list[dict[str, Any]] | None = None, tool_choice: str = "auto",
+                              **kwargs: Any) -> Any:
+            reply = current_services().complete(messages, response_format=response_format, tools=tools,
+                                                tool_choice=tool_choice if tools else None)
+            if not tools:
+                return reply.text
+            return {"content": reply.text, "tool_calls": [
+                {"name": call.name, "arguments": json.loads(call.arguments or "{}")} for call in reply.tool_calls]}
 
+    class EmbedderHook(EmbeddingBase):  # type: ignore[misc]  # mem0 is untyped
+        def embed(self, text: str, memory_action: Any = None) -> list[float]:
+            vectors: list[float] = self.embed_batch([text], memory_action)[0]
+            return vectors
 
-def _embedding_base() -> Any:
-    from mem0.embeddings.base import EmbeddingBase
+        def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
+            services = current_services()
+            return services.embed([_fit(services, str(text), _EMBED_LIMIT.get()) for text in texts])
 
-    return EmbeddingBase
+    return LLMHook, EmbedderHook
 
 
 class ServicesLLM:
-    """mem0's LLM hook, answered by the running question's services (made by mem0's factory by name)."""
+    """mem0's LLM hook, as mem0's factory makes it by name (:func:`_hooks`)."""
 
     def __new__(cls, config: Any = None) -> Any:
-        base = _llm_base()
-
-        class _Hook(base):  # type: ignore[misc, valid-type]  # mem0 is an optional import
-            def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
-                                  tools: list[dict[str, Any]] | None = None, tool_choice: str = "auto",
-                                  **kwargs: Any) -> Any:
-                reply = current_services().complete(messages, response_format=response_format, tools=tools,
-                                                    tool_choice=tool_choice if tools else None)
-                if not tools:
-                    return reply.text
-                return {"content": reply.text, "tool_calls": [
-                    {"name": call.name, "arguments": json.loads(call.arguments or "{}")} for call in reply.tool_calls]}
-
-        return _Hook(config)
+        return _hooks()[0](config)
 
 
 class ServicesEmbedder:
-    """mem0's embedder hook, answered by the running question's services."""
+    """mem0's embedder hook, as mem0's factory makes it by name (:func:`_hooks`)."""
 
     def __new__(cls, config: Any = None) -> Any:
-        base = _embedding_base()
-
-        class _Hook(base):  # type: ignore[misc, valid-type]  # mem0 is an optional import
-            def embed(self, text: str, memory_action: Any = None) -> list[float]:
-                return self.embed_batch([text], memory_action)[0]
-
-            def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
-                services = current_services()
-                return services.embed([_fit(services, str(text), _EMBED_LIMIT.get()) for text in texts])
-
-        return _Hook(config)
+        return _hooks()[1](config)
 
 
 @dataclass
@@ -184,7 +181,6 @@ class Mem0Memory:
     """Extraction replies mem0 logged as unparseable (each stored nothing for its session)."""
     embed_limit: int | None = None
     """The embedding model's input limit, for the question's search (:data:`_EMBED_LIMIT`)."""
-    state_digest_opaque: ClassVar[bool] = False
 
 
 class _CountParseErrors(logging.Handler):
@@ -229,6 +225,7 @@ class Mem0System(MemorySystemBase):
         return {"top_k": self.options["top_k"]}
 
     def prepare(self) -> None:
+        _require_mem0()
         _mem0()
 
     async def ingest(self, history: HistoryView, services: Any) -> Mem0Memory:

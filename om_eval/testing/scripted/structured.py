@@ -44,7 +44,7 @@ def schema_instance(schema: Mapping[str, Any], prompt: str) -> Any:
     ...                  "required": ["name"]}, "Alice moved to Paris")
     {'name': 'Alice moved to Paris', 'tags': [2]}
     """
-    words = _WORDS.findall(prompt)[-12:] or ["unknown"]
+    words = _WORDS.findall(prompt)[:12] or ["unknown"]  # the start: a library appends its schema to the prompt
     return _instance(schema, schema, " ".join(words), 0)
 
 
