@@ -85,6 +85,19 @@ class SyncServices:
         counted: int = self.services.count_tokens(text)
         return counted
 
+    @property
+    def recording_turns(self) -> bool:
+        return bool(self.services.recording_turns)
+
+    def record_turn(self, parts: Sequence[Any], *, at: Any, reply: Any = None) -> None:
+        """:meth:`MemoryServices.record_turn <om_eval.memory.system.MemoryServices.record_turn>`, done on the loop
+        (where the question's model calls charge the same table), blocking."""
+
+        async def record() -> None:
+            self.services.record_turn(parts, at=at, reply=reply)
+
+        self._wait(record(), "record_turn")
+
     def _wait(self, call: Any, name: str) -> Any:
         if threading.get_ident() == self._loop_thread:
             call.close()

@@ -49,6 +49,7 @@ BUILT_IN = {
     "rag_mastra": "om_eval.systems.rag_mastra:MastraRecallSystem",
     "rag_lme": "om_eval.systems.rag_lme:LongMemEvalRetrievalSystem",
     "mem0": "om_eval.systems.mem0:Mem0System",
+    "graphiti": "om_eval.systems.graphiti:GraphitiSystem",
 }
 
 Factory = Callable[[Mapping[str, Any]], MemorySystem]

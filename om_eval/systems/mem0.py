@@ -43,6 +43,7 @@ from om_eval.memory.bridge import current_services
 from om_eval.memory.system import MemoryContext, MemorySystemBase
 from om_eval.memory.view import HistoryView, QuestionView
 from om_eval.om.config import ConfigError
+from om_eval.systems.library_turns import SearchedTurns
 
 __all__ = ["Mem0Memory", "Mem0System", "mem0_offline_reply"]
 
@@ -53,6 +54,9 @@ _SESSION_DATE: contextvars.ContextVar[datetime | None] = contextvars.ContextVar(
 #: The embedding model's input limit in tokens (``None``: not known): mem0 embeds a session's whole transcript to
 #: search what it already stores, which can pass a hosted model's limit and fail the build.
 _EMBED_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("om_eval_mem0_embed_limit", default=None)
+#: Vectors already paid for, by text: the per-turn searches embed a session's user messages in one request.
+_KNOWN_VECTORS: contextvars.ContextVar[Mapping[str, list[float]] | None] = contextvars.ContextVar(
+    "om_eval_mem0_vectors", default=None)
 #: Of that limit, what a text may use: the run's tokenizer is not the embedding model's.
 _LIMIT_SHARE = 0.9
 #: mem0 logs this when it cannot parse an extraction reply, then stores nothing for the session.
@@ -149,6 +153,9 @@ def _hooks() -> tuple[type, type]:
             return vectors
 
         def embed_batch(self, texts: list[str], memory_action: Any = "add") -> list[list[float]]:
+            known = _KNOWN_VECTORS.get()
+            if known and all(str(text) in known for text in texts):
+                return [known[str(text)] for text in texts]
             services = current_services()
             return services.embed([_fit(services, str(text), _EMBED_LIMIT.get()) for text in texts])
 
@@ -249,9 +256,15 @@ class Mem0System(MemorySystemBase):
         library.vector_store._bm25_encoder = False  # mem0's "tried, not available": semantic search only, always
         counter = _CountParseErrors()
         logging.getLogger("mem0.memory.main").addHandler(counter)
+        services = current_services()
+        turns = SearchedTurns() if services.recording_turns else None
+        stored_yet = False
         try:
             sessions = history.sessions_by_date()
             for session in sessions:
+                if turns is not None:
+                    turns.record(services, session, self._searches(library, turns.user_messages(session))
+                                 if stored_yet else ())
                 messages = [{"role": t.role, "content": t.content} for t in session.turns if t.content.strip()]
                 if not messages:
                     continue
@@ -262,6 +275,7 @@ class Mem0System(MemorySystemBase):
                                 metadata={"created_at": when.isoformat(), "session_id": session.session_id})
                 finally:
                     _SESSION_DATE.reset(token)
+                stored_yet = True
         finally:
             logging.getLogger("mem0.memory.main").removeHandler(counter)
         stored = len(_all_memories(library))
@@ -269,15 +283,30 @@ class Mem0System(MemorySystemBase):
 
     async def context(self, memory: Mem0Memory, question: QuestionView, services: Any) -> MemoryContext:
         found: list[dict[str, Any]] = await services.run_sync(self._search, memory, question.question)
-        lines = [f"- [{_day(hit.get('created_at'))}] {hit.get('memory', '')}" for hit in found]
-        return MemoryContext(memory="\n".join(lines), detail={"hits": len(found), "stored": memory.stored})
+        return MemoryContext(memory=_shown(found), detail={"hits": len(found), "stored": memory.stored})
 
     def _search(self, memory: Mem0Memory, question: str) -> list[dict[str, Any]]:
         _EMBED_LIMIT.set(memory.embed_limit)
-        result = memory.library.search(question, top_k=self.options["top_k"], filters={"user_id": _USER},
-                                       threshold=float(self.options["threshold"]))
+        return self._hits(memory.library, question)
+
+    def _hits(self, library: Any, query: str) -> list[dict[str, Any]]:
+        result = library.search(query, top_k=self.options["top_k"], filters={"user_id": _USER},
+                                threshold=float(self.options["threshold"]))
         hits: list[dict[str, Any]] = result.get("results", []) if isinstance(result, Mapping) else list(result)
         return hits
+
+    def _searches(self, library: Any, messages: Sequence[str]) -> list[str]:
+        """What an agent's search would show at each of ``messages`` (the per-turn prompts), their vectors asked
+        for in one request rather than one search call each."""
+        if not messages:
+            return []
+        services = current_services()
+        texts = [_fit(services, text, _EMBED_LIMIT.get()) for text in messages]
+        token = _KNOWN_VECTORS.set(dict(zip(messages, services.embed(texts), strict=True)))
+        try:
+            return [_shown(self._hits(library, text)) for text in messages]
+        finally:
+            _KNOWN_VECTORS.reset(token)
 
     def memory_digest(self, memory: Mem0Memory) -> str:
         texts = sorted(f"{m.get('created_at')}|{m.get('memory')}" for m in _all_memories(memory.library))
@@ -297,6 +326,11 @@ class Mem0System(MemorySystemBase):
 
     def offline_responder(self) -> Any:
         return mem0_offline_reply
+
+
+def _shown(hits: Sequence[Mapping[str, Any]]) -> str:
+    """Memories as the actor is shown them: one line each, with its date, most relevant first."""
+    return "\n".join(f"- [{_day(hit.get('created_at'))}] {hit.get('memory', '')}" for hit in hits)
 
 
 def _all_memories(library: Any) -> list[dict[str, Any]]:

@@ -3,41 +3,26 @@ dated as the conversation was, nothing paid twice, and a build that stores nothi
 
 from __future__ import annotations
 
-import io
 import json
 import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pytest
-from rich.console import Console
 
 os.environ["MEM0_TELEMETRY"] = "False"  # before mem0's first import, which reads it
 pytest.importorskip("mem0", reason="the mem0 extra is not installed (pip install 'om-eval[mem0]')")
 
-from om_eval.experiment.app import run_from_config
 from om_eval.systems.mem0 import _SESSION_DATE, Mem0System, _mem0, mem0_offline_reply
 from tests.locomo_shaped import write_locomo_shaped
-from tests.runs import compose_run
+from tests.runs import run_and_read
 
 pytestmark = pytest.mark.integration  # a library's whole pipeline per question: seconds each
 
 
 def run(results: Path, *overrides: str, cache: Path | None = None) -> tuple[list[dict[str, Any]], dict[str, int], str]:
-    config = compose_run(results, "memory=mem0", *overrides)
-    if cache is not None:
-        config.run.cache_dir = str(cache)
-    printed = io.StringIO()
-    run_from_config(config, console=Console(file=printed, width=200))
-    [store] = (results / "store").glob("*.duckdb")
-    with duckdb.connect(str(store), read_only=True) as con:
-        cursor = con.execute("SELECT * FROM items ORDER BY question_id")
-        items = [dict(zip([d[0] for d in cursor.description], row)) for row in cursor.fetchall()]
-        fresh = dict(con.execute("SELECT stage, count(*) FILTER (WHERE NOT cached) FROM llm_calls GROUP BY stage")
-                     .fetchall())
-    return items, fresh, printed.getvalue()
+    return run_and_read(results, "memory=mem0", *overrides, cache=cache)
 
 
 def test_every_question_is_answered_from_a_non_empty_memory_and_a_rerun_pays_nothing(tmp_path: Path) -> None:
@@ -49,6 +34,9 @@ def test_every_question_is_answered_from_a_non_empty_memory_and_a_rerun_pays_not
     assert fresh["observer"] > 0 and fresh["retrieval"] > 0  # extraction and vectors went through the services
     # Shown with the session's date, not today's.
     assert all(line.startswith("- [2023-") for i in items for line in _memory_lines(i))
+    # Every built memory recorded a turn per user message (the per-turn cost table), mem0's extraction charged.
+    tables = [json.loads(i["turns"]) for i in items if not i["reused_memory"]]
+    assert tables and all(t["prompt"] for t in tables) and any(sum(t["observer_prompt"]) for t in tables)
     _, again, _ = run(tmp_path / "again", cache=tmp_path / "first" / "cache")
     assert sum(again.values()) == 0  # every call of the second run came from the response cache
 
