@@ -10,10 +10,11 @@ conversation's) are built once per job (:class:`SharedBuilds`). The answer and i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import zlib
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -86,15 +87,49 @@ class SharedBuilds:
     deterministic model reply at temperature 0 most of all) and are retried on resume. Only the ``keep`` most
     recent haystacks stay in memory (questions come in file order, grouped by haystack); an older one comes back
     from the snapshot store.
+
+    ``close`` is called once on every build this object made, when no question holds it any more (:meth:`holding`)
+    and it has left the ``keep`` most recent, or at :meth:`close_all`: a library's memory can free what it holds
+    outside Python (a database, a folder).
     """
 
-    def __init__(self, keep: int = 4) -> None:
+    def __init__(self, keep: int = 4, close: Callable[[Any], None] | None = None) -> None:
         self.keep = max(1, keep)
         # SystemBuild, or any frozen dataclass with a ``reused`` field.
         self._builds: OrderedDict[str, asyncio.Future[Any]] = OrderedDict()
         self._failures: dict[str, list[Exception]] = {}
+        self._close = close
+        self._users: dict[str, int] = {}
+        self._evicted: list[tuple[str, asyncio.Future[Any]]] = []
         self.builds = 0
         """Builds this object started (replays or snapshot loads), for reports and tests."""
+
+    @contextlib.asynccontextmanager
+    async def holding(self, owner: str, make: Callable[[], Awaitable[Any]]) -> AsyncIterator[Any]:
+        """:meth:`get`, held until the block ends: a build is closed only once no question holds it."""
+        self._users[owner] = self._users.get(owner, 0) + 1
+        try:
+            yield await self.get(owner, make)
+        finally:
+            self._users[owner] -= 1
+            self._close_evicted()
+
+    def close_all(self) -> None:
+        """Close every build still kept or waiting to be closed (the job is over)."""
+        self._evicted += list(self._builds.items())
+        self._builds.clear()
+        self._users.clear()
+        self._close_evicted()
+
+    def _close_evicted(self) -> None:
+        waiting = []
+        for owner, future in self._evicted:
+            if self._users.get(owner, 0) > 0:
+                waiting.append((owner, future))  # a question may still answer from it
+            elif self._close is not None and future.done() and not future.cancelled() \
+                    and future.exception() is None:
+                self._close(future.result())
+        self._evicted = waiting
 
     async def get(self, owner: str, make: Callable[[], Awaitable[Any]]) -> Any:
         while True:  # ends: each pass returns, raises, or waits for a build, and at most two builds fail
@@ -118,7 +153,7 @@ class SharedBuilds:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._builds[owner] = future
         while len(self._builds) > self.keep:
-            self._builds.popitem(last=False)
+            self._evicted.append(self._builds.popitem(last=False))
         self.builds += 1
         try:
             build = await make()

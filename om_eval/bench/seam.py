@@ -81,6 +81,8 @@ class SystemBuild:
     figures: Mapping[str, Any] | None = None
     """:meth:`~om_eval.memory.system.MemorySystemBase.build_figures` of the memory, taken once per build (``None``:
     not taken; asked when answering)."""
+    scratch: Any = field(default=None, compare=False, repr=False)
+    """The memory's scratch folder (a ``Path``; ``None``: none was lent), removed once the memory is closed."""
     traces: dict[str, TurnTrace] = field(default_factory=dict, compare=False, repr=False)
     """Where every turn went (:meth:`~om_eval.memory.system.MemorySystemBase.trace_turns`), once asked, for a
     memory questions share (the same dict in every copy handed to them)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import warnings
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -32,7 +33,7 @@ from om_eval.bench.pipeline import (
 )
 from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.bench.seam import BUILD_WARNINGS, figure_columns
-from om_eval.common.files import atomic_write, open_lock, safe_file_name, try_lock
+from om_eval.common.files import atomic_write, open_lock, safe_file_name, short_hash, try_lock
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
@@ -211,7 +212,7 @@ class RunJob:
         """The hash of the system's memory build (a pinned system's is its own form)."""
         self.benchmark: Benchmark = benchmark_named(spec.dataset.get("benchmark"))
         self.progress = RunProgress()
-        self.shared = SharedBuilds(keep=max(2, spec.run.concurrency))
+        self.shared = SharedBuilds(keep=max(2, spec.run.concurrency), close=self.close_build)
         """The memories questions share (LoCoMo's conversations): one build each per invocation."""
         self._credentials_checked = False
         self._judge: Judge | None = None
@@ -365,6 +366,9 @@ class RunJob:
                                    declares_embedding=system.uses_embedding_model)
         key = self.history_memory_key(question)
         history = history_view(question, system.history_scope)
+        # Two histories may hold the same sessions (one memory key): each build gets a folder of its own.
+        scratch = self.results / "scratch" / self.run_id / short_hash(f"{key}|{question.memory_owner}")
+        services = replace(services, scratch=scratch)
 
         async def build_fresh() -> SystemBuild:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
@@ -382,7 +386,7 @@ class RunJob:
                 held.put(key, history.id, {"snapshot": text, "stats": {"turns": turns,
                                                                          "turns_recorded": spec.run.turn_costs}})
             return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory),
-                               figures=build_figures_of(system, memory))
+                               figures=build_figures_of(system, memory), scratch=services.scratch)
 
         async def make_build() -> SystemBuild:
             if not system.keeps_snapshots:
@@ -401,20 +405,41 @@ class RunJob:
                                   f"restored ({type(error).__name__}: {error}); building it again", RuntimeWarning,
                                   stacklevel=2)
                     return await build_fresh()
-                return SystemBuild(memory, key, reused=True, turns=stats.get("turns"),
+                return SystemBuild(memory, key, reused=True, turns=stats.get("turns"), scratch=services.scratch,
                                    digest=system.memory_digest(memory), figures=build_figures_of(system, memory))
 
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"
-        build = await (self.shared.get(question.memory_owner, make_build) if shared else make_build())
-        held.figures = dict(build.figures or {})
-        ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
-        actor = spec.actor
-        if system.max_output_tokens is not None:
-            actor = replace(actor, max_output_tokens=system.max_output_tokens)
-        return await system_answer_and_judge(question, system, build, services=replace(services, answering=True),
-                                             client=client, actor=actor, judge=judge, counter=self.counter,
-                                             history=history, ingest_calls=ingest)
+
+        async def answer(build: SystemBuild) -> Any:
+            held.figures = dict(build.figures or {})
+            ingest = {stage: sum(r.stage == stage for r in ledger.records) for stage in ("observer", "reflector")}
+            actor = spec.actor
+            if system.max_output_tokens is not None:
+                actor = replace(actor, max_output_tokens=system.max_output_tokens)
+            return await system_answer_and_judge(question, system, build, services=replace(services, answering=True),
+                                                 client=client, actor=actor, judge=judge, counter=self.counter,
+                                                 history=history, ingest_calls=ingest)
+
+        if shared:  # closed once no question holds it (SharedBuilds)
+            async with self.shared.holding(question.memory_owner, make_build) as build:
+                return await answer(build)
+        build = await make_build()
+        try:
+            return await answer(build)
+        finally:
+            self.close_build(build)
+
+    def close_build(self, build: Any) -> None:
+        """The system's :meth:`~om_eval.memory.system.MemorySystemBase.close` on a memory no question will use again,
+        then its scratch folder removed. A failing close is a warning: the answers are already kept."""
+        try:
+            self.system.close(build.memory)
+        except Exception as error:
+            warnings.warn(f"memory={self.system.name}: closing the memory {build.key} failed "
+                          f"({type(error).__name__}: {error})", RuntimeWarning, stacklevel=2)
+        if build.scratch is not None:
+            shutil.rmtree(build.scratch, ignore_errors=True)
 
     @staticmethod
     def _note(seen: dict[str, int], message: str) -> None:
@@ -595,6 +620,8 @@ class RunJob:
                 for task in workers:
                     task.cancel()
                 recorder.flush()  # finished questions a cancellation left unwritten
+                self.shared.close_all()
+                shutil.rmtree(self.results / "scratch" / self.run_id, ignore_errors=True)
                 close = getattr(questions, "close", None)
                 if close is not None:
                     close()

@@ -85,6 +85,9 @@ class SyncServices:
         counted: int = self.services.count_tokens(text)
         return counted
 
+    def scratch_folder(self) -> Any:
+        return self.services.scratch_folder()
+
     @property
     def recording_turns(self) -> bool:
         return bool(self.services.recording_turns)

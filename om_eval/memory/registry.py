@@ -114,6 +114,7 @@ class DeclaredSystem(MemorySystemBase):
         self._forecast = _declared(inner, "forecast")
         self._warnings = _declared(inner, "build_warnings")
         self._responder = _declared(inner, "offline_responder")
+        self._close = _declared(inner, "close")
         self.packages = tuple(_declared(inner, "packages"))  # type: ignore[misc]  # per instance: the plugin's own
 
     def identity(self) -> Mapping[str, Any]:
@@ -154,6 +155,10 @@ class DeclaredSystem(MemorySystemBase):
 
     def trace_turns(self, memory: Any, history: HistoryView, turn_ids: Sequence[str]) -> Mapping[str, TurnTrace]:
         return {} if self._trace is MemorySystemBase.trace_turns else dict(self._trace(memory, history, turn_ids))
+
+    def close(self, memory: Any) -> None:
+        if self._close is not MemorySystemBase.close:
+            self._close(memory)
 
     def build_warnings(self, memory: Any) -> Sequence[str]:
         return () if self._warnings is MemorySystemBase.build_warnings else [str(w) for w in self._warnings(memory)]

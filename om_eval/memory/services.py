@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from om_eval.llm.models import embedding_limits
@@ -71,9 +72,18 @@ class HarnessServices(TurnRecording):
     declares_embedding: bool = True
     answering: bool = False
     """Lent to ``context`` (answer cost): calls default to stage ``query`` and may not claim an ingest stage."""
+    scratch: Path | None = None
+    """The memory's scratch folder (:meth:`scratch_folder`; ``None``: the services were lent outside a run)."""
 
     def count_tokens(self, text: str) -> int:
         return self.counter.count_text(text)
+
+    def scratch_folder(self) -> Path:
+        if self.scratch is None:
+            raise RuntimeError(f"memory={self.system} asked for a scratch folder, but these services belong to no "
+                               "run's results folder")
+        self.scratch.mkdir(parents=True, exist_ok=True)
+        return self.scratch
 
     @property
     def chat(self) -> ChatModel:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from om_eval.llm.stand_in import Responder
@@ -222,6 +223,12 @@ class MemoryServices(Protocol):
         nothing is shown by the size of its answer-time context, when it retrieves, or not at all."""
         ...
 
+    def scratch_folder(self) -> Path:
+        """A folder of this memory's own, made on first use, for a library that insists on a path (a database file):
+        under the results folder, shared by the questions that share the memory, removed once the memory is closed
+        (:meth:`MemorySystemBase.close`)."""
+        ...
+
     def record_table(self, table: Any) -> None:
         """A whole :class:`~om_eval.bench.turn_costs.TurnTable` a system built itself (OM's replay counts its turns
         from the engine's own token counts), in place of turns recorded one by one."""
@@ -300,6 +307,13 @@ class MemorySystemBase:
       scripted model's own script (a library whose prompts the scripted model does not speak).
     * :attr:`packages`: the distributions the system runs on (its library), whose versions the run records
       (``runs.packages``); a plugin's own distribution and its requirements are recorded without it.
+    * :meth:`close`: called once on every memory the system built or restored, after the last question answered
+      from it (a LoCoMo conversation's once its questions are done, at the latest when the run ends), even when
+      answering failed: free what the memory holds outside Python (a database, threads). Its scratch folder
+      (:meth:`MemoryServices.scratch_folder`) is removed after it.
+
+    :meth:`prepare` is the setup hook (once per run, before the first question); :meth:`close` the teardown, per
+    memory.
     """
 
     name: str = ""
@@ -367,6 +381,9 @@ class MemorySystemBase:
     def build_warnings(self, memory: Any) -> Sequence[str]:
         """What went wrong building ``memory`` that does not stop it answering; none by default."""
         return ()
+
+    def close(self, memory: Any) -> None:
+        """Free what ``memory`` holds outside Python; nothing by default (Python's collector frees the rest)."""
 
     def offline_responder(self) -> Responder | None:
         """Replies of the system's own for the scripted model (:func:`~om_eval.llm.stand_in.register_responder`):

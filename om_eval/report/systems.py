@@ -121,6 +121,9 @@ _NAMES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], str]] = {
     "simple_om": _fixed("simple OM"),
     "rag_mastra": lambda budget, options: f"RAG (Mastra recall{_top(budget, options)})",
     "rag_lme": _rag_lme,
+    "mem0": lambda budget, options: "mem0" + (f" (top {budget['top_k']})" if "top_k" in budget else ""),
+    "graphiti": lambda budget, options: "Graphiti" + (f" ({budget['edges']} facts, {budget['nodes']} entities)"
+                                                      if {"edges", "nodes"} <= set(budget) else ""),
 }
 
 #: What each known system shows the actor, for the report's memory note.
@@ -130,6 +133,9 @@ _ABOUT = {
                   "its neighbouring messages)",
     "rag_lme": "the LongMemEval paper's flat retrieval (the top k sessions or turns by BM25 or embedding score, "
                "read as the long-context reader reads sessions)",
+    "mem0": "the open-source mem0 library (the memories its own search returns for the question, with their dates)",
+    "graphiti": "Graphiti, Zep's open-source engine (the facts its search returns, with the dates they held, and "
+                "entity summaries)",
 }
 
 

@@ -212,8 +212,8 @@ class GraphitiSystem(MemorySystemBase):
     async def ingest(self, history: HistoryView, services: Any) -> GraphitiMemory:
         info = await services.embedding_info()
         token = _SERVICES.set(services)
+        graph = _new_graph(info.dimensions)
         try:
-            graph = _new_graph(info.dimensions)
             from graphiti_core.nodes import EpisodeType
 
             # The cross-encoder would make every recorded turn's search a model call per candidate: not recorded.
@@ -232,9 +232,15 @@ class GraphitiSystem(MemorySystemBase):
                                         reference_time=_aware(session.date))
                 episodes += 1
             entities, facts = _contents(graph)
+        except BaseException:
+            _close_graph(graph)  # a failed build is never handed on, so nothing else would close it
+            raise
         finally:
             _SERVICES.reset(token)
         return GraphitiMemory(graph, episodes, len(entities), len(facts))
+
+    def close(self, memory: GraphitiMemory) -> None:
+        _close_graph(memory.graph)
 
     async def context(self, memory: GraphitiMemory, question: QuestionView, services: Any) -> MemoryContext:
         token = _SERVICES.set(services)
@@ -325,6 +331,13 @@ def _new_graph(dimensions: int) -> Any:
         connection.close()
     return Graphiti(llm_client=LLMHook(LLMConfig(api_key="om-eval", model="models.observer")),
                     embedder=EmbedderHook(), cross_encoder=RerankerHook(), graph_driver=driver)
+
+
+def _close_graph(graph: Any) -> None:
+    """Close the graph's Kuzu connection and database: left to the collector, each graph's native memory stays
+    with the process (about 40 MB a graph, measured over 20 small graphs)."""
+    graph.driver.client.close()
+    graph.driver.db.close()
 
 
 def _contents(graph: Any) -> tuple[list[str], list[str]]:

@@ -123,6 +123,33 @@ def test_a_failed_shared_build_is_retried_by_the_next_question() -> None:
     assert calls["n"] == 2
 
 
+def test_a_shared_build_is_closed_once_when_evicted_and_no_longer_held_and_the_rest_at_the_end() -> None:
+    closed: list[str] = []
+
+    async def build(owner: str) -> SystemBuild:
+        await asyncio.sleep(0.01)
+        if owner == "bad":
+            raise RuntimeError("observer down")
+        return SystemBuild(memory=owner, key=f"k-{owner}", reused=False)
+
+    async def main() -> None:
+        shared = SharedBuilds(keep=1, close=lambda b: closed.append(b.memory))
+        async with shared.holding("a", lambda: build("a")):
+            async with shared.holding("b", lambda: build("b")):  # evicts a, which a question still holds
+                assert closed == []
+            assert closed == []  # b is the one kept
+        assert closed == ["a"]  # a: evicted, and its last holder is done
+        with pytest.raises(RuntimeError):
+            async with shared.holding("bad", lambda: build("bad")):
+                pass
+        shared.close_all()  # a failed build has nothing to close
+        assert closed == ["a", "b"]
+        shared.close_all()
+        assert closed == ["a", "b"]  # once each
+
+    asyncio.run(main())
+
+
 def test_the_house_judge_routes_another_benchmarks_categories_loaded_on_demand() -> None:
     import subprocess
     import sys

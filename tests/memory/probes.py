@@ -169,3 +169,26 @@ class AsyncJsonLibrary(JsonLibrary):
         said = [t.content for s in history.sessions_by_date() for t in s.turns if t.role == "user"]
         found = await asyncio.gather(*(extract(text) for text in said))
         return [fact for facts in found for fact in facts]
+
+
+#: Every memory :class:`FolderLibrary` was asked to close, with whether its file was still there.
+CLOSED: list[tuple[str, bool]] = []
+
+
+class FolderLibrary(GoldProbe):
+    """A plain class (no base of the seam's) whose memory is a file in its scratch folder, read at answer time;
+    ``close`` says when it is done with it."""
+
+    name = "folder_library"
+
+    async def ingest(self, history: HistoryView, services: Any) -> Any:
+        path = services.scratch_folder() / "memory.txt"
+        path.write_text("\n".join(t.content for s in history.sessions_by_date() for t in s.turns if t.role == "user"),
+                        encoding="utf-8")
+        return path
+
+    async def context(self, memory: Any, question: QuestionView, services: Any) -> MemoryContext:
+        return MemoryContext(memory=memory.read_text(encoding="utf-8"))  # fails if closed or removed too early
+
+    def close(self, memory: Any) -> None:
+        CLOSED.append((str(memory), memory.exists()))

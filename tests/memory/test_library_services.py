@@ -276,3 +276,22 @@ def test_a_completion_survives_copy_deepcopy_and_pickle() -> None:
     reply = Completion(ModelReply("{}", "m", 3, 1, finish_reason="length", logprobs=({"token": "{}", "logprob": 0.0},)))
     for again in (copy.copy(reply), copy.deepcopy(reply), pickle.loads(pickle.dumps(reply))):
         assert isinstance(again, Completion) and again == "{}" and again.cut_off and again.logprobs == reply.logprobs
+
+
+@pytest.mark.parametrize(("dataset", "memories"), [((), 7), (("dataset=locomo",), 2)])
+def test_every_memory_is_closed_once_after_its_last_question_and_its_scratch_folder_removed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dataset: tuple[str, ...], memories: int) -> None:
+    from om_eval.memory import registry
+    from tests.locomo_shaped import write_locomo_shaped
+    from tests.memory import probes
+
+    monkeypatch.setattr(registry, "plugin_targets", lambda: {"folder_library": "tests.memory.probes:FolderLibrary"})
+    monkeypatch.setattr(probes, "CLOSED", [])
+    extra = [*dataset, f"dataset.path={write_locomo_shaped(tmp_path)}", "dataset.corrections=null"] if dataset else []
+    items, _, _ = _run(tmp_path / "results", "memory=folder_library", "run.concurrency=3", *extra)
+    assert items and {i["status"] for i in items} == {"done"}  # every answer read its memory's file
+    closed = probes.CLOSED
+    assert len(closed) == memories and len({path for path, _ in closed}) == memories
+    assert all(there for _, there in closed)  # closed before its folder was removed
+    assert all("/scratch/" in path for path, _ in closed)
+    assert not (tmp_path / "results" / "scratch").exists() or not any((tmp_path / "results" / "scratch").rglob("*"))
