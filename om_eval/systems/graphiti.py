@@ -23,6 +23,7 @@ The question is answered from one ``search_`` over facts and entities (BM25 and 
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import hashlib
@@ -108,8 +109,6 @@ def _clients() -> tuple[type, type, type]:
 
     class RerankerHook(CrossEncoderClient):  # type: ignore[misc,unused-ignore]
         async def rank(self, query: str, passages: list[str]) -> list[tuple[str, float]]:
-            import asyncio
-
             services = _services()
             scores = await asyncio.gather(*(_relevance(services, query, passage) for passage in passages))
             return sorted(zip(passages, scores, strict=True), key=lambda pair: -pair[1])
@@ -320,7 +319,7 @@ def _new_graph(dimensions: int) -> Any:
 
     with warnings.catch_warnings():  # deprecated upstream (Kuzu's project was archived): the docs say so once
         warnings.simplefilter("ignore", DeprecationWarning)
-        driver = KuzuDriver(db=":memory:")
+        driver = _serial_driver(KuzuDriver)(db=":memory:")
     # The driver's build_indices does nothing for Kuzu, and BM25 search fails without these indexes.
     connection = kuzu.Connection(driver.db)
     try:
@@ -333,6 +332,31 @@ def _new_graph(dimensions: int) -> Any:
                     embedder=EmbedderHook(), cross_encoder=RerankerHook(), graph_driver=driver)
 
 
+@functools.cache
+def _serial_driver(kuzu_driver: type) -> type:
+    """Graphiti's Kuzu driver, one query at a time with its result read before the next starts.
+
+    Graphiti runs a search's parts concurrently; the stock driver runs each query on its connection's thread and
+    reads the result on the loop's, so one result was read while the next query ran on the same connection, which
+    corrupted the heap ("corrupted double-linked list", 2 of 6 LoCoMo ``locomo_0`` runs at ``run.concurrency=4``).
+    With that fixed, Kuzu's own parallel execution once spun forever in its task scheduler (1 of 5 runs); each
+    query runs on one thread since (0 failures in 11 runs, about twice the time).
+    """
+
+    class SerialKuzuDriver(kuzu_driver):  # type: ignore[misc,valid-type,unused-ignore]  # Any without the extra
+        def __init__(self, db: str) -> None:
+            super().__init__(db=db)
+            self.one_query = asyncio.Lock()
+            for connection in self.client.connections:
+                connection.set_max_threads_for_exec(1)  # see the docstring
+
+        async def execute_query(self, cypher_query_: str, **kwargs: Any) -> Any:
+            async with self.one_query:
+                return await super().execute_query(cypher_query_, **kwargs)
+
+    return SerialKuzuDriver
+
+
 def _close_graph(graph: Any) -> None:
     """Close the graph's Kuzu connection and database: left to the collector, each graph's native memory stays
     with the process (about 40 MB a graph, measured over 20 small graphs)."""
@@ -342,11 +366,17 @@ def _close_graph(graph: Any) -> None:
 
 def _contents(graph: Any) -> tuple[list[str], list[str]]:
     """The graph's entities and facts as sorted lines of what the actor may be shown (names, summaries, facts and
-    their dates; never Graphiti's random ids or wall-clock stamps), read on a connection of its own (synchronous:
-    the harness digests a memory outside the loop's tasks)."""
+    their dates; never Graphiti's random ids or wall-clock stamps). Synchronous (the harness digests a memory outside
+    the loop's tasks), so read on the driver's own query thread, after the query it may be running: the
+    serial driver's lock holder reads its result only once this returns."""
+    return graph.driver.client.executor.submit(_read_contents, graph.driver.db).result()  # type: ignore[no-any-return]
+
+
+def _read_contents(db: Any) -> tuple[list[str], list[str]]:
     import kuzu
 
-    connection = kuzu.Connection(graph.driver.db)
+    connection = kuzu.Connection(db)
+    connection.set_max_threads_for_exec(1)
     try:
         entities = sorted(f"{name}|{summary}" for name, summary in
                           _rows(connection, "MATCH (n:Entity) RETURN n.name, n.summary"))
