@@ -339,7 +339,7 @@ def _serial_driver(kuzu_driver: type) -> type:
     Graphiti runs a search's parts concurrently; the stock driver runs each query on its connection's thread and
     reads the result on the loop's, so one result was read while the next query ran on the same connection, which
     corrupted the heap ("corrupted double-linked list", 2 of 6 LoCoMo ``locomo_0`` runs at ``run.concurrency=4``).
-    With that fixed, Kuzu's own parallel execution once spun forever in its task scheduler (1 of 5 runs); each
+    With that fixed, Kuzu's own parallel execution once spun forever in its task scheduler (1 of 3 runs); each
     query runs on one thread since (0 failures in 11 runs, about twice the time).
     """
 
