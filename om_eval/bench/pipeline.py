@@ -111,7 +111,7 @@ class SharedBuilds:
         try:
             yield await self.get(owner, make)
         finally:
-            self._users[owner] -= 1
+            self._users[owner] = self._users.get(owner, 1) - 1  # close_all may have cleared it
             self._close_evicted()
 
     def close_all(self) -> None:

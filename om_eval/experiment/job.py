@@ -214,6 +214,7 @@ class RunJob:
         self.progress = RunProgress()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency), close=self.close_build)
         """The memories questions share (LoCoMo's conversations): one build each per invocation."""
+        self._scratch_made = 0
         self._credentials_checked = False
         self._judge: Judge | None = None
 
@@ -361,32 +362,41 @@ class RunJob:
 
         spec, system, roles = self.spec, self.system, self.roles
         services = HarnessServices(client, roles.get("models.observer"), self.counter,
-                                   embedder=roles.get("models.embedding"), options=spec.memory_options,
+                                   embedder=roles.get("models.embedding"), small=roles.get("models.small"),
+                                   options=spec.memory_options,
                                    system=system.name, declares_observer=system.uses_observer_model,
                                    declares_embedding=system.uses_embedding_model)
         key = self.history_memory_key(question)
         history = history_view(question, system.history_scope)
-        # Two histories may hold the same sessions (one memory key): each build gets a folder of its own.
-        scratch = self.results / "scratch" / self.run_id / short_hash(f"{key}|{question.memory_owner}")
-        services = replace(services, scratch=scratch)
+
+        def own_folder() -> Any:
+            """A scratch folder for one build: two builds never share one (the same sessions in two histories, a
+            memory built again after it left the shared ones)."""
+            self._scratch_made += 1
+            return self.results / "scratch" / self.run_id / f"{short_hash(key)}-{self._scratch_made}"
 
         async def build_fresh() -> SystemBuild:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
+            lent = replace(services, turns=recorder, scratch=own_folder())
             try:
-                memory = await system.ingest(history, replace(services, turns=recorder))
+                memory = await system.ingest(history, lent)
             except MemoryBuildError as error:  # built, but not to be answered from: what happened is still kept
                 held.events, held.figures = [dict(row) for row in error.events], error.figures
                 raise
-            held.events = [dict(row) for row in system.build_events(memory)]
-            table = recorder.finish() if recorder is not None else None
-            turns = table.to_json() if table is not None and len(table) else None
-            if system.keeps_snapshots and (data := system.snapshot(memory)) is not None:
-                # As text now: data that is not JSON fails this question, not the store's commit of every question.
-                text = json.dumps(data, ensure_ascii=False)
-                held.put(key, history.id, {"snapshot": text, "stats": {"turns": turns,
-                                                                         "turns_recorded": spec.run.turn_costs}})
-            return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory),
-                               figures=build_figures_of(system, memory), scratch=services.scratch)
+            try:
+                held.events = [dict(row) for row in system.build_events(memory)]
+                table = recorder.finish() if recorder is not None else None
+                turns = table.to_json() if table is not None and len(table) else None
+                if system.keeps_snapshots and (data := system.snapshot(memory)) is not None:
+                    # As text now: data that is not JSON fails this question, not the store's commit of every one.
+                    text = json.dumps(data, ensure_ascii=False)
+                    held.put(key, history.id, {"snapshot": text, "stats": {"turns": turns,
+                                                                             "turns_recorded": spec.run.turn_costs}})
+                return SystemBuild(memory, key, reused=False, turns=turns, digest=system.memory_digest(memory),
+                                   figures=build_figures_of(system, memory), scratch=lent.scratch)
+            except BaseException:  # never handed on: closed here, or nothing would close it
+                self.close_build(SystemBuild(memory, key, reused=False, scratch=lent.scratch))
+                raise
 
         async def make_build() -> SystemBuild:
             if not system.keeps_snapshots:
@@ -398,15 +408,21 @@ class RunJob:
                 stats = (saved or {}).get("stats") or {}
                 if saved is None or (spec.run.turn_costs and not stats.get("turns_recorded")):
                     return await build_fresh()  # none kept, or kept without the turn table this run records
+                lent = replace(services, scratch=own_folder())
                 try:
-                    memory = await system.restore(saved["snapshot"], services)
+                    memory = await system.restore(saved["snapshot"], lent)
                 except Exception as error:  # a snapshot of an older format, say: build it again, and say so
                     warnings.warn(f"memory={system.name}: the stored memory {key} of {history.id} could not be "
                                   f"restored ({type(error).__name__}: {error}); building it again", RuntimeWarning,
                                   stacklevel=2)
                     return await build_fresh()
-                return SystemBuild(memory, key, reused=True, turns=stats.get("turns"), scratch=services.scratch,
-                                   digest=system.memory_digest(memory), figures=build_figures_of(system, memory))
+                restored = SystemBuild(memory, key, reused=True, turns=stats.get("turns"), scratch=lent.scratch)
+                try:
+                    return replace(restored, digest=system.memory_digest(memory),
+                                   figures=build_figures_of(system, memory))
+                except BaseException:
+                    self.close_build(restored)
+                    raise
 
         # A history narrowed to one question's evidence (the oracle's) is that question's alone, never shared.
         shared = question.haystack_id and system.history_scope == "all"
@@ -417,7 +433,8 @@ class RunJob:
             actor = spec.actor
             if system.max_output_tokens is not None:
                 actor = replace(actor, max_output_tokens=system.max_output_tokens)
-            return await system_answer_and_judge(question, system, build, services=replace(services, answering=True),
+            answering = replace(services, answering=True, scratch=build.scratch)  # the build's folder, shared or not
+            return await system_answer_and_judge(question, system, build, services=answering,
                                                  client=client, actor=actor, judge=judge, counter=self.counter,
                                                  history=history, ingest_calls=ingest)
 
@@ -592,6 +609,8 @@ class RunJob:
                 on_update(self.progress)
             if todo:
                 self._prepare_local_models()
+            # A killed run's scratch folders: a build's folder is numbered from 1 again, and must start empty.
+            shutil.rmtree(self.results / "scratch" / self.run_id, ignore_errors=True)
             # Questions are read from the dataset one at a time as workers free up (S and M are streamed from
             # their file), so at most `concurrency` of them are in memory, never the whole file.
             questions = dataset.iter_questions(skip=done)
@@ -619,12 +638,18 @@ class RunJob:
             finally:
                 for task in workers:
                     task.cancel()
-                recorder.flush()  # finished questions a cancellation left unwritten
-                self.shared.close_all()
-                shutil.rmtree(self.results / "scratch" / self.run_id, ignore_errors=True)
-                close = getattr(questions, "close", None)
-                if close is not None:
-                    close()
+                try:
+                    # Every worker has let go of its memory before any is closed (one may still be in a library call).
+                    await asyncio.gather(*workers, return_exceptions=True)
+                finally:
+                    try:
+                        recorder.flush()  # finished questions a cancellation left unwritten
+                    finally:
+                        self.shared.close_all()
+                        shutil.rmtree(self.results / "scratch" / self.run_id, ignore_errors=True)
+                        close = getattr(questions, "close", None)
+                        if close is not None:
+                            close()
             if self.progress.budget_reached:
                 self.progress.not_run = todo - started
             self._export(store, dataset)

@@ -128,6 +128,8 @@ class ModelsSchema:
     judge: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
     embedding: ModelSchema = field(default_factory=ModelSchema)  # type: ignore[valid-type]  # made by schema_of
     """The embedding model of a retrieval memory system (``memory=rag_mastra``, ``rag_lme retriever=embedding``)."""
+    small: Optional[ModelSchema] = None  # type: ignore[valid-type]  # made by schema_of; Hydra reads Optional
+    """The smaller model a library asks for beside its main one (Graphiti's two sizes); unset: ``models.observer``."""
 
 
 ObservationSchema = schema_of(ObservationConfig, "ObservationSchema")

@@ -74,6 +74,8 @@ class RunSpec:
     """The seam system's options (``memory.*`` without ``system``)."""
     embedding: ModelSettings | None = None
     """``models.embedding``, when the seam system embeds."""
+    small: ModelSettings | None = None
+    """``models.small``, when it is set (a system that declares ``uses_small_model`` calls it)."""
     mastra_prompts: MastraPrompts | None = None
     """``prompt=mastra_exact``: the release whose own prompts the models read (``None``: om-eval's words)."""
 
@@ -127,6 +129,8 @@ class RunSpec:
             roles["models.observer"] = self.om.observation.model
         if system.uses_embedding_model and self.embedding is not None:
             roles["models.embedding"] = self.embedding
+        if getattr(system, "uses_small_model", False) and self.small is not None:
+            roles["models.small"] = self.small
         roles |= system.own_models()
         return roles
 
@@ -207,6 +211,7 @@ def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[st
     kept = {k: v for k, v in cfg.items() if k not in ("memory", "memory_defaults")}
     models = dict(kept.get("models") or {})
     embedding = models.pop("embedding", None)
+    small = models.pop("small", None)
     kept["models"] = models
     if name == "om":
         return name, {}, kept
@@ -230,6 +235,8 @@ def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[st
             raise ConfigError(f"memory={name} embeds text, but the run names no embedding model: set "
                               "model@models.embedding=<config> (scripted offline)", option="models.embedding")
         kept["models"]["embedding"] = embedding
+    if small is not None and system.uses_small_model:  # set and used: it enters the run id
+        kept["models"]["small"] = small
     kept["memory"] = {"system": name, **memory}
     return name, memory, kept
 
@@ -290,6 +297,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         else {"config": om_config, "replay": replay, "prompts": mastra_prompts,
               "token_estimator": om["token_estimator"]} if memory_system == "om" else memory_options,
         embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
+        small=_model(cfg["models"]["small"], "small") if cfg["models"].get("small") is not None else None,
         mastra_prompts=mastra_prompts,
     )
 

@@ -98,6 +98,7 @@ class DeclaredSystem(MemorySystemBase):
         self.name = inner.name
         self.uses_observer_model = bool(_declared(inner, "uses_observer_model"))
         self.uses_embedding_model = bool(_declared(inner, "uses_embedding_model"))
+        self.uses_small_model = bool(_declared(inner, "uses_small_model"))
         answer_tokens = _declared(inner, "max_output_tokens")
         self.max_output_tokens = None if answer_tokens is None else int(answer_tokens)
         self.history_scope = str(_declared(inner, "history_scope"))

@@ -72,6 +72,8 @@ class HarnessServices(TurnRecording):
     declares_embedding: bool = True
     answering: bool = False
     """Lent to ``context`` (answer cost): calls default to stage ``query`` and may not claim an ingest stage."""
+    small: ModelSettings | None = None
+    """``models.small``: the model ``complete(role="small")`` calls (``None``: ``observer`` answers those too)."""
     scratch: Path | None = None
     """The memory's scratch folder (:meth:`scratch_folder`; ``None``: the services were lent outside a run)."""
 
@@ -93,8 +95,11 @@ class HarnessServices(TurnRecording):
     async def complete(self, messages: Sequence[Mapping[str, Any]], *, stage: Stage | None = None,
                        response_format: Any = None, max_tokens: int | None = None, temperature: float | None = None,
                        seed: int | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
-                       tool_choice: Any = None, logprobs: bool | None = None, top_logprobs: int | None = None
-                       ) -> Completion:
+                       tool_choice: Any = None, logprobs: bool | None = None, top_logprobs: int | None = None,
+                       role: str = "observer") -> Completion:
+        if role not in ("observer", "small"):
+            raise ValueError(f"memory={self.system} called services.complete(role={role!r}): the roles are "
+                             "'observer' (models.observer) and 'small' (models.small, else models.observer)")
         if self.observer is None:
             if not self.declares_observer:
                 raise ConfigError(f"memory={self.system} calls services.complete, but does not say it uses a chat "
@@ -103,6 +108,7 @@ class HarnessServices(TurnRecording):
             raise ConfigError(f"memory={self.system} asked for a model, but the run gives it none "
                               "(models.observer)", option="models.observer")
         model: ChatModel = self.client
+        settings = self.small if role == "small" and self.small is not None else self.observer
         checked = self._stage("complete", stage, "observer", CHAT_STAGES)
         params = {"response_format": response_format_param(response_format), "max_tokens": max_tokens,
                   "temperature": temperature, "seed": seed, "tool_choice": tool_choice, "logprobs": logprobs,
@@ -110,10 +116,10 @@ class HarnessServices(TurnRecording):
         sent = {name: value for name, value in params.items() if value is not None}
         messages = [dict(m) for m in messages]
         if sent or tools:  # the run's client: the call's own parameters go into the request and its cache key
-            reply = await self.client.complete(messages, stage=checked, settings=self.observer,
+            reply = await self.client.complete(messages, stage=checked, settings=settings,
                                                tools=list(tools) if tools else None, params=sent)
         else:
-            reply = await model.complete(messages, stage=checked, settings=self.observer)
+            reply = await model.complete(messages, stage=checked, settings=settings)
         if self.turns is not None:
             self.turns.charge(checked, reply.prompt_tokens, reply.completion_tokens)
         return Completion(reply)

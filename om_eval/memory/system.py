@@ -171,11 +171,12 @@ class MemoryServices(Protocol):
     async def complete(self, messages: Sequence[Mapping[str, Any]], *, stage: Stage | None = None,
                        response_format: Any = None, max_tokens: int | None = None, temperature: float | None = None,
                        seed: int | None = None, tools: Sequence[Mapping[str, Any]] | None = None,
-                       tool_choice: Any = None, logprobs: bool | None = None, top_logprobs: int | None = None
-                       ) -> Completion:
+                       tool_choice: Any = None, logprobs: bool | None = None, top_logprobs: int | None = None,
+                       role: str = "observer") -> Completion:
         """A completion from the run's ``models.observer`` model (cached, retried, in the ledger under ``stage``:
         by default ``observer`` in ``ingest`` and ``query`` in ``context``). Only for a system that sets
-        ``uses_observer_model = True``.
+        ``uses_observer_model = True``. ``role="small"``: ``models.small`` when the run sets it (for a system that
+        declares ``uses_small_model``), else ``models.observer`` too.
 
         The call's own parameters go to the provider through litellm and into the cache key: ``response_format``
         (``"json_object"``, a JSON Schema mapping, a pydantic model class or an OpenAI ``response_format``;
@@ -277,6 +278,9 @@ class MemorySystemBase:
       ``models.observer`` and it enters the run id.
     * :attr:`uses_embedding_model`: the system calls :meth:`MemoryServices.embed`; the run then needs
       ``models.embedding``.
+    * :attr:`uses_small_model`: the system calls :meth:`MemoryServices.complete` with ``role="small"`` (a library
+      that asks for two model sizes); ``models.small``, when set, is then that model and enters the run id (unset:
+      ``models.observer`` answers those calls too).
     * :attr:`max_output_tokens`: the actor's answer budget for this system's prompts (``None``: the actor's own).
     * :meth:`prepare`: called once before the first question (load a file, check a download): a failure stops the
       run before any store file exists.
@@ -310,7 +314,8 @@ class MemorySystemBase:
     * :meth:`close`: called once on every memory the system built or restored, after the last question answered
       from it (a LoCoMo conversation's once its questions are done, at the latest when the run ends), even when
       answering failed: free what the memory holds outside Python (a database, threads). Its scratch folder
-      (:meth:`MemoryServices.scratch_folder`) is removed after it.
+      (:meth:`MemoryServices.scratch_folder`) is removed after it. A build that raises (``MemoryBuildError`` or any
+      other error) hands no memory back, so ``ingest`` frees what it made before raising.
 
     :meth:`prepare` is the setup hook (once per run, before the first question); :meth:`close` the teardown, per
     memory.
@@ -320,6 +325,7 @@ class MemorySystemBase:
     default_options: ClassVar[Mapping[str, Any]] = {}
     uses_observer_model: bool = True
     uses_embedding_model: bool = False
+    uses_small_model: bool = False
     max_output_tokens: int | None = None
     history_scope: str = "all"
     config_groups: tuple[str, ...] = ()
@@ -436,4 +442,5 @@ class PinnedIdentity:
 #: The optional hooks, as :class:`MemorySystemBase` declares them (what a plain class may set too).
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
          "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore", "own_models", "config_groups",
-         "build_figures", "build_events", "trace_turns", "forecast", "build_warnings", "offline_responder", "packages")
+         "build_figures", "build_events", "trace_turns", "forecast", "build_warnings", "offline_responder", "packages",
+         "uses_small_model", "close")

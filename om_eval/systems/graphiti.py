@@ -43,7 +43,7 @@ from typing import Any, ClassVar
 from om_eval.memory.system import MemoryContext, MemorySystemBase
 from om_eval.memory.view import HistoryView, QuestionView
 from om_eval.om.config import ConfigError
-from om_eval.systems.library_turns import SearchedTurns
+from om_eval.systems.library_turns import SearchedTurns, fit_to_limit, warn_unpinned
 
 __all__ = ["GraphitiMemory", "GraphitiSystem", "graphiti_offline_reply"]
 
@@ -94,7 +94,8 @@ def _clients() -> tuple[type, type, type]:
                                      model_size: Any = None, *, model: str | None = None) -> dict[str, Any]:
             # Graphiti's max_tokens is its own ceiling (16k), not a budget: the run's model settings cap the reply.
             sent = [{"role": m.role, "content": m.content} for m in messages]
-            reply = await _services().complete(sent, response_format=response_model or "json_object")
+            role = "small" if getattr(model_size, "value", model_size) == "small" else "observer"
+            reply = await _services().complete(sent, response_format=response_model or "json_object", role=role)
             return _parsed(reply, response_model)
 
     class EmbedderHook(EmbedderClient):  # type: ignore[misc,unused-ignore]
@@ -179,6 +180,7 @@ class GraphitiSystem(MemorySystemBase):
     name = "graphiti"
     uses_observer_model = True
     uses_embedding_model = True
+    uses_small_model = True
     packages = ("graphiti-core", "kuzu")
     default_options: ClassVar[Mapping[str, Any]] = {"edges": 20, "nodes": 20, "reranker": "rrf"}
 
@@ -207,12 +209,14 @@ class GraphitiSystem(MemorySystemBase):
 
     def prepare(self) -> None:
         _clients()
+        warn_unpinned("graphiti", "graphiti-core", PINNED)
 
     async def ingest(self, history: HistoryView, services: Any) -> GraphitiMemory:
         info = await services.embedding_info()
         token = _SERVICES.set(services)
-        graph = _new_graph(info.dimensions)
+        graph = None
         try:
+            graph = _new_graph(info.dimensions)
             from graphiti_core.nodes import EpisodeType
 
             # The cross-encoder would make every recorded turn's search a model call per candidate: not recorded.
@@ -222,7 +226,8 @@ class GraphitiSystem(MemorySystemBase):
             for session in history.sessions_by_date():
                 if turns is not None:
                     said = turns.user_messages(session)
-                    turns.record(services, session, await self._searches(graph, said, services) if episodes else ())
+                    found = await self._searches(graph, said, services, info.max_input_tokens) if episodes else ()
+                    turns.record(services, session, found)
                 body = "\n".join(f"{t.role}: {t.content.strip()}" for t in session.turns if t.content.strip())
                 if not body:
                     continue
@@ -232,7 +237,8 @@ class GraphitiSystem(MemorySystemBase):
                 episodes += 1
             entities, facts = _contents(graph)
         except BaseException:
-            _close_graph(graph)  # a failed build is never handed on, so nothing else would close it
+            if graph is not None:
+                _close_graph(graph)  # a failed build is never handed on, so nothing else would close it
             raise
         finally:
             _SERVICES.reset(token)
@@ -251,16 +257,15 @@ class GraphitiSystem(MemorySystemBase):
         return MemoryContext(memory=_shown(edges, nodes), detail={"facts_shown": len(edges),
                                                                           "entities_shown": len(nodes)})
 
-    async def _searches(self, graph: Any, messages: list[str], services: Any) -> list[str]:
-        """What an agent's search would show at each of ``messages`` (the per-turn prompts), their vectors asked for
-        in one request."""
-        if not messages:
-            return []
-        vectors = await services.embed([m.replace("\n", " ") for m in messages])
-        shown = []
-        for message, vector in zip(messages, vectors, strict=True):
-            found = await graph.search_(message, config=self._search_config(), query_vector=vector)
-            shown.append(_shown(found.edges[: self.options["edges"]], found.nodes[: self.options["nodes"]]))
+    async def _searches(self, graph: Any, messages: list[str], services: Any, limit: int | None) -> list[str]:
+        """What an agent's search would show at each of ``messages`` (the per-turn prompts; a blank message finds
+        nothing), their vectors asked for in one request, each text within the embedding model's input limit."""
+        asked = [(i, fit_to_limit(services, " ".join(m.split()), limit)) for i, m in enumerate(messages) if m.strip()]
+        vectors = await services.embed([text for _, text in asked]) if asked else []
+        shown = [""] * len(messages)
+        for (i, text), vector in zip(asked, vectors, strict=True):
+            found = await graph.search_(text, config=self._search_config(), query_vector=vector)
+            shown[i] = _shown(found.edges[: self.options["edges"]], found.nodes[: self.options["nodes"]])
         return shown
 
     def _search_config(self) -> Any:
@@ -352,16 +357,29 @@ def _serial_driver(kuzu_driver: type) -> type:
 
         async def execute_query(self, cypher_query_: str, **kwargs: Any) -> Any:
             async with self.one_query:
-                return await super().execute_query(cypher_query_, **kwargs)
+                result = await super().execute_query(cypher_query_, **kwargs)
+            # Kuzu's async connection answers a cancelled query with no result instead of raising: the question must
+            # stop, not go on with an empty search (and be stored as answered).
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise asyncio.CancelledError
+            return result
 
     return SerialKuzuDriver
 
 
 def _close_graph(graph: Any) -> None:
     """Close the graph's Kuzu connection and database: left to the collector, each graph's native memory stays
-    with the process (about 40 MB a graph, measured over 20 small graphs)."""
-    graph.driver.client.close()
-    graph.driver.db.close()
+    with the process (about 40 MB a graph, measured over 20 small graphs). Its query thread is let finish first (a
+    cancelled query may still run there; closing its connection under it would free memory it uses); each step is
+    tried even when one before failed."""
+    client = graph.driver.client
+    for step in (lambda: client.executor.shutdown(wait=True), client.close, graph.driver.db.close):
+        try:
+            step()
+        except Exception as error:
+            warnings.warn(f"memory=graphiti: closing a graph: {type(error).__name__}: {error}", RuntimeWarning,
+                          stacklevel=2)
 
 
 def _contents(graph: Any) -> tuple[list[str], list[str]]:

@@ -1,4 +1,5 @@
-"""Per-turn prompts of an agent on a searching library's memory (mem0, Graphiti): for the per-turn cost table.
+"""What the library adapters (mem0, Graphiti) share: per-turn prompts of an agent on a searching library's memory
+(for the per-turn cost table), texts cut to the embedding model's limit, and a warning for an unpinned release.
 
 Such an agent, at every user message, searches the memory with the message and sends the harness's instructions,
 what the search found (as the actor is shown it at answer time), the day's date, the session's messages so far and
@@ -10,7 +11,9 @@ to the turns that follow them, as the harness's recorder charges any memory call
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from om_eval.bench.seam import seam_actor_prompts
@@ -19,7 +22,40 @@ from om_eval.memory.system import TURN_SPACING
 from om_eval.memory.view import SessionView
 from om_eval.om.prompts import fill
 
-__all__ = ["SearchedTurns"]
+__all__ = ["SearchedTurns", "fit_to_limit", "warn_unpinned"]
+
+#: Of an embedding model's input limit, what a text may use: the run's tokenizer is not the embedding model's.
+LIMIT_SHARE = 0.9
+
+
+def fit_to_limit(services: Any, text: str, limit: int | None) -> str:
+    """``text`` cut to the embedding model's input limit (its start kept), when it has one and the text passes it
+    (a hosted embedder refuses a longer text, which would fail the build)."""
+    if limit is None:
+        return text
+    budget = int(limit * LIMIT_SHARE)
+    if services.count_tokens(text) <= budget:
+        return text
+    low, high = 0, len(text)
+    while low < high:  # the longest prefix within the budget
+        middle = (low + high + 1) // 2
+        if services.count_tokens(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
+
+
+def warn_unpinned(system: str, package: str, pinned: str) -> None:
+    """Warn when the installed ``package`` is not the release the adapter of ``system`` follows (the extra pins
+    it; another release may change the prompts, the schemas or the hooks the adapter replaces)."""
+    try:
+        installed = version(package)
+    except PackageNotFoundError:
+        return
+    if installed != pinned:
+        warnings.warn(f"memory={system} follows {package} {pinned}; {installed} is installed (pip install "
+                      f"'om-eval[{system}]' installs the pinned release)", RuntimeWarning, stacklevel=2)
 
 
 class SearchedTurns:

@@ -43,7 +43,7 @@ from om_eval.memory.bridge import current_services
 from om_eval.memory.system import MemoryContext, MemorySystemBase
 from om_eval.memory.view import HistoryView, QuestionView
 from om_eval.om.config import ConfigError
-from om_eval.systems.library_turns import SearchedTurns
+from om_eval.systems.library_turns import SearchedTurns, fit_to_limit, warn_unpinned
 
 __all__ = ["Mem0Memory", "Mem0System", "mem0_offline_reply"]
 
@@ -57,8 +57,6 @@ _EMBED_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("om_ev
 #: Vectors already paid for, by text: the per-turn searches embed a session's user messages in one request.
 _KNOWN_VECTORS: contextvars.ContextVar[Mapping[str, list[float]] | None] = contextvars.ContextVar(
     "om_eval_mem0_vectors", default=None)
-#: Of that limit, what a text may use: the run's tokenizer is not the embedding model's.
-_LIMIT_SHARE = 0.9
 #: mem0 logs this when it cannot parse an extraction reply, then stores nothing for the session.
 _PARSE_ERROR = "Error parsing extraction response"
 _USER = "user"
@@ -157,7 +155,7 @@ def _hooks() -> tuple[type, type]:
             if known and all(str(text) in known for text in texts):
                 return [known[str(text)] for text in texts]
             services = current_services()
-            return services.embed([_fit(services, str(text), _EMBED_LIMIT.get()) for text in texts])
+            return services.embed([fit_to_limit(services, str(text), _EMBED_LIMIT.get()) for text in texts])
 
     return LLMHook, EmbedderHook
 
@@ -234,6 +232,7 @@ class Mem0System(MemorySystemBase):
     def prepare(self) -> None:
         _require_mem0()
         _mem0()
+        warn_unpinned("mem0", "mem0ai", PINNED)
 
     async def ingest(self, history: HistoryView, services: Any) -> Mem0Memory:
         info = await services.embedding_info()
@@ -296,15 +295,16 @@ class Mem0System(MemorySystemBase):
         return hits
 
     def _searches(self, library: Any, messages: Sequence[str]) -> list[str]:
-        """What an agent's search would show at each of ``messages`` (the per-turn prompts), their vectors asked
-        for in one request rather than one search call each."""
-        if not messages:
-            return []
+        """What an agent's search would show at each of ``messages`` (the per-turn prompts; a blank message finds
+        nothing), their vectors asked for in one request rather than one search call each."""
+        asked = [m for m in messages if m.strip()]
+        if not asked:
+            return [""] * len(messages)
         services = current_services()
-        texts = [_fit(services, text, _EMBED_LIMIT.get()) for text in messages]
-        token = _KNOWN_VECTORS.set(dict(zip(messages, services.embed(texts), strict=True)))
+        texts = [fit_to_limit(services, text, _EMBED_LIMIT.get()) for text in asked]
+        token = _KNOWN_VECTORS.set(dict(zip(asked, services.embed(texts), strict=True)))
         try:
-            return [_shown(self._hits(library, text)) for text in messages]
+            return [_shown(self._hits(library, text)) if text.strip() else "" for text in messages]
         finally:
             _KNOWN_VECTORS.reset(token)
 
@@ -341,23 +341,6 @@ def _all_memories(library: Any) -> list[dict[str, Any]]:
 
 def _session_datetime(value: datetime) -> datetime:
     return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _fit(services: Any, text: str, limit: int | None) -> str:
-    """``text`` cut to the embedding model's input limit (its start kept), when it has one and the text passes it."""
-    if limit is None:
-        return text
-    budget = int(limit * _LIMIT_SHARE)
-    if services.count_tokens(text) <= budget:
-        return text
-    low, high = 0, len(text)
-    while low < high:  # the longest prefix within the budget
-        middle = (low + high + 1) // 2
-        if services.count_tokens(text[:middle]) <= budget:
-            low = middle
-        else:
-            high = middle - 1
-    return text[:low]
 
 
 def _day(value: Any) -> str:

@@ -69,3 +69,18 @@ def test_the_baseline_form_records_its_reader_as_the_memory_system(tmp_path: Pat
     assert spec(tmp_path, "baseline=oracle").memory_system == "oracle"
     assert spec(tmp_path, "memory=full_context").memory_system == "full_context"
     assert spec(tmp_path).memory_system == "om"
+
+
+def test_models_small_moves_only_the_runs_of_a_system_that_calls_it(tmp_path: Path) -> None:
+    small = "model@models.small=gpt-4o-mini"
+    # OM and mem0 call no small model: setting one leaves their run ids and roles as they were.
+    assert spec(tmp_path, small).config_hash == "0da38ec8a1095857"
+    mem0 = spec(tmp_path, "memory=mem0")
+    assert spec(tmp_path, "memory=mem0", small).config_hash == mem0.config_hash
+    assert "models.small" not in spec(tmp_path, "memory=mem0", small).role_models()
+    # Graphiti asks for two sizes: unset, its small calls go to models.observer; set, the model is in its id.
+    graphiti = spec(tmp_path, "memory=graphiti")
+    with_small = spec(tmp_path, "memory=graphiti", small)
+    assert "models.small" not in graphiti.role_models() and graphiti.small is None
+    assert with_small.role_models()["models.small"].model == "openai/gpt-4o-mini"
+    assert with_small.config_hash != graphiti.config_hash and with_small.resolved["models"]["small"]["model"]

@@ -192,3 +192,13 @@ class FolderLibrary(GoldProbe):
 
     def close(self, memory: Any) -> None:
         CLOSED.append((str(memory), memory.exists()))
+
+
+class FailingClose(FolderLibrary):
+    """Its memories cannot be closed."""
+
+    name = "failing_close"
+
+    def close(self, memory: Any) -> None:
+        CLOSED.append((str(memory), memory.exists()))
+        raise RuntimeError("the database is already gone")

@@ -295,3 +295,32 @@ def test_every_memory_is_closed_once_after_its_last_question_and_its_scratch_fol
     assert all(there for _, there in closed)  # closed before its folder was removed
     assert all("/scratch/" in path for path, _ in closed)
     assert not (tmp_path / "results" / "scratch").exists() or not any((tmp_path / "results" / "scratch").rglob("*"))
+
+
+def test_the_small_role_calls_models_small_when_set_and_the_observer_otherwise(tmp_path: Path) -> None:
+    from om_eval.llm.providers import register_scripted
+    from om_eval.testing.scripted import ScriptedModel
+
+    small = ModelSettings(model=register_scripted("small-one", ScriptedModel()))
+    lent, client = services(tmp_path / "set", small=small)
+    asyncio.run(lent.complete(ASKED, role="small"))
+    asyncio.run(lent.complete(ASKED))
+    assert [r.model for r in client.ledger.records] == ["scripted/small-one", SCRIPTED.model]
+    unset, client = services(tmp_path / "unset")
+    asyncio.run(unset.complete(ASKED, role="small"))
+    assert [r.model for r in client.ledger.records] == [SCRIPTED.model]
+    with pytest.raises(ValueError, match=r"role='tiny'.*'observer'.*'small'"):
+        asyncio.run(lent.complete(ASKED, role="tiny"))
+
+
+def test_a_close_that_fails_is_a_warning_and_loses_no_answer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from om_eval.memory import registry
+    from tests.memory import probes
+
+    monkeypatch.setattr(registry, "plugin_targets", lambda: {"failing_close": "tests.memory.probes:FailingClose"})
+    monkeypatch.setattr(probes, "CLOSED", [])
+    with pytest.warns(RuntimeWarning, match=r"memory=failing_close: closing the memory .* failed \(RuntimeError"):
+        items, _, _ = _run(tmp_path / "results", "memory=failing_close")
+    assert len(items) == 7 and {i["status"] for i in items} == {"done"}
+    assert len(probes.CLOSED) == 7  # every memory was asked, each once
+    assert not any((tmp_path / "results" / "scratch").rglob("*"))  # and its folder removed all the same

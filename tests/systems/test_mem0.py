@@ -94,7 +94,7 @@ def test_bad_options_are_named() -> None:
 
 
 def test_a_text_past_the_embedding_models_limit_is_cut_to_it() -> None:
-    from om_eval.systems.mem0 import _fit
+    from om_eval.systems.library_turns import fit_to_limit as _fit
 
     class Words:
         def count_tokens(self, text: str) -> int:
