@@ -322,9 +322,7 @@ def _new_graph(dimensions: int) -> Any:
     from graphiti_core.graph_queries import get_fulltext_indices
     from graphiti_core.llm_client.config import LLMConfig
 
-    with warnings.catch_warnings():  # deprecated upstream (Kuzu's project was archived): the docs say so once
-        warnings.simplefilter("ignore", DeprecationWarning)
-        driver = _serial_driver(KuzuDriver)(db=":memory:")
+    driver = _serial_driver(KuzuDriver)(db=":memory:")
     # The driver's build_indices does nothing for Kuzu, and BM25 search fails without these indexes.
     connection = kuzu.Connection(driver.db)
     try:
@@ -350,7 +348,9 @@ def _serial_driver(kuzu_driver: type) -> type:
 
     class SerialKuzuDriver(kuzu_driver):  # type: ignore[misc,valid-type,unused-ignore]  # Any without the extra
         def __init__(self, db: str) -> None:
-            super().__init__(db=db)
+            with warnings.catch_warnings():  # deprecated upstream (Kuzu was archived): the docs say so once
+                warnings.simplefilter("ignore", DeprecationWarning)
+                super().__init__(db=db)
             self.one_query = asyncio.Lock()
             for connection in self.client.connections:
                 connection.set_max_threads_for_exec(1)  # see the docstring
