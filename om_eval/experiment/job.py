@@ -9,6 +9,7 @@ new questions once reached; questions in flight finish and are saved.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -214,7 +215,7 @@ class RunJob:
         self.progress = RunProgress()
         self.shared = SharedBuilds(keep=max(2, spec.run.concurrency), close=self.close_build)
         """The memories questions share (LoCoMo's conversations): one build each per invocation."""
-        self._scratch_made = 0
+        self._scratch_numbers = itertools.count(1)
         self._credentials_checked = False
         self._judge: Judge | None = None
 
@@ -372,8 +373,7 @@ class RunJob:
         def own_folder() -> Any:
             """A scratch folder for one build: two builds never share one (the same sessions in two histories, a
             memory built again after it left the shared ones)."""
-            self._scratch_made += 1
-            return self.results / "scratch" / self.run_id / f"{short_hash(key)}-{self._scratch_made}"
+            return self.results / "scratch" / self.run_id / f"{short_hash(key)}-{next(self._scratch_numbers)}"
 
         async def build_fresh() -> SystemBuild:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None

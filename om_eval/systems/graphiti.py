@@ -37,13 +37,12 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 from om_eval.memory.system import MemoryContext, MemorySystemBase
 from om_eval.memory.view import HistoryView, QuestionView
 from om_eval.om.config import ConfigError
-from om_eval.systems.library_turns import SearchedTurns, fit_to_limit, warn_unpinned
+from om_eval.systems.library_turns import SearchedTurns, fit_to_limit, installed_version, warn_unpinned
 
 __all__ = ["GraphitiMemory", "GraphitiSystem", "graphiti_offline_reply"]
 
@@ -155,13 +154,12 @@ async def _relevance(services: Any, query: str, passage: str) -> float:
         [{"role": "system", "content": RERANK_INSTRUCTION},
          {"role": "user", "content": f"Query: {query}\n\nPassage: {passage}"}],
         max_tokens=1, temperature=0, logprobs=True, top_logprobs=2)
-    says_true = str(reply).strip().lower().startswith("true")
-    if reply.logprobs:
-        first = reply.logprobs[0]
-        top = (first.get("top_logprobs") or [first])[0]
-        probability = math.exp(float(top.get("logprob", 0.0)))
-        return probability if str(top.get("token", "")).strip().lower().startswith("true") else 1 - probability
-    return 1.0 if says_true else 0.0
+    if not reply.logprobs:
+        return 1.0 if str(reply).strip().lower().startswith("true") else 0.0
+    first = reply.logprobs[0]
+    top = (first.get("top_logprobs") or [first])[0]
+    probability = math.exp(float(top.get("logprob", 0.0)))
+    return probability if str(top.get("token", "")).strip().lower().startswith("true") else 1 - probability
 
 
 @dataclass
@@ -196,13 +194,7 @@ class GraphitiSystem(MemorySystemBase):
             raise ValueError(f"memory.reranker={self.options['reranker']!r} is invalid: one of {', '.join(RERANKERS)}")
 
     def identity(self) -> Mapping[str, Any]:
-        installed: dict[str, str | None] = {}
-        for package in self.packages:
-            try:
-                installed[package] = version(package)
-            except PackageNotFoundError:
-                installed[package] = None
-        return {**installed, "adapter": 1}
+        return {**{package: installed_version(package) for package in self.packages}, "adapter": 1}
 
     def budget(self) -> Mapping[str, Any]:
         return {"edges": self.options["edges"], "nodes": self.options["nodes"]}
@@ -250,7 +242,7 @@ class GraphitiSystem(MemorySystemBase):
     async def context(self, memory: GraphitiMemory, question: QuestionView, services: Any) -> MemoryContext:
         token = _SERVICES.set(services)
         try:
-            found = await memory.graph.search_(question.question, config=self._search_config())
+            found = await memory.graph.search_(question.question, config=self.search_config)
         finally:
             _SERVICES.reset(token)
         edges, nodes = found.edges[: self.options["edges"]], found.nodes[: self.options["nodes"]]
@@ -264,11 +256,13 @@ class GraphitiSystem(MemorySystemBase):
         vectors = await services.embed([text for _, text in asked]) if asked else []
         shown = [""] * len(messages)
         for (i, text), vector in zip(asked, vectors, strict=True):
-            found = await graph.search_(text, config=self._search_config(), query_vector=vector)
+            found = await graph.search_(text, config=self.search_config, query_vector=vector)
             shown[i] = _shown(found.edges[: self.options["edges"]], found.nodes[: self.options["nodes"]])
         return shown
 
-    def _search_config(self) -> Any:
+    @functools.cached_property
+    def search_config(self) -> Any:
+        """Graphiti's search recipe for the options (made once: every question and recorded turn searches with it)."""
         from graphiti_core.search.search_config import (
             EdgeReranker,
             EdgeSearchConfig,

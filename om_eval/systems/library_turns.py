@@ -22,7 +22,7 @@ from om_eval.memory.system import TURN_SPACING
 from om_eval.memory.view import SessionView
 from om_eval.om.prompts import fill
 
-__all__ = ["SearchedTurns", "fit_to_limit", "warn_unpinned"]
+__all__ = ["SearchedTurns", "fit_to_limit", "installed_version", "warn_unpinned"]
 
 #: Of an embedding model's input limit, what a text may use: the run's tokenizer is not the embedding model's.
 LIMIT_SHARE = 0.9
@@ -46,14 +46,19 @@ def fit_to_limit(services: Any, text: str, limit: int | None) -> str:
     return text[:low]
 
 
+def installed_version(package: str) -> str | None:
+    """The installed release of ``package`` (``None``: not installed)."""
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
+
+
 def warn_unpinned(system: str, package: str, pinned: str) -> None:
     """Warn when the installed ``package`` is not the release the adapter of ``system`` follows (the extra pins
     it; another release may change the prompts, the schemas or the hooks the adapter replaces)."""
-    try:
-        installed = version(package)
-    except PackageNotFoundError:
-        return
-    if installed != pinned:
+    installed = installed_version(package)
+    if installed is not None and installed != pinned:
         warnings.warn(f"memory={system} follows {package} {pinned}; {installed} is installed (pip install "
                       f"'om-eval[{system}]' installs the pinned release)", RuntimeWarning, stacklevel=2)
 

@@ -36,14 +36,13 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, ClassVar
 
 from om_eval.memory.bridge import current_services
 from om_eval.memory.system import MemoryContext, MemorySystemBase
 from om_eval.memory.view import HistoryView, QuestionView
 from om_eval.om.config import ConfigError
-from om_eval.systems.library_turns import SearchedTurns, fit_to_limit, warn_unpinned
+from om_eval.systems.library_turns import SearchedTurns, fit_to_limit, installed_version, warn_unpinned
 
 __all__ = ["Mem0Memory", "Mem0System", "mem0_offline_reply"]
 
@@ -220,11 +219,7 @@ class Mem0System(MemorySystemBase):
                              "false (every message stored as it is)")
 
     def identity(self) -> Mapping[str, Any]:
-        try:
-            installed = version("mem0ai")
-        except PackageNotFoundError:
-            installed = None
-        return {"mem0ai": installed, "adapter": 1}
+        return {"mem0ai": installed_version("mem0ai"), "adapter": 1}
 
     def budget(self) -> Mapping[str, Any]:
         return {"top_k": self.options["top_k"]}
