@@ -225,6 +225,8 @@ class QuestionRun:
     """OM: times observation ran."""
     raw_tail_tokens: int | None = None
     """OM: tokens of the raw (unobserved) messages the actor was shown."""
+    score: float | None = None
+    """The judge's score of the answer where it scores rather than labels (BEAM); the items' ``score`` column."""
 
     def row(self) -> dict[str, Any]:
         """The ``items`` row (judge identity aside: it belongs to :meth:`judgment`)."""

@@ -35,8 +35,11 @@ async def benchmark_columns(benchmark: Benchmark, question: Question, hypothesis
                             *, judge: Judge, client: LLMClient) -> dict[str, Any]:
     """The item columns ``haystack_id``, ``score``, ``corrected_answer``, ``corrected_score`` and
     ``corrected_label`` (``None`` where they do not apply; a failed corrected verdict stays ``None``, and the
-    report then counts the published verdict for it)."""
-    row: dict[str, Any] = {"haystack_id": question.haystack_id, "score": benchmark.score(question, hypothesis)}
+    report then counts the published verdict for it). A benchmark without a scorer of its own leaves ``score`` to
+    its judge (BEAM's rubric score)."""
+    row: dict[str, Any] = {"haystack_id": question.haystack_id}
+    if benchmark.scorer is not None:
+        row["score"] = benchmark.score(question, hypothesis)
     gold = question.corrected_answer
     if gold is None:
         return row

@@ -458,7 +458,7 @@ async def system_answer_and_judge(
     turns = build.turns if not build.reused or not question.haystack_id else None
     return QuestionRun(
         question_id=question.question_id, question_type=question.question_type,
-        is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label,
+        is_abstention=question.is_abstention, hypothesis=hypothesis, label=verdict.label, score=verdict.score,
         judge_status=verdict.status, judge_reply=verdict.reply, memory_key=build.key, reused_memory=build.reused,
         **columns,
         actor_prompt_tokens=prompt_tokens, actor_completion_tokens=completion_tokens,

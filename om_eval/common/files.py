@@ -108,6 +108,15 @@ def held_lock(path: str | os.PathLike[str]) -> Iterator[None]:
         os.close(fd)
 
 
+#: Environment switches that forbid downloads (the first is om-eval's own; the second is commonly set by people who
+#: mean "no network", and the test suite sets it).
+OFFLINE_ENV = ("OM_EVAL_OFFLINE", "HF_HUB_OFFLINE")
+
+
+def downloads_off() -> bool:
+    return any(os.environ.get(name, "").strip().lower() in {"1", "true", "yes", "on"} for name in OFFLINE_ENV)
+
+
 def cache_folder(name: str) -> Path:
     """``<cache base>/<name>``: the base is ``$OM_EVAL_CACHE_DIR``, else ``$XDG_CACHE_HOME/om-eval``, else
     ``~/.cache/om-eval`` (model answers live in ``llm/``, local weights in ``models/``, data files in ``data/``)."""

@@ -63,6 +63,9 @@ RUN_ID_RULE = IdentityRule(
         "dataset.corrections": None,
         "dataset.audit_path": None,
         "dataset.subset.haystacks": None,
+        "dataset.tier": None,
+        "beam": {"rounding": "upstream"},  # BEAM's scoring: the whole group is left out at its default
+        "beam.rounding": "upstream",
         # prompt=mastra_exact's release (its resolved value: naming it or not is one run) and Observer variant.
         "prompt.mastra_version": None,
         "prompt.mastra_variant": "current",

@@ -97,6 +97,8 @@ class Question:
     judge_answer: str | None = None
     """What a judge is shown as the reference when it is not ``answer`` (LoCoMo's unanswerable questions: why
     they cannot be answered, since their ``answer`` is the trap a fooled model would give)."""
+    rubric: tuple[str, ...] | None = None
+    """The criteria a rubric judge scores the answer against, one call each (BEAM); ``None``: no rubric."""
 
     @property
     def answer_text(self) -> str:

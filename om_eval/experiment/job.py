@@ -58,11 +58,20 @@ def eval_results_name(judge_model: str) -> str:
     return f"hypotheses.jsonl.eval-results-{judge_model.split('/')[-1]}"
 
 
-def make_judge(spec: RunSpec) -> Judge:
+def make_judge(spec: RunSpec) -> Any:
+    """The run's judge: LongMemEval's yes/no :class:`Judge` (its templates also grade LoCoMo), or BEAM's rubric
+    judge (:class:`~om_eval.bench.judging.rubric.RubricJudge`)."""
     benchmark = benchmark_named(spec.dataset.get("benchmark"))
     if spec.judge_mode not in benchmark.judge_modes:
         raise ConfigError(f"judge.mode={spec.judge_mode} cannot grade {benchmark.title}: its templates are "
                           f"LongMemEval's; use {' or '.join(benchmark.judge_modes)} (judge=house)")
+    if benchmark.name == "beam":
+        from om_eval.bench.judging.rubric import RubricJudge
+
+        rounding = str((spec.resolved.get("beam") or {}).get("rounding", "upstream"))
+        if spec.judge_mode == "official":
+            return RubricJudge.official(spec.judge_source, model=spec.judge_model, rounding=rounding)
+        return RubricJudge.house(model=spec.judge_model, rounding=rounding)
     # Read from the run config as text: Judge checks both against its allowed values (Judge.__post_init__).
     parse, no_verdict = cast(ParseRule, spec.judge_parse), cast(NoVerdict, spec.judge_no_verdict)
     if spec.judge_mode == "official":

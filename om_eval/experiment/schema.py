@@ -194,6 +194,8 @@ class DatasetSchema:
     """LoCoMo: locomo_audit scores against the audit's corrected gold answers too (raw and corrected reported)."""
     audit_path: Optional[str] = None
     """LoCoMo: the audit file; otherwise $LOCOMO_AUDIT_PATH or the pinned download."""
+    tier: Optional[str] = None
+    """BEAM: the tier (100K, 500K, 1M, 10M) of the copy at dataset.path or $BEAM_DIR."""
     synthetic: SyntheticSchema = field(default_factory=SyntheticSchema)
     subset: SubsetSchema = field(default_factory=SubsetSchema)
 
@@ -215,6 +217,13 @@ class JudgeSchema:
     house_strict, lenient (``om_eval.bench.judging.protocols.PROTOCOLS``)."""
 
 
+@dataclass
+class BeamSchema:
+    rounding: str = "upstream"
+    """BEAM's rubric scores: ``upstream`` truncates each item's score with int() for nine abilities (a 0.5 counts as
+    0, as published numbers were scored); ``exact`` keeps halves."""
+
+
 BaselineSchema = schema_of(BaselineConfig, "BaselineSchema")
 RunSchema = schema_of(RunOptions, "RunSchema")
 
@@ -227,6 +236,7 @@ class Config:
     models: ModelsSchema = field(default_factory=ModelsSchema)
     dataset: DatasetSchema = field(default_factory=DatasetSchema)
     judge: JudgeSchema = field(default_factory=JudgeSchema)
+    beam: BeamSchema = field(default_factory=BeamSchema)
     baseline: BaselineSchema = field(default_factory=BaselineSchema)  # type: ignore[valid-type]  # made by schema_of
     memory: Any = field(default_factory=lambda: {"system": "om"})
     """The memory system under test (``memory=om|simple_om|rag_mastra|rag_lme|full_context|oracle|<plugin>``): its

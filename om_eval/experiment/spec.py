@@ -105,10 +105,15 @@ class RunSpec:
         pinned = system.pinned_identity()
         prompts = dict(pinned.prompts) if pinned is not None else {
             "memory": dict(system.identity()), "actor": seam_actor_prompt_hash()}
+        benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
+        if benchmark == "beam":  # BEAM's own judge: its rubric and equivalence templates
+            from om_eval.bench.judging.beam_templates import PINNED_RUBRIC_SHA256
+            from om_eval.bench.judging.rubric import house_templates
+
+            judge_templates = PINNED_RUBRIC_SHA256 if self.judge_mode == "official" else house_templates().sha256
         payload["prompts"] = {**prompts, "judge": judge_templates}
         if pinned is not None:
             payload.update(pinned.run_id_extra)
-        benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
         if benchmark != DEFAULT_BENCHMARK:  # its scoring rules and judge routes, which the data does not show
             from om_eval.bench.benchmark import benchmark_named
 

@@ -23,6 +23,9 @@ PINS = {
     # One per further prompt set and benchmark: the recall tool's words, LoCoMo's rules, the published preset.
     "smoke om=retrieval": ("534906394f92f14e", "4f56606685ca9594"),
     "locomo_quickstart": ("1a1ad5c951053b73", "12bc8d9f6f897ceb"),
+    # BEAM's rules, its house rubric judge, and each option that changes its scores.
+    "beam_smoke": ("0ebc01363d54003b", "23a73367404ba752"),
+    "beam_smoke beam.rounding=exact": ("ed5616483b0a8c0d", "23a73367404ba752"),
     "mastra_gpt4o": ("298de108b276b04e", "c7758ec6a92b4b03"),
     # Mastra's own prompts (prompt=mastra_exact): the pack's identity stands where om-eval's prompt hash does.
     "mastra_gpt4o_strict": ("b8b5a25c73e43093", "3c3529a4e7c645da"),

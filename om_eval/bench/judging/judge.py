@@ -365,6 +365,8 @@ class JudgeResult:
     """sha256 of the exact prompt sent."""
     question_id: str = ""
     cached: bool = False
+    score: float | None = None
+    """The question's score where a judge scores rather than labels (BEAM's rubric judge); NaN where undefined."""
 
     def as_row(self, question: Question, hypothesis: str) -> dict[str, Any]:
         """A row for :mod:`om_eval.bench.metrics` and the exports."""
@@ -392,6 +394,10 @@ async def judge_answer(judge: Judge, client: JudgeClient, question: Question, hy
     ``label=None``; such a reply is not cached. With ``judge.no_verdict == "wrong"`` a reply without a verdict is
     a wrong answer instead (Mastra's harness), and like any graded reply it is cached.
     """
+    grade = getattr(judge, "grade", None)
+    if grade is not None:  # a benchmark's own judge (BEAM's rubric judge) scores in its own way
+        result: JudgeResult = await grade(client, question, hypothesis)
+        return result
     prompt = judge.prompt_for(question, hypothesis)
     prompt_hash = hashlib.sha256(prompt.encode("utf-8")).hexdigest()
     request = build_request([{"role": "user", "content": prompt}], judge.model)

@@ -11,7 +11,8 @@ network and no weights:
 * as the **actor** it answers with the observation line that shares the most words with the question;
 * as a **judge** (a prompt with ``<label>: <reference>`` and ``Response: <answer>`` sections asking for yes or no)
   it says yes when the response contains the reference answer's words, or, for an unanswerable question,
-  when the response admits it does not know.
+  when the response admits it does not know; as BEAM's house judge it scores rubric items and compares events by
+  shared words (:mod:`om_eval.testing.scripted.rubric`).
 
 It can be told to misbehave, per stage, in order: ``ScriptedModel(faults={"observer": ["degenerate"]})`` makes
 the first Observer call return a repetition loop and later calls behave. Faults: ``degenerate``,
@@ -47,6 +48,7 @@ from om_eval.om.observer import question_emoji_of
 from om_eval.om.prompts import load_prompts
 from om_eval.simple_om.llm_observer import buffer_of
 from om_eval.testing.scripted.recall import TOOL_FAULTS, offers_recall, plan_calls, tool_result_lines
+from om_eval.testing.scripted.rubric import is_rubric_judging, rubric_judge_reply
 from om_eval.testing.scripted.structured import last_user_text, scripted_logprobs, structured_reply
 
 #: Faults that raise :class:`ScriptedModelError`, with the HTTP status a real provider would answer.
@@ -355,6 +357,8 @@ class ScriptedModel:
             return self._reflect(messages, fault)
         if stage == "judge" and _JUDGE_PROMPT.search(messages[-1]["content"] if messages else ""):
             return self._judge(messages[-1]["content"])
+        if stage == "judge" and (judged := rubric_judge_reply(messages, _content_words)) is not None:
+            return judged
         return self._act(messages)
 
     def _judge(self, prompt: str) -> str:
@@ -504,6 +508,8 @@ def detect_stage(messages: Sequence[ChatMessage]) -> str:
     if load_prompts("reflector")["request_heading"] in joined:
         return "reflector"
     if len(messages) == 1 and _JUDGE_PROMPT.search(joined):
+        return "judge"
+    if is_rubric_judging([{"role": str(m["role"]), "content": content_text(m.get("content"))} for m in messages]):
         return "judge"
     if any(m.get("role") == "tool" for m in messages):
         return "recall"  # an actor's round after tool results
