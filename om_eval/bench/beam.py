@@ -34,7 +34,7 @@ from om_eval.data.records import Dataset
 from om_eval.data.subsets import select
 
 __all__ = ["ABILITIES", "BENCHMARK", "ROUNDINGS", "align_events", "alignment", "beam_means", "event_ordering_score",
-           "kendall_tau_b", "ordering_metrics", "question_score", "rubric_score"]
+           "kendall_tau_b", "ordering_metrics", "question_score", "rubric_score", "score_of_reply"]
 
 #: ``beam.rounding``: ``upstream`` truncates item scores with ``int()`` for nine abilities; ``exact`` keeps halves.
 ROUNDINGS = ("upstream", "exact")
@@ -200,6 +200,27 @@ def beam_means(rows: Iterable[Mapping[str, Any]], abilities: Sequence[str] = ABI
             "micro": math.fsum(every) / len(every) if every else None, "n": len(every), "nan": sum(nans.values())}
 
 
+def score_of_reply(ability: str, reply: str | None) -> float | None:
+    """A question's score recomputed from its judge reply (the item scores, the rounding and, for event ordering,
+    the ordering metrics :mod:`om_eval.bench.judging.rubric` stores): what an archive's scores are checked against.
+    ``None`` when the reply is not a rubric judge's."""
+    import json
+
+    try:
+        detail = json.loads(reply or "")
+        items = [float(item["score"]) for item in detail["items"]]
+        ordering = detail.get("ordering")
+        if ordering is not None:
+            ordering = {k: math.nan if v is None else v for k, v in ordering.items() if k != "aligned"}
+        return question_score(ability, items, ordering, str(detail.get("rounding", "upstream")))
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _own_means(rows: Iterable[Mapping[str, Any]], abilities: Sequence[str]) -> dict[str, Any]:
+    return beam_means(rows, abilities)
+
+
 def load_beam_run(dataset: Mapping[str, Any]) -> Dataset:
     """The BEAM tier a run names (``dataset.path``/``$BEAM_DIR``/the pinned download), then its subset."""
     from om_eval.data.beam_questions import beam_dataset
@@ -216,11 +237,15 @@ def load_beam_run(dataset: Mapping[str, Any]) -> Dataset:
 BENCHMARK = Benchmark(
     name="beam",
     title="BEAM",
-    categories=tuple(Category(a, ABILITY_SHORT[a], a.replace("_", "\n", 1)) for a in ABILITIES),
+    categories=tuple(Category(a, ABILITY_SHORT[a], a.replace("multi_session", "multi-session").replace("_", "\n"))
+                     for a in ABILITIES),
     load=load_beam_run,
     abstention_row=False,
     own_score="BEAM",
     judge_modes=("house", "official"),
     intervals="wilson",
     identity={"scoring": "beam-v1"},
+    own_means=_own_means,
+    reply_score=score_of_reply,
+    verdict_name="full marks",
 )

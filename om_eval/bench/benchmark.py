@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -81,6 +81,16 @@ class Benchmark:
     identity: Mapping[str, Any] = field(default_factory=dict)
     """What, beyond the data, makes its scores differ (its judge routes, its scoring revision): in run ids of
     every benchmark but the default."""
+    own_means: Callable[[Iterable[Mapping[str, Any]], Sequence[str]], dict[str, Any]] | None = field(default=None,
+                                                                                                   repr=False)
+    """How its own score is averaged, ``own_means(rows, categories)`` in :func:`om_eval.bench.metrics.score_means`'s
+    shape (``overall``, ``n``, ``per_type``; more keys allowed); ``None``: micro means (LoCoMo's F1). BEAM averages
+    per chat, then over chats."""
+    reply_score: Callable[[str, str | None], float | None] | None = field(default=None, repr=False)
+    """``reply_score(question_type, judge_reply)``: the answer's own score recomputed from what its judge replied,
+    for a benchmark whose judge scores (BEAM); ``None``: the score comes from :attr:`scorer` (or there is none)."""
+    verdict_name: str = "accuracy"
+    """What the judge's yes/no verdicts measure, as reports name it (BEAM's: full marks on every rubric item)."""
 
     def __post_init__(self) -> None:
         if not _NAME.match(self.name):
@@ -112,6 +122,14 @@ class Benchmark:
         """One line that says what each column header stands for."""
         named = "; ".join(f"{c.short} = {c.title}" for c in self.categories if c.short != c.title)
         return f"{'Categories' if self.categories[0].number is not None else 'Types'}: {named}." if named else ""
+
+    def own_score_means(self, rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+        """Means of its own score over ``rows`` (``question_type``, ``score``, ``haystack_id``), as it averages."""
+        from om_eval.bench.metrics import score_means
+
+        if self.own_means is not None:
+            return self.own_means(rows, self.category_keys)
+        return score_means(rows, self.category_keys)
 
     def score(self, question: Question, prediction: str | None, gold: str | int | None = None) -> float | None:
         """The benchmark's own score of ``prediction`` (against ``gold``, by default the question's answer);

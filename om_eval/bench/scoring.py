@@ -24,7 +24,7 @@ from typing import Any
 
 from om_eval.bench.benchmark import Benchmark, Category
 from om_eval.bench.judging.judge import Judge, judge_answer
-from om_eval.bench.metrics import category_metrics, score_means
+from om_eval.bench.metrics import category_metrics
 from om_eval.data.records import Question
 from om_eval.llm.client import LLMClient
 
@@ -87,7 +87,7 @@ def answerable_metrics(benchmark: Benchmark, rows: list[dict[str, Any]]) -> dict
     out: dict[str, Any] = {"title": answerable_title(categories), "categories": list(keys),
                            "overall": judged["overall"], "n": sum(v["n"] for v in judged["per_type"].values())}
     if benchmark.own_score is not None:
-        own = score_means(kept, keys)
+        own = benchmark.own_score_means(kept)
         out["own"] = {"overall": own["overall"], "n": own["n"]}
     return out
 
@@ -100,14 +100,15 @@ def run_metrics(benchmark: Benchmark, judged: list[dict[str, Any]]) -> dict[str,
     keys = benchmark.category_keys
     if benchmark.own_score is None:
         return category_metrics(judged, keys)
-    metrics = {**category_metrics(judged, keys), "own": {"name": benchmark.own_score, **score_means(judged, keys)}}
+    metrics = {**category_metrics(judged, keys),
+               "own": {"name": benchmark.own_score, **benchmark.own_score_means(judged)}}
     if (answerable := answerable_metrics(benchmark, judged)) is not None:
         metrics["answerable"] = answerable
     if any(r.get("corrected_answer") is not None for r in judged):
         fixed = [{**r, "label": r["label"] if r.get("corrected_label") is None else r["corrected_label"],
                   "score": r["score"] if r.get("corrected_score") is None else r["corrected_score"]}
                  for r in judged]
-        metrics["corrected"] = {**category_metrics(fixed, keys), "own": score_means(fixed, keys),
+        metrics["corrected"] = {**category_metrics(fixed, keys), "own": benchmark.own_score_means(fixed),
                                 "changed": sum(r.get("corrected_answer") is not None for r in judged)}
         if (answerable := answerable_metrics(benchmark, fixed)) is not None:
             metrics["corrected"]["answerable"] = answerable

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cache
@@ -38,7 +38,7 @@ from om_eval.data.reading import DatasetValidationError, PinnedFileNotFoundError
 
 __all__ = ["ABILITIES", "ENV_DIR", "IDEAL_KEYS", "QUESTION_DELAY", "TIERS", "BeamChat", "BeamQuestion",
            "BeamSession", "BeamValidationError", "chat_numbers", "haystack_id", "manifest", "parse_anchor",
-           "read_chat", "read_questions", "tier_folder"]
+           "pinned_tier_questions", "pinned_tier_sha256", "read_chat", "read_questions", "tier_folder", "tier_sha256"]
 
 TIERS = ("100K", "500K", "1M", "10M")
 ABILITIES = ("abstention", "contradiction_resolution", "event_ordering", "information_extraction",
@@ -340,10 +340,32 @@ def read_chat(folder: Path, number: int, *, verify: bool = True) -> BeamChat:
 
 def tier_sha256(folder: Path, numbers: Sequence[int]) -> str:
     """One digest of a tier's files (each chat's two files, by name and content), for the run record."""
+    return _digest((number, name, hashlib.sha256((folder / str(number) / name).read_bytes()).hexdigest())
+                   for number in numbers for name in (CHAT_FILE, QUESTIONS_FILE))
+
+
+def _digest(files: Iterable[tuple[int, str, str]]) -> str:
     digest = hashlib.sha256()
-    for number in numbers:
-        for name in (CHAT_FILE, QUESTIONS_FILE):
-            path = folder / str(number) / name
-            digest.update(f"{number}/{name}\0".encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
+    for number, name, sha256 in files:
+        digest.update(f"{number}/{name}\0".encode())
+        digest.update(bytes.fromhex(sha256))
     return digest.hexdigest()
+
+
+def pinned_tier_questions(tier: str) -> int | None:
+    """How many questions the pinned commit's tier holds (two per ability per chat), or ``None`` for a tier it
+    lacks."""
+    chats = {name.split("/")[1] for name in manifest()["files"] if name.startswith(f"{tier}/")}
+    return 2 * len(ABILITIES) * len(chats) or None
+
+
+def pinned_tier_sha256(tier: str) -> str | None:
+    """:func:`tier_sha256` of the whole tier as the pinned commit has it, or ``None`` when the manifest lacks a
+    file's sha256 (1M and 10M are pinned by git blob id only)."""
+    files = manifest()["files"]
+    numbers = sorted({int(name.split("/")[1]) for name in files if name.startswith(f"{tier}/")})
+    wanted = [(n, name, files.get(f"{tier}/{n}/{name}", {}).get("sha256")) for n in numbers
+              for name in (CHAT_FILE, QUESTIONS_FILE)]
+    if not wanted or any(sha256 is None for _, _, sha256 in wanted):
+        return None
+    return _digest((n, name, str(sha256)) for n, name, sha256 in wanted)

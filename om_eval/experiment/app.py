@@ -177,6 +177,8 @@ def _duration(seconds: float) -> str:
 
 #: Condensed progress (:class:`ProgressLines`): output not a terminal and more questions to run than this.
 CONDENSE_ABOVE = 50
+#: Plain progress prints a line about the questions in flight when none finished for this many seconds.
+WORKING_SECONDS = 30.0
 #: Condensed progress prints about this many lines by count (one every 5 % of the questions to run) ...
 CONDENSED_LINES = 20
 #: ... and a line whenever this many seconds passed since the last one.
@@ -220,6 +222,8 @@ class ProgressLines:
                                f"{to_run} to run{condensed}", markup=False, highlight=False)
         finished = progress.finished[self._seen:]
         self._seen += len(finished)
+        if not finished and self.clock() - self._last >= WORKING_SECONDS:
+            self._working(progress)
         for index, (question_id, status) in enumerate(finished, start=1):
             self._since += 1
             if self.every > 1 and status == "ok" and not self._due(progress, last=index == len(finished)):
@@ -227,6 +231,20 @@ class ProgressLines:
             self._since, self._last = 0, self.clock()
             self.console.print(self.line(progress, printable(f"{question_id} {status}")), markup=False, highlight=False,
                                soft_wrap=True)
+
+    def _working(self, progress: Any) -> None:
+        """A line while nothing finishes: the calls so far of the questions in flight (a memory being built)."""
+        live = progress.live()
+        if live.calls == progress.totals.calls:
+            return  # nothing new to say
+        self._last = self.clock()
+        working = live.calls - progress.totals.calls
+        tokens = (live.prompt_tokens + live.completion_tokens) - (progress.totals.prompt_tokens
+                                                                   + progress.totals.completion_tokens)
+        elapsed = _duration(self.clock() - (self.started or 0.0))
+        self.console.print(f"  … working: {working} calls ({tokens:,} tokens) so far for the questions in flight "
+                           f"(building their memory) · elapsed {elapsed} · ${live.cost_usd:.4f}", markup=False,
+                           highlight=False, soft_wrap=True)
 
     def _due(self, progress: Any, *, last: bool) -> bool:
         """Whether a condensed run prints the line of an ``ok`` question."""

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import warnings
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
@@ -87,6 +87,10 @@ def make_judge(spec: RunSpec) -> Any:
                       "(and panel for om-eval rejudge)")
 
 
+#: How often the progress display is refreshed while no question finishes.
+HEARTBEAT_SECONDS = 5.0
+
+
 @dataclass
 class RunProgress:
     """Running totals shown while the run goes and returned at the end."""
@@ -108,9 +112,16 @@ class RunProgress:
     """Questions this invocation answered from a memory whose build reported warnings."""
     warnings_seen: dict[str, int] = field(default_factory=dict)
     """Distinct build warnings, with the number of questions answered from a memory that had each."""
+    in_flight: Callable[[], LedgerTotals] | None = field(default=None, repr=False, compare=False)
+    """The calls of the questions still being worked on (a memory being built), read when shown: the live part of
+    :meth:`describe`."""
+
+    def live(self) -> LedgerTotals:
+        """Every call so far: the finished questions' and those of the questions in flight."""
+        return self.totals + self.in_flight() if self.in_flight is not None else self.totals
 
     def describe(self) -> str:
-        t = self.totals
+        t = self.live()
         return (
             f"{self.skipped_done + self.done}/{self.total} questions · {t.calls} calls ({t.cached} cached) · "
             f"{t.prompt_tokens + t.completion_tokens:,} tokens · ${t.cost_usd:.4f}"
@@ -227,6 +238,7 @@ class RunJob:
         self._scratch_numbers = itertools.count(1)
         self._credentials_checked = False
         self._judge: Judge | None = None
+        self._live: dict[int, Any] = {}  # the ledgers of the questions being worked on, by id (they are unhashable)
 
     @property
     def label(self) -> str:
@@ -318,6 +330,18 @@ class RunJob:
                    recorder: BatchedRecorder) -> None:
         asked = question.question_id  # the sink keeps the id, not the question: services reach the ledger
         ledger = _JournaledLedger(sink=lambda record: store.journal_call(self.run_id, asked, record))
+        self._live[id(ledger)] = ledger
+        try:
+            await self._answer_and_record(question, ledger, store, snapshots, client, judge, recorder)
+        finally:
+            self._live.pop(id(ledger), None)
+
+    def in_flight(self) -> LedgerTotals:
+        """The calls so far of the questions being worked on."""
+        return sum((ledger.totals() for ledger in list(self._live.values())), LedgerTotals())
+
+    async def _answer_and_record(self, question: Question, ledger: Any, store: Any, snapshots: Any,
+                                 client: LLMClient, judge: Judge, recorder: BatchedRecorder) -> None:
         scoped = client.with_ledger(ledger)
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
@@ -356,6 +380,7 @@ class RunJob:
             self.progress.errors += 1
             self._note(self.progress.errors_seen, item["error"])
         self.progress.finished.append((question.question_id, "ok" if item["status"] == "done" else "error"))
+        self._live.pop(id(ledger), None)  # its calls move to the finished totals, with no await between
         self.progress.totals = self.progress.totals + totals  # a running sum: re-adding every record is quadratic
 
     async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge,
@@ -614,6 +639,7 @@ class RunJob:
             snapshots = SnapshotLookup(self.results, store)
             budget = self.spec.run.budget_usd
             self.progress.spent_before = store.spent_usd(self.run_id)  # the budget covers every invocation
+            self.progress.in_flight = self.in_flight
             if on_update is not None:
                 on_update(self.progress)
             if todo:
@@ -641,10 +667,18 @@ class RunJob:
                     if on_update is not None:
                         on_update(self.progress)
 
+            async def heartbeat() -> None:
+                """Shows the calls of questions in flight while nothing finishes (a memory being built)."""
+                while on_update is not None:
+                    await asyncio.sleep(HEARTBEAT_SECONDS)
+                    on_update(self.progress)
+
             workers = [asyncio.ensure_future(worker()) for _ in range(min(max(1, self.spec.run.concurrency), todo))]
+            beat = asyncio.ensure_future(heartbeat())
             try:
                 await asyncio.gather(*workers)
             finally:
+                beat.cancel()
                 for task in workers:
                     task.cancel()
                 try:

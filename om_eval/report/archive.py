@@ -324,6 +324,8 @@ def _question(answer: Mapping[str, Any]) -> Question:
 def _same(stored: Any, recomputed: float | None) -> bool:
     if stored is None or recomputed is None:
         return stored is None and recomputed is None
+    if isinstance(stored, float) and math.isnan(stored):
+        return math.isnan(recomputed)
     return isinstance(stored, (int, float)) and math.isclose(stored, recomputed, rel_tol=1e-9, abs_tol=1e-12)
 
 
@@ -334,6 +336,13 @@ def _verify_scores(benchmark: Benchmark, answers: list[dict[str, Any]], where: s
             continue
         question, hypothesis = _question(answer), answer.get("hypothesis")
         corrected = answer.get("corrected_answer")
+        if benchmark.reply_score is not None:  # its judge scores: the score follows from the judge's reply
+            recomputed = benchmark.reply_score(str(answer["question_type"]), answer.get("judge_reply"))
+            if answer.get("judge_status") == "ok" and not _same(answer.get("score"), recomputed):
+                raise ArchiveError(f"{where}: member answers.jsonl, question {answer['question_id']}: score "
+                                   f"{answer.get('score')!r} differs from {benchmark.own_score} recomputed from its "
+                                   f"judge reply ({recomputed!r})")
+            continue
         try:
             checks = (("score", benchmark.score(question, hypothesis)),
                       ("corrected_score", None if corrected is None else benchmark.score(question, hypothesis,

@@ -19,8 +19,10 @@ report names each one that fails:
 9. **Mastra's own prompts**, for a run set beside Mastra's published numbers (a ``mastra*`` experiment): the models
    read ``@mastra/memory``'s own text (``prompt=mastra_exact``), not om-eval's paraphrase of it.
 
-Another benchmark has no official judge protocol (LoCoMo vendors each use their own judge), so its runs are
-never comparable: the verdict says so rather than pretend.
+BEAM's published numbers come from its own scripts (:data:`BEAM_PROTOCOL`): upstream's rubric and equivalence
+prompts at the pinned commit, ``gpt-4.1-mini`` at temperature 0, item scores truncated with ``int()`` for nine
+abilities, every question of a pinned tier, one answer per question. LoCoMo has no official judge protocol (its
+vendors each use their own judge), so its runs are never comparable: the verdict says so rather than pretend.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from om_eval.data.loader import EXPECTED_COUNTS, LME_FILES
 from om_eval.report._format import plural
 from om_eval.report.departures import PARAPHRASE_REASON
 
-__all__ = ["PROTOCOL", "Condition", "Verdict", "checklist_lines", "comparability", "comparability_markdown",
-           "run_comparability", "verdict_lines"]
+__all__ = ["BEAM_PROTOCOL", "PROTOCOL", "Condition", "Verdict", "checklist_lines", "comparability",
+           "comparability_markdown", "run_comparability", "verdict_lines"]
 
 FULL_SIZE = sum(total for total, _ in EXPECTED_COUNTS.values())
 PINNED_DATA = {f.sha256: f.filename for f in LME_FILES.values()}
@@ -59,6 +61,17 @@ PROTOCOL: tuple[tuple[str, str], ...] = (
 )
 
 
+#: BEAM's conditions (``src/evaluation/run_evaluation.py`` and ``report_results.py`` at the pinned commit).
+BEAM_PROTOCOL: tuple[tuple[str, str], ...] = (
+    ("BEAM's judge prompts", "upstream's rubric and equivalence prompts read from the pinned commit (judge=official)"),
+    ("BEAM's judge model", "gpt-4.1-mini at temperature 0, as upstream's evaluation script calls it"),
+    ("upstream rounding", "each rubric item's score truncated with int() for nine abilities (beam.rounding=upstream)"),
+    ("whole tier", "every question of the tier judged, no subset"),
+    ("pinned data", "the tier's files as the pinned commit has them"),
+    ("no re-runs kept for flips", "no question answered again after an answer of it was graded"),
+)
+
+
 @dataclass(frozen=True)
 class Condition:
     name: str
@@ -71,6 +84,8 @@ class Verdict:
     run_id: str
     label: str
     conditions: tuple[Condition, ...]
+    benchmark: str = "LongMemEval"
+    """The title of the benchmark whose published numbers the run is held against."""
 
     @property
     def comparable(self) -> bool:
@@ -124,10 +139,13 @@ def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], be
     with more than one fresh successful actor call (:func:`run_comparability` counts both from the store).
     """
     label = run.get("label") or run["run_id"][:8]
+    if benchmark.name == "beam":
+        return Verdict(run["run_id"], label, tuple(_beam_conditions(run, items, regraded, reanswered)), "BEAM")
     if benchmark.name != "longmemeval":
         return Verdict(run["run_id"], label, (Condition(
             "an official protocol exists", False,
-            f"{benchmark.title} has no official judge protocol: published numbers each use their own judge"),))
+            f"{benchmark.title} has no official judge protocol: published numbers each use their own judge"),),
+            benchmark.title)
     config = json.loads(run["config_json"]) if isinstance(run.get("config_json"), str) else (run.get("config_json")
                                                                                            or {})
     identity = json.loads(run["judge_identity"]) if run.get("judge_identity") else {}
@@ -149,6 +167,14 @@ def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], be
     conditions.append(Condition("one prompt for every category", True,
                                 "om-eval sends every category the same actor instructions"
                                 + (f" (prompt set {next(iter(prompts.values()))})" if prompts else "")))
+    conditions.append(_rerun_condition(regraded, reanswered))
+    conditions.append(Condition("both aggregates shown", True, "task-averaged and micro accuracy both reported"))
+    if str(config.get("experiment") or "").startswith("mastra") and "om" in prompts:  # an OM run (not a reader)
+        conditions.append(_prompt_condition(prompts))
+    return Verdict(run["run_id"], label, tuple(conditions))
+
+
+def _rerun_condition(regraded: int, reanswered: int) -> Condition:
     reruns = []
     if regraded:
         reruns.append(f"{plural(regraded, 'question')} {'has' if regraded == 1 else 'have'} a verdict on an "
@@ -156,12 +182,46 @@ def comparability(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], be
     if reanswered:
         reruns.append(f"{plural(reanswered, 'question')} {'was' if reanswered == 1 else 'were'} answered afresh "
                       "more than once")
-    conditions.append(Condition("no re-runs kept for flips", not reruns,
-                                "; ".join(reruns) or "one answer per question"))
-    conditions.append(Condition("both aggregates shown", True, "task-averaged and micro accuracy both reported"))
-    if str(config.get("experiment") or "").startswith("mastra") and "om" in prompts:  # an OM run (not a reader)
-        conditions.append(_prompt_condition(prompts))
-    return Verdict(run["run_id"], label, tuple(conditions))
+    return Condition("no re-runs kept for flips", not reruns, "; ".join(reruns) or "one answer per question")
+
+
+def _beam_conditions(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], regraded: int,
+                     reanswered: int) -> list[Condition]:
+    """:data:`BEAM_PROTOCOL` checked against a run."""
+    from om_eval.bench.judging.beam_templates import PINNED_RUBRIC_SHA256
+    from om_eval.bench.judging.rubric import BEAM_JUDGE_SETTINGS
+    from om_eval.data.beam import pinned_tier_questions, pinned_tier_sha256
+
+    config = json.loads(run["config_json"]) if isinstance(run.get("config_json"), str) else (run.get("config_json")
+                                                                                           or {})
+    identity = json.loads(run["judge_identity"]) if run.get("judge_identity") else {}
+    official = identity.get("mode") == "beam-official" and identity.get("template_sha256") == PINNED_RUBRIC_SHA256
+    model = (config.get("models") or {}).get("judge") or {}
+    name, temperature = str(model.get("model", identity.get("model", ""))), model.get("temperature")
+    rounding = identity.get("rounding", "upstream")
+    dataset = config.get("dataset") or {}
+    tier = str(dataset.get("tier") or "100K")
+    judged = sum(1 for i in items if i.get("status") == "done" and i.get("judge_status") == "ok")
+    subset = {k: v for k, v in (dataset.get("subset") or {}).items() if k != "seed" and v not in (None, [], {})}
+    expected = pinned_tier_questions(tier) or (0 if subset else int(run.get("n_questions") or 0))
+    pinned = pinned_tier_sha256(tier)
+    sha = str(run.get("dataset_sha256") or "")
+    return [
+        Condition("BEAM's judge prompts", official, "upstream's prompts at the pinned commit" if official else
+                  f"the {str(identity.get('mode', '?')).removeprefix('beam-')} prompts (om-eval's own words)"
+                  if identity.get("mode") != "beam-official" else "upstream-layout prompts from another file"),
+        Condition("BEAM's judge model", name.split("/")[-1] == BEAM_JUDGE_SETTINGS.model.split("/")[-1]
+                  and temperature == 0, f"{name}, {_sampling(temperature, model.get('max_output_tokens'))}"),
+        Condition("upstream rounding", rounding == "upstream", f"beam.rounding={rounding}"),
+        Condition("whole tier", not subset and judged == expected and expected > 0,
+                  f"{judged}/{expected} questions of tier {tier} judged"
+                  + (f"; subset {json.dumps(subset, sort_keys=True)}" if subset else "")),
+        Condition("pinned data", pinned is not None and sha == pinned,
+                  f"tier {tier} as pinned (sha256 {sha[:12]})" if pinned is not None and sha == pinned else
+                  f"tier {tier} with digest {sha[:12] or 'unknown'}, not the pinned "
+                  f"{pinned[:12] if pinned else 'one (none is pinned by sha256 for this tier)'}"),
+        _rerun_condition(regraded, reanswered),
+    ]
 
 
 def _prompt_condition(prompts: Mapping[str, Any]) -> Condition:
@@ -188,9 +248,10 @@ def run_comparability(catalog: Any, run: Mapping[str, Any], benchmark: Benchmark
     return comparability(run, items, benchmark, regraded=regraded, reanswered=reanswered)
 
 
-def checklist_lines() -> list[str]:
-    """Markdown lines: the official protocol's conditions (:data:`PROTOCOL`), numbered, printed once per report."""
-    return [f"{i}. **{name}**: {asks}" for i, (name, asks) in enumerate(PROTOCOL, 1)]
+def checklist_lines(protocol: Sequence[tuple[str, str]] = PROTOCOL) -> list[str]:
+    """Markdown lines: a protocol's conditions (LongMemEval's :data:`PROTOCOL` by default), numbered, printed once
+    per report."""
+    return [f"{i}. **{name}**: {asks}" for i, (name, asks) in enumerate(protocol, 1)]
 
 
 def verdict_lines(verdict: Verdict) -> list[str]:
@@ -198,8 +259,8 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     it meets are not repeated: :func:`checklist_lines` lists them once)."""
     failed = verdict.failed
     if verdict.comparable:
-        return [f"- **{verdict.label}** ({verdict.run_id[:8]}): comparable with published LongMemEval numbers "
-                "(meets every condition)"]
+        return [f"- **{verdict.label}** ({verdict.run_id[:8]}): comparable with published {verdict.benchmark} "
+                "numbers (meets every condition)"]
     lines = [f"- **{verdict.label}** ({verdict.run_id[:8]}): not comparable; departs from "
              f"{plural(len(failed), 'condition')}:"]
     lines += [f"  - ✗ {condition.name}: {condition.detail}" for condition in failed]
@@ -212,9 +273,14 @@ def comparability_markdown(verdicts: Sequence[Verdict], budgets: Sequence[str] =
     ``budgets``: the lines that say which runs compared here had different memory budgets
     (:func:`om_eval.report.systems.budget_warnings`), printed after the checklist.
     """
-    lines = ["## Comparability with published numbers", "",
-             "A run is comparable with published LongMemEval numbers when it meets every condition of the official "
-             "protocol (checked in om_eval/report/comparability.py):", "", *checklist_lines(), ""]
+    lines = ["## Comparability with published numbers", ""]
+    protocols = {"LongMemEval": PROTOCOL, "BEAM": BEAM_PROTOCOL}
+    # One checklist per benchmark shown, in run order (LongMemEval's when there is no run to say).
+    for title in dict.fromkeys(v.benchmark for v in verdicts) or ("LongMemEval",):
+        if title in protocols:
+            lines += [f"A run is comparable with published {title} numbers when it meets every condition of the "
+                      "official protocol (checked in om_eval/report/comparability.py):", "",
+                      *checklist_lines(protocols[title]), ""]
     if budgets:
         lines += [*(f"⚠ {line}" for line in budgets), ""]
     for verdict in verdicts:

@@ -6,6 +6,8 @@ asked for; the cut says how many lines it left out.
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,6 +19,32 @@ _CUT_LINES = 40
 #: OM events worth a line of their own: observer calls that failed, or whose kept reply looked like a repeat of
 #: earlier observations (:mod:`om_eval.om.suspect`).
 OBSERVER_WARNINGS = ("observation_suspect", "observation_failed", "observation_buffer_failed")
+
+
+def _rubric_detail(console: Any, item: Mapping[str, Any]) -> bool:
+    """A rubric judge's reply as a table of its items (and an event ordering's alignment); ``False`` when the reply
+    is not one (an unjudged question's)."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    try:
+        detail = json.loads(item.get("judge_reply") or "")
+    except ValueError:
+        return False
+    if not isinstance(detail, dict) or not isinstance(detail.get("items"), list):
+        return False
+    table = Table(title=f"Rubric (rounding {detail.get('rounding', '?')})", title_justify="left")
+    for column in ("criterion", "score", "reason"):
+        table.add_column(column, justify="right" if column == "score" else "left")
+    for entry in detail["items"]:
+        table.add_row(escape(str(entry.get("criterion"))), f"{entry.get('score'):g}", escape(str(entry.get("reason"))))
+    console.print(table)
+    if ordering := detail.get("ordering"):
+        figures = " · ".join(f"{k} {'undefined' if v is None else f'{v:.3f}'}" for k, v in ordering.items()
+                             if k != "aligned")
+        console.print(f"[bold]Event ordering[/bold]: {figures}")
+        console.print("aligned answer lines: " + escape(" | ".join(str(a) for a in ordering.get("aligned", []))))
+    return True
 
 
 def verdict_text(label: Any, status: str | None) -> str:
@@ -55,11 +83,19 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
     if item.get("corrected_answer") is not None:
         console.print(f"[bold]Corrected gold[/bold] (dataset.corrections): {escape(str(item['corrected_answer']))}")
     console.print(f"[bold]Answer[/bold] ({escape(str(run['actor_model']))}): {escape(str(item['hypothesis']))}")
-    console.print(f"[bold]Verdict[/bold] ({run['judge_mode']}:{escape(str(run['judge_model']))}): "
-                  f"{verdict_text(item['label'], item['judge_status'])}"
+    verdict = verdict_text(item['label'], item['judge_status'])
+    if benchmark.verdict_name != "accuracy" and item["judge_status"] == "ok":
+        verdict = f"{benchmark.verdict_name}: {'yes' if item['label'] else 'no'}"
+    console.print(f"[bold]Verdict[/bold] ({run['judge_mode']}:{escape(str(run['judge_model']))}): {verdict}"
                   + (f" · error: {escape(str(item['error']))}" if item.get("error") else ""))
-    console.print(f"[bold]Judge reply[/bold]: {escape(str(item['judge_reply']))}")
-    if benchmark.own_score is not None and item.get("score") is not None:
+    if benchmark.own_means is None or not _rubric_detail(console, item):  # a rubric judge's reply: item by item
+        console.print(f"[bold]Judge reply[/bold]: {escape(str(item['judge_reply']))}")
+    if benchmark.own_means is not None and item.get("score") is not None:
+        score = item["score"]
+        console.print(f"[bold]{benchmark.title} score[/bold]: "
+                      + ("undefined (Kendall tau-b is NaN: a constant rank vector)" if math.isnan(score)
+                         else f"{score:.3f}"))
+    elif benchmark.own_score is not None and item.get("score") is not None:
         fixed = "" if item.get("corrected_answer") is None else (
             f" · against the corrected gold: {item['corrected_score']:.3f}, verdict "
             f"{verdict_text(item.get('corrected_label'), 'error' if item.get('corrected_label') is None else 'ok')}")

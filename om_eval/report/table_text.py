@@ -88,9 +88,14 @@ def _benchmark_rows(benchmark: Benchmark) -> tuple[tuple[str, Any], ...]:
     if benchmark.own_score is None:
         return ()
     name = benchmark.own_score
+    micro: tuple[tuple[str, Any], ...] = ()
+    if benchmark.own_means is not None:  # a mean of means: the mean over questions beside it
+        micro = ((f"{name} micro", lambda r: f"{fmt.pct(r.own.micro)} n={r.own.n}" if r.own else fmt.MISSING),
+                 (f"{name} undefined", lambda r: str(r.own.undefined) if r.own else fmt.MISSING))
     return (
         *((f"{name} {c.short}", lambda r, k=c.key: _own_cell(r.own, k)) for c in benchmark.categories),
         (f"{name} overall", lambda r: _own_cell(r.own, None)),
+        *micro,
         *_answerable_rows(benchmark, ""),
     )
 
@@ -194,16 +199,23 @@ def _compact(table: ReportTable, section: Section) -> tuple[list[str], list[tupl
         *(((["memory", *(memory_name(r) for r in rows)], False),) if table.shows_memory else ()),
         (["judged/n", *(_judged(r) for r in rows)], True),
     ]
-    statistics = _statistics(section.benchmark)
-    last_group = len(section.benchmark.categories) - (0 if section.benchmark.abstention_row else 1)
-    for index, (name, pick, with_n) in enumerate(statistics):
-        body.append(([name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True, strict=pick(r.strict))
-                             for r in rows)],
-                     index == last_group))
-    own_rows = _benchmark_rows(section.benchmark)
-    if own_rows:
+    benchmark = section.benchmark
+    if any(r.rounding for r in rows):
+        body.insert(len(body) - 1, (["rounding", *(r.rounding or fmt.MISSING for r in rows)], False))
+    own_rows = [([name, *(cell(r) for r in rows)], False) for name, cell in _benchmark_rows(benchmark)]
+    own_first = benchmark.own_means is not None and bool(own_rows)  # BEAM: its own score leads, full marks after
+    if own_first:
+        body += own_rows
         body[-1] = (body[-1][0], True)
-        body += [([name, *(cell(r) for r in rows)], False) for name, cell in own_rows]
+    prefix = "" if benchmark.verdict_name == "accuracy" else f"{benchmark.verdict_name.split()[0]} "
+    last_group = len(benchmark.categories) - (0 if benchmark.abstention_row else 1)
+    for index, (name, pick, with_n) in enumerate(_statistics(benchmark)):
+        body.append(([prefix + name, *(_cell(r, pick(r.graded), with_n=with_n, compact=True, strict=pick(r.strict))
+                                       for r in rows)],
+                     index == last_group))
+    if own_rows and not own_first:
+        body[-1] = (body[-1][0], True)
+        body += own_rows
     if any(r.corrected is not None for r in rows):
         body[-1] = (body[-1][0], True)
         body += [([name, *(cell(r) for r in rows)], False) for name, cell in _corrected_rows(section.benchmark)]
@@ -273,13 +285,26 @@ def _benchmark_explanation(benchmark: Benchmark, cells: str | None, table: Repor
     """What a section of another benchmark shows (LoCoMo: categories with their numbers, its own score, Wilson
     intervals, corrected gold)."""
     level = f"{100 * table.confidence:g}%"
-    lines = [f"{benchmark.title}: " + (f"{cells} " if cells else "") + "categories are shown with the benchmark's "
-             "own numbers; overall = micro average over questions; task-avg = mean of the category accuracies."]
+    numbered = benchmark.categories[0].number is not None
+    lines = [f"{benchmark.title}: " + (f"{cells} " if cells else "")
+             + ("categories are shown with the benchmark's own numbers; " if numbered else "")
+             + "overall = micro average over questions; task-avg = mean of the category accuracies."]
+    if benchmark.verdict_name != "accuracy":
+        word = benchmark.verdict_name.split()[0]
+        lines.append(f"{word} = {benchmark.verdict_name}: the share of questions whose every rubric item the judge "
+                     f"scored 1 (a strict pass shown beside {benchmark.title}'s own score, never instead of it).")
     intervals = (f"Wilson {level} score intervals per category and overall (the task average: percentile "
                  f"bootstrap, {table.n_boot} resamples, seed {table.seed})" if benchmark.intervals == "wilson" else
                  f"percentile bootstrap over questions, {table.n_boot} resamples, seed {table.seed}")
     lines.append(f"{benchmark.title} intervals: {intervals}. Graded accuracies leave unjudged answers out.")
-    if benchmark.own_score is not None:
+    if benchmark.own_score is not None and benchmark.own_means is not None:
+        lines.append(f"{benchmark.own_score} = {benchmark.title}'s own score as its report script takes it: per "
+                     "ability the mean of question scores (the rubric score under the run's rounding; event "
+                     "ordering's tau_norm), per chat and then over chats; overall = the mean of the ability means; "
+                     "micro = the mean over all questions; undefined = event-ordering scores whose Kendall tau-b is "
+                     "NaN (a constant rank vector), counted here and left out of every mean. rounding upstream = "
+                     "each item's score truncated with int() for nine abilities, as published numbers were scored.")
+    elif benchmark.own_score is not None:
         lines.append(f"{benchmark.own_score} = {benchmark.title}'s own answer score, computed with its evaluation "
                      "script's arithmetic: the mean per category and over all answered questions.")
     if categories := answerable_categories(benchmark):
@@ -390,6 +415,9 @@ def _own_fields(benchmark: Benchmark, row: RunSummary) -> dict[str, str]:
         return {}
     name = benchmark.own_score.lower()
     out: dict[str, str] = {}
+    if benchmark.own_means is not None:  # BEAM: its overall is a mean of means; the micro mean and NaN count too
+        out[f"{name}_micro"] = fmt.csv_number(row.own.micro if row.own else None)
+        out[f"{name}_undefined"] = str(row.own.undefined) if row.own else ""
     for prefix, own in ((name, row.own), (f"corrected_{name}", row.corrected_own)):
         out[f"{prefix}_overall"] = fmt.csv_number(own.overall if own else None)
         for key in benchmark.category_keys:

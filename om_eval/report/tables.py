@@ -59,6 +59,7 @@ counted (``unknown_cost_calls``), never guessed. ``mean_observation_tokens`` and
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -71,7 +72,7 @@ from om_eval.bench.benchmark import (
     benchmark_of_run,
     default_benchmark,
 )
-from om_eval.bench.metrics import metric_report, score_means, wilson_interval
+from om_eval.bench.metrics import metric_report, wilson_interval
 from om_eval.bench.scoring import answerable_metrics
 from om_eval.report import _format as fmt
 from om_eval.report.systems import (
@@ -192,6 +193,10 @@ class OwnScores:
     n: int
     per_type: Mapping[str, tuple[float | None, int]]
     """Per category: (mean, n)."""
+    micro: float | None = None
+    """The mean over all questions, where ``overall`` is a mean of means (BEAM's; ``None`` where they agree)."""
+    undefined: int = 0
+    """Scores that are NaN (a BEAM event ordering whose tau-b is undefined): counted here, in no mean."""
 
 
 @dataclass(frozen=True)
@@ -273,6 +278,8 @@ class RunSummary:
     :func:`om_eval.report.systems.stage_group`); ``None`` when the table was built without the run's calls."""
     recall: RecallAtK | None = None
     """recall_any@k at its own k, for a run that retrieved (``items.retrieval``); ``None`` otherwise."""
+    rounding: str | None = None
+    """How a rubric judge rounded item scores (BEAM's ``beam.rounding``); ``None`` for a yes/no judge."""
 
     @property
     def ceiling(self) -> float | None:
@@ -397,8 +404,8 @@ def metric_rows(items: Iterable[Mapping[str, Any]], *, by_id: bool = True,
                 raise ValueError(f"question {qid}: is_abstention={flag!r} contradicts the id ('_abs' marks "
                                  "abstention)")
             flag = None
-        rows.append({"question_id": qid, "question_type": item.get("question_type"),
-                     "label": label, "status": status, "is_abstention": flag, "score": score})
+        rows.append({"question_id": qid, "question_type": item.get("question_type"), "label": label,
+                     "status": status, "is_abstention": flag, "score": score, "haystack_id": item.get("haystack_id")})
     return sorted(rows, key=lambda r: str(r["question_id"]))
 
 
@@ -447,9 +454,10 @@ def _own(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]]) -> OwnScores |
     if benchmark.own_score is None:
         return None
     done = [r for r in rows if r["status"] == "ok" or r.get("score") is not None]
-    means = score_means(done, benchmark.category_keys)
+    means = benchmark.own_score_means(done)
     return OwnScores(benchmark.own_score, means["overall"], means["n"],
-                     {k: (v["mean"], v["n"]) for k, v in means["per_type"].items()})
+                     {k: (v["mean"], v["n"]) for k, v in means["per_type"].items()}, means.get("micro"),
+                     int(means.get("nan") or 0))
 
 
 def _answerable(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]], confidence: float) -> Answerable | None:
@@ -524,7 +532,18 @@ def _summarise(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]], short
         mean_context_tokens=_mean(i.get("context_tokens") for i in items),
         usage=usage,
         recall=recall_at_k(items, budget.get("top_k"), benchmark),
+        rounding=_rounding(run),
     )
+
+
+def _rounding(run: Mapping[str, Any]) -> str | None:
+    """``upstream`` or ``exact`` for a run graded by BEAM's rubric judge (its judge identity says), else ``None``."""
+    try:
+        identity = json.loads(run.get("judge_identity") or "{}")
+    except (TypeError, ValueError):
+        return None
+    rounding = identity.get("rounding") if isinstance(identity, dict) else None
+    return f"{rounding} (int() per item)" if rounding == "upstream" else rounding
 
 
 def _per_call(items: Sequence[Mapping[str, Any]]) -> float | None:

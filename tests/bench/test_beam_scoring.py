@@ -177,3 +177,15 @@ def test_rubric_scores_equal_upstreams(items: list[float], ability: str) -> None
     judge = _Judge(dict(zip(rubric, items, strict=True)))
     theirs = upstream[f"evaluate_{ability}"](rubric, "a\nb", "question?", judge)
     assert rubric_score(items, ability) == theirs["llm_judge_score"]
+
+
+def test_a_score_is_recomputed_from_the_judges_reply() -> None:
+    from om_eval.bench.beam import score_of_reply
+
+    reply = json.dumps({"items": [{"score": 1.0}, {"score": 0.5}], "rounding": "upstream"})
+    assert score_of_reply("temporal_reasoning", reply) == 0.5
+    assert score_of_reply("temporal_reasoning", reply.replace("upstream", "exact")) == 0.75
+    ordering = json.dumps({"items": [{"score": 1.0}], "rounding": "upstream",
+                           "ordering": {"tau_norm": None, "f1": 1.0, "aligned": ["a"]}})
+    assert math.isnan(score_of_reply("event_ordering", ordering))  # type: ignore[arg-type]
+    assert score_of_reply("summarization", "yes") is None

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from om_eval.bench.beam import ABILITIES, ABILITY_SHORT
+from om_eval.report.archive import rescore_archive
 from om_eval.store.catalog import Catalog
 from tests.data.beam_fixture import write_tier
 
@@ -88,3 +89,34 @@ def test_bad_input_stops_with_one_line_before_any_model_call(tmp_path: Path, cha
     errors = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and message in errors[0], done.stderr
     assert not list((tmp_path / "results").glob("store/*.duckdb"))
+
+
+def test_the_report_says_which_conditions_of_beams_protocol_each_run_misses(results: Path) -> None:
+    text = (results / "report.md").read_text() if (results / "report.md").exists() else ""
+    if not text:
+        _om_eval("report", "--results", str(results), "--markdown", str(results / "report.md"))
+        text = (results / "report.md").read_text()
+    assert "comparable with published BEAM numbers when it meets every condition" in text
+    assert "✗ BEAM's judge prompts: the house prompts (om-eval's own words)" in text
+    assert "✗ whole tier: 10/400 questions of tier 100K judged" in text
+    assert "LongMemEval numbers" not in text
+    assert "| rounding | upstream (int() per item)" in text
+
+
+def test_show_lays_out_the_rubric_and_the_ordering(results: Path) -> None:
+    with Catalog(results) as catalog:
+        run = next(r for r in catalog.runs() if r["memory_system"] == "om")
+    done = _om_eval("show", run["run_id"][:8], "beam_100K_1_event_ordering_0", "--results", str(results))
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Rubric (rounding upstream)" in done.stdout and "Event ordering: precision" in done.stdout
+    assert "BEAM score:" in done.stdout and "full marks:" in done.stdout
+
+
+def test_a_beam_run_exports_to_an_archive(results: Path) -> None:
+    with Catalog(results) as catalog:
+        run = next(r for r in catalog.runs() if r["memory_system"] == "rag_mastra")
+    done = _om_eval("export", run["run_id"][:8], "--results", str(results), "--out", str(results / "run.zip"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    rescored = rescore_archive(results / "run.zip")  # the archive proves itself, scores recomputed from replies
+    stored = json.loads((results / "runs" / run["run_id"] / "metrics.json").read_text())
+    assert rescored["own"]["overall"] == stored["own"]["overall"] is not None

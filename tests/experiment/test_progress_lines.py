@@ -137,3 +137,26 @@ def test_a_small_run_logged_to_a_file_keeps_one_line_per_question() -> None:
     lines(progress)
     _finish(progress, lines, now, 50)
     assert len(out.getvalue().splitlines()) == 51
+
+
+def test_while_a_memory_builds_the_calls_in_flight_are_shown() -> None:
+    now = [100.0]
+    out = StringIO()
+    lines = ProgressLines(Console(file=out, width=200), clock=lambda: now[0])
+    live = [LedgerTotals()]
+    progress = RunProgress(total=7, in_flight=lambda: live[0])
+    lines(progress)
+    now[0] += 31
+    lines(progress)  # nothing in flight has called yet: nothing to say
+    live[0] = LedgerTotals(calls=12, prompt_tokens=30_000, completion_tokens=900)
+    now[0] += 5
+    lines(progress)
+    now[0] += 10
+    live[0] = LedgerTotals(calls=14, prompt_tokens=35_000, completion_tokens=1_000)
+    lines(progress)  # less than 30 s since the last line
+    assert out.getvalue().splitlines() == [
+        "7 questions: 0 already done, 7 to run",
+        "  … working: 12 calls (30,900 tokens) so far for the questions in flight (building their memory) · elapsed "
+        "36s · $0.0000",
+    ]
+    assert progress.describe() == "0/7 questions · 14 calls (0 cached) · 36,000 tokens · $0.0000"

@@ -34,30 +34,54 @@ __all__ = ["categories_figure", "categories_notes"]
 _ZERO_STUB = 1.2
 
 
+def _own_first(benchmark: Benchmark) -> bool:
+    """Its own score is the headline (BEAM): bars show it, not the judge's verdicts."""
+    return benchmark.own_means is not None and benchmark.own_score is not None
+
+
 def _groups(benchmark: Benchmark) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The bar groups of a benchmark's panel and their tick labels: its categories, then abstention (where it is a
-    row of its own), overall and task-averaged."""
-    extra: tuple[tuple[str, str], ...] = (("abstention", "Abstention"),) if benchmark.abstention_row else ()
-    extra += (("overall", "Overall\n(micro)"), ("task_averaged", "Task-averaged\n(macro)"))
+    row of its own), overall and task-averaged (a benchmark scored by its own score: overall, the mean of the
+    category means, and the micro mean)."""
+    if _own_first(benchmark):
+        extra: tuple[tuple[str, str], ...] = (("own_overall", "Overall\n(mean of\nabilities)"),
+                                              ("own_micro", "Micro\n(over\nquestions)"))
+    else:
+        extra = (("abstention", "Abstention"),) if benchmark.abstention_row else ()
+        extra += (("overall", "Overall\n(micro)"), ("task_averaged", "Task-averaged\n(macro)"))
     return (*benchmark.category_keys, *(g for g, _ in extra)), (*(c.tick for c in benchmark.categories),
                                                                   *(t for _, t in extra))
 
 
-def _group_accuracy(row: RunSummary, group: str) -> Accuracy:
+def _group_accuracy(row: RunSummary, group: str, benchmark: Benchmark | None = None) -> Accuracy:
+    if benchmark is not None and _own_first(benchmark):
+        own = row.own
+        if own is None:
+            return Accuracy(None, None, 0)
+        if group in own.per_type:
+            value, n = own.per_type[group]
+            return Accuracy(value, None, n)
+        return Accuracy(own.overall if group == "own_overall" else own.micro, None, own.n)
     if group in row.graded.per_type:
         return row.graded.per_type[group]
     return getattr(row.graded, group)
 
 
 def _unit(benchmark: Benchmark) -> str:
+    if _own_first(benchmark):
+        return "ability"
     return "question type" if benchmark.categories[0].number is None else "category"
+
+
+def _measure(benchmark: Benchmark) -> str:
+    return f"{benchmark.own_score} score" if _own_first(benchmark) else "accuracy"
 
 
 def _title(benchmark: Benchmark, title: str | None = None, several: bool = False) -> str:
     """A panel's title: ``LongMemEval: accuracy by question type``, or ``title`` (``title: LoCoMo`` when the
     figure has several panels)."""
     if title is None:
-        return f"{benchmark.title}: accuracy by {_unit(benchmark)}"
+        return f"{benchmark.title}: {_measure(benchmark)} by {_unit(benchmark)}"
     return f"{title}: {benchmark.title}" if several else title
 
 
@@ -81,7 +105,8 @@ def categories_figure(table: ReportTable, *, title: str | None = None) -> Any:
 
 def _draw_panel(axes: Any, panel: Panel, marks: Marks, colours: dict[str, str]) -> list[str]:
     groups, ticks = _groups(panel.benchmark)
-    axes.set_ylabel(f"{panel.benchmark.title} accuracy (%)")
+    axes.set_ylabel(f"{_measure(panel.benchmark)} (%)" if _own_first(panel.benchmark)
+                    else f"{panel.benchmark.title} accuracy (%)")
     axes.set_ylim(0, 105)
     axes.set_xlim(-0.6, len(groups) - 0.4)
     axes.set_xticks(range(len(groups)), ticks, fontsize=8)
@@ -100,7 +125,7 @@ def _draw_panel(axes: Any, panel: Panel, marks: Marks, colours: dict[str, str]) 
             BASELINE_HATCH if row.reader and marks.baseline_hatch else "")
         xs, heights, low, high = [], [], [], []
         for g, group in enumerate(groups):
-            acc = _group_accuracy(row, group)
+            acc = _group_accuracy(row, group, panel.benchmark)
             if fmt.missing(acc.value):
                 axes.text(g + offset, 1.0, "n/a", ha="center", va="bottom", fontsize=7, style="italic",
                           color="#777777", rotation=90 if len(rows) > 4 else 0)
@@ -126,7 +151,7 @@ def _draw_panel(axes: Any, panel: Panel, marks: Marks, colours: dict[str, str]) 
 
 def _interval_note(panel: Panel, confidence: float) -> str:
     level = f"{100 * confidence:g} %"
-    if all(r.caveat for r in panel.rows):
+    if all(r.caveat for r in panel.rows) or _own_first(panel.benchmark):
         return ""
     if panel.benchmark.intervals == "wilson":
         return (f"error bars: {level} Wilson score intervals per category and overall, {level} percentile "
@@ -134,14 +159,21 @@ def _interval_note(panel: Panel, confidence: float) -> str:
     return f"error bars: {level} percentile bootstrap intervals over questions"
 
 
-def _missing_notes(rows: Sequence[RunSummary], groups: Sequence[str]) -> list[str]:
-    values = [_group_accuracy(r, g).value for r in rows for g in groups]
+def _missing_notes(rows: Sequence[RunSummary], groups: Sequence[str], benchmark: Benchmark) -> list[str]:
+    values = [_group_accuracy(r, g, benchmark).value for r in rows for g in groups]
     notes = []
     if any(fmt.missing(v) for v in values):
         notes.append("n/a: no judged question (no bar)")
     if any(not fmt.missing(v) and v == 0.0 for v in values):
         notes.append("a short outlined bar labelled 0: an accuracy of zero")
     return notes
+
+
+def _own_note(benchmark: Benchmark) -> tuple[str, ...]:
+    if not _own_first(benchmark):
+        return ()
+    return (f"bars show {benchmark.title}'s own score (per chat, then over chats), not the judge's full-marks share; "
+            "no error bars (the score is a mean of means)",)
 
 
 def categories_notes(table: ReportTable) -> tuple[str, list[str]]:
@@ -156,7 +188,7 @@ def categories_notes(table: ReportTable) -> tuple[str, list[str]]:
         title = panel.benchmark.title
         groups, _ = _groups(panel.benchmark)
         for note in (_interval_note(panel, table.confidence), regime_note(panel),
-                     *_missing_notes(panel.rows, groups)):
+                     *_missing_notes(panel.rows, groups, panel.benchmark), *_own_note(panel.benchmark)):
             if note:
                 notes.append(f"{title}: {note}")
     return caption, [*notes, *marks_notes(table, Marks.of(table), bars=True)]
