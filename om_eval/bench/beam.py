@@ -201,17 +201,18 @@ def beam_means(rows: Iterable[Mapping[str, Any]], abilities: Sequence[str] = ABI
 
 
 def score_of_reply(ability: str, reply: str | None) -> float | None:
-    """A question's score recomputed from its judge reply (the item scores, the rounding and, for event ordering,
-    the ordering metrics :mod:`om_eval.bench.judging.rubric` stores): what an archive's scores are checked against.
+    """A question's score recomputed from its judge reply (the item scores and the rounding; for event ordering,
+    the metrics of the aligned lines it stores against the rubric): what an archive's scores are checked against.
     ``None`` when the reply is not a rubric judge's."""
     import json
 
     try:
         detail = json.loads(reply or "")
         items = [float(item["score"]) for item in detail["items"]]
-        ordering = detail.get("ordering")
-        if ordering is not None:
-            ordering = {k: math.nan if v is None else v for k, v in ordering.items() if k != "aligned"}
+        ordering = None
+        if ability == EVENT_ORDERING:  # recomputed from the rubric and the aligned lines, not read back
+            reference = [str(item["criterion"]) for item in detail["items"]]
+            ordering = ordering_metrics(reference, [str(line) for line in detail["ordering"]["aligned"]])
         return question_score(ability, items, ordering, str(detail.get("rounding", "upstream")))
     except (ValueError, KeyError, TypeError):
         return None

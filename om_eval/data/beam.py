@@ -36,9 +36,28 @@ from typing import Any
 
 from om_eval.data.reading import DatasetValidationError, PinnedFileNotFoundError
 
-__all__ = ["ABILITIES", "ENV_DIR", "IDEAL_KEYS", "QUESTION_DELAY", "TIERS", "BeamChat", "BeamQuestion",
-           "BeamSession", "BeamValidationError", "chat_numbers", "haystack_id", "manifest", "parse_anchor",
-           "pinned_tier_questions", "pinned_tier_sha256", "read_chat", "read_questions", "tier_folder", "tier_sha256"]
+__all__ = [
+    "ABILITIES",
+    "ENV_DIR",
+    "IDEAL_KEYS",
+    "QUESTION_DELAY",
+    "TIERS",
+    "BeamChat",
+    "BeamQuestion",
+    "BeamSession",
+    "BeamValidationError",
+    "chat_numbers",
+    "check_evidence",
+    "haystack_id",
+    "manifest",
+    "parse_anchor",
+    "pinned_tier_questions",
+    "pinned_tier_sha256",
+    "read_chat",
+    "read_questions",
+    "tier_folder",
+    "tier_sha256",
+]
 
 TIERS = ("100K", "500K", "1M", "10M")
 ABILITIES = ("abstention", "contradiction_resolution", "event_ordering", "information_extraction",
@@ -239,18 +258,19 @@ def _text(value: Any, source: str, field: str) -> str:
     return value
 
 
-def _ids(value: Any) -> Iterator[int]:
-    """Message ids from a ``source_chat_ids`` value: an int, or lists and objects of them, nested."""
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int):
+def _ids(value: Any, source: str, field: str) -> Iterator[int]:
+    """Message ids from a ``source_chat_ids`` value: an int, or lists and objects of them, nested (``None``: none)."""
+    if isinstance(value, int) and not isinstance(value, bool):
         yield value
     elif isinstance(value, list):
         for item in value:
-            yield from _ids(item)
+            yield from _ids(item, source, field)
     elif isinstance(value, Mapping):
         for item in value.values():
-            yield from _ids(item)
+            yield from _ids(item, source, field)
+    elif value is not None:
+        raise BeamValidationError(source, f"{value!r} is not a message id: evidence is cited by the integer ids of "
+                                  "chat.json's messages", field=field)
 
 
 def _question(raw: Any, ability: str, index: int, source: str) -> BeamQuestion:
@@ -266,7 +286,7 @@ def _question(raw: Any, ability: str, index: int, source: str) -> BeamQuestion:
         ability=ability, index=index, question=_text(raw.get("question"), source, f"{where}.question"),
         difficulty=raw.get("difficulty") if isinstance(raw.get("difficulty"), str) else None,
         rubric=tuple(rubric), ideal=None if ideal is None else str(ideal),
-        evidence_ids=tuple(dict.fromkeys(_ids(raw.get("source_chat_ids")))),
+        evidence_ids=tuple(dict.fromkeys(_ids(raw.get("source_chat_ids"), source, f"{where}.source_chat_ids"))),
     )
 
 
@@ -336,6 +356,17 @@ def read_chat(folder: Path, number: int, *, verify: bool = True) -> BeamChat:
         last = date or last
         sessions.append(BeamSession(number_of_batch, last, said))
     return BeamChat(folder.name, number, tuple(sessions))
+
+
+def check_evidence(chat: BeamChat, questions: Sequence[BeamQuestion], folder: Path) -> None:
+    """Every evidence id a question cites is a message of its chat (else its recall@k would quietly lose it)."""
+    known = {m.id for session in chat.sessions for m in session.messages}
+    for question in questions:
+        missing = [i for i in question.evidence_ids if i not in known]
+        if missing:
+            raise BeamValidationError(str(folder / str(chat.number) / QUESTIONS_FILE),
+                                      f"cites message ids {missing} that {CHAT_FILE} does not have",
+                                      field=f"{question.ability}[{question.index}].source_chat_ids")
 
 
 def tier_sha256(folder: Path, numbers: Sequence[int]) -> str:

@@ -21,6 +21,7 @@ from om_eval.data.beam import (
     BeamQuestion,
     BeamValidationError,
     chat_numbers,
+    check_evidence,
     haystack_id,
     read_chat,
     read_questions,
@@ -98,7 +99,9 @@ def beam_dataset(path: str | os.PathLike[str] | None = None, *, tier: str = "100
     entries: list[QuestionEntry] = []
     for number in numbers:
         chat = read_chat(folder, number, verify=verify)  # checked now: a bad file stops the run before any call
-        for question in read_questions(folder, number, verify=verify):
+        asked = read_questions(folder, number, verify=verify)
+        check_evidence(chat, asked, folder)
+        for question in asked:
             entries.append(QuestionEntry(chat.question_id(question), question.ability, len(entries),
                                          haystack_id(tier, number), question.ability == "abstention"))
         del chat

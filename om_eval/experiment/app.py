@@ -243,7 +243,8 @@ class ProgressLines:
                                                                    + progress.totals.completion_tokens)
         elapsed = _duration(self.clock() - (self.started or 0.0))
         self.console.print(f"  … working: {working} calls ({tokens:,} tokens) so far for the questions in flight "
-                           f"(building their memory) · elapsed {elapsed} · ${live.cost_usd:.4f}", markup=False,
+                           f"(building memory, answering, judging) · elapsed {elapsed} · ${live.cost_usd:.4f}",
+                           markup=False,
                            highlight=False, soft_wrap=True)
 
     def _due(self, progress: Any, *, last: bool) -> bool:

@@ -221,7 +221,7 @@ class JudgeSchema:
 class BeamSchema:
     rounding: str = "upstream"
     """BEAM's rubric scores: ``upstream`` truncates each item's score with int() for nine abilities (a 0.5 counts as
-    0, as published numbers were scored); ``exact`` keeps halves."""
+    0, as upstream's evaluation script adds them); ``exact`` keeps halves. Refused on other benchmarks."""
 
 
 BaselineSchema = schema_of(BaselineConfig, "BaselineSchema")

@@ -19,10 +19,13 @@ report names each one that fails:
 9. **Mastra's own prompts**, for a run set beside Mastra's published numbers (a ``mastra*`` experiment): the models
    read ``@mastra/memory``'s own text (``prompt=mastra_exact``), not om-eval's paraphrase of it.
 
-BEAM's published numbers come from its own scripts (:data:`BEAM_PROTOCOL`): upstream's rubric and equivalence
-prompts at the pinned commit, ``gpt-4.1-mini`` at temperature 0, item scores truncated with ``int()`` for nine
-abilities, every question of a pinned tier, one answer per question. LoCoMo has no official judge protocol (its
-vendors each use their own judge), so its runs are never comparable: the verdict says so rather than pretend.
+BEAM's paper scored with its own scripts (:data:`BEAM_PROTOCOL`): upstream's rubric and equivalence prompts at the
+pinned commit, ``gpt-4.1-mini`` at temperature 0, item scores truncated with ``int()`` for nine abilities, every
+question of a pinned tier, one answer per question. A run that holds them is scored as upstream scores; it still
+differs from a published number in its reader (every om-eval run answers with ``models.actor``), and in what
+upstream does with an undefined event-ordering score (NaN in its means; left out of om-eval's and counted). LoCoMo
+has no official judge protocol (its vendors each use their own judge), so its runs are never comparable: the verdict
+says so rather than pretend.
 """
 
 from __future__ import annotations
@@ -65,7 +68,8 @@ PROTOCOL: tuple[tuple[str, str], ...] = (
 BEAM_PROTOCOL: tuple[tuple[str, str], ...] = (
     ("BEAM's judge prompts", "upstream's rubric and equivalence prompts read from the pinned commit (judge=official)"),
     ("BEAM's judge model", "gpt-4.1-mini at temperature 0, as upstream's evaluation script calls it"),
-    ("upstream rounding", "each rubric item's score truncated with int() for nine abilities (beam.rounding=upstream)"),
+    ("upstream rounding", "each rubric item's score truncated with int() for nine abilities (beam.rounding=upstream), "
+                          "as upstream's script adds them"),
     ("whole tier", "every question of the tier judged, no subset"),
     ("pinned data", "the tier's files as the pinned commit has them"),
     ("no re-runs kept for flips", "no question answered again after an answer of it was graded"),
@@ -189,7 +193,7 @@ def _beam_conditions(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
                      reanswered: int) -> list[Condition]:
     """:data:`BEAM_PROTOCOL` checked against a run."""
     from om_eval.bench.judging.beam_templates import PINNED_RUBRIC_SHA256
-    from om_eval.bench.judging.rubric import BEAM_JUDGE_SETTINGS
+    from om_eval.bench.judging.rubric import is_beam_judge_model
     from om_eval.data.beam import pinned_tier_questions, pinned_tier_sha256
 
     config = json.loads(run["config_json"]) if isinstance(run.get("config_json"), str) else (run.get("config_json")
@@ -210,8 +214,8 @@ def _beam_conditions(run: Mapping[str, Any], items: Sequence[Mapping[str, Any]],
         Condition("BEAM's judge prompts", official, "upstream's prompts at the pinned commit" if official else
                   f"the {str(identity.get('mode', '?')).removeprefix('beam-')} prompts (om-eval's own words)"
                   if identity.get("mode") != "beam-official" else "upstream-layout prompts from another file"),
-        Condition("BEAM's judge model", name.split("/")[-1] == BEAM_JUDGE_SETTINGS.model.split("/")[-1]
-                  and temperature == 0, f"{name}, {_sampling(temperature, model.get('max_output_tokens'))}"),
+        Condition("BEAM's judge model", is_beam_judge_model(name) and temperature == 0,
+                  f"{name}, {_sampling(temperature, model.get('max_output_tokens'))}"),
         Condition("upstream rounding", rounding == "upstream", f"beam.rounding={rounding}"),
         Condition("whole tier", not subset and judged == expected and expected > 0,
                   f"{judged}/{expected} questions of tier {tier} judged"
@@ -258,6 +262,9 @@ def verdict_lines(verdict: Verdict) -> list[str]:
     """Markdown lines: the verdict, then each condition the run departs from with what was found (the conditions
     it meets are not repeated: :func:`checklist_lines` lists them once)."""
     failed = verdict.failed
+    if verdict.comparable and verdict.benchmark == "BEAM":
+        return [f"- **{verdict.label}** ({verdict.run_id[:8]}): scored as upstream's BEAM scripts score (meets every "
+                "condition)"]
     if verdict.comparable:
         return [f"- **{verdict.label}** ({verdict.run_id[:8]}): comparable with published {verdict.benchmark} "
                 "numbers (meets every condition)"]
@@ -277,7 +284,13 @@ def comparability_markdown(verdicts: Sequence[Verdict], budgets: Sequence[str] =
     protocols = {"LongMemEval": PROTOCOL, "BEAM": BEAM_PROTOCOL}
     # One checklist per benchmark shown, in run order (LongMemEval's when there is no run to say).
     for title in dict.fromkeys(v.benchmark for v in verdicts) or ("LongMemEval",):
-        if title in protocols:
+        if title == "BEAM":
+            lines += ["A BEAM run is scored as upstream's scripts score when it meets every condition below (checked "
+                      "in om_eval/report/comparability.py). Its reader is still om-eval's (models.actor), and an "
+                      "undefined event-ordering score is left out of its means where upstream's would be NaN; "
+                      "vendors' published numbers name neither their reader nor their judge.", "",
+                      *checklist_lines(protocols[title]), ""]
+        elif title in protocols:
             lines += [f"A run is comparable with published {title} numbers when it meets every condition of the "
                       "official protocol (checked in om_eval/report/comparability.py):", "",
                       *checklist_lines(protocols[title]), ""]

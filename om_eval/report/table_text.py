@@ -303,7 +303,14 @@ def _benchmark_explanation(benchmark: Benchmark, cells: str | None, table: Repor
                      "ordering's tau_norm), per chat and then over chats; overall = the mean of the ability means; "
                      "micro = the mean over all questions; undefined = event-ordering scores whose Kendall tau-b is "
                      "NaN (a constant rank vector), counted here and left out of every mean. rounding upstream = "
-                     "each item's score truncated with int() for nine abilities, as published numbers were scored.")
+                     "each item's score truncated with int() for nine abilities, as upstream's script adds them. "
+                     "overall is om-eval's summary (upstream's report has per-ability columns only). tau_norm rewards "
+                     "order alone and reads the answer one line per event: on a five-event rubric an answer naming "
+                     "no event scores 0.21 and two events in order 0.92 (show gives F1 and final_score beside it).")
+        for row in table.rows:
+            if row.benchmark == benchmark.name and row.own is not None and row.own.undefined_ids:
+                shown = ", ".join(row.own.undefined_ids[:10]) + (" ..." if len(row.own.undefined_ids) > 10 else "")
+                lines.append(f"{benchmark.own_score} undefined in {row.label}: {shown}.")
     elif benchmark.own_score is not None:
         lines.append(f"{benchmark.own_score} = {benchmark.title}'s own answer score, computed with its evaluation "
                      "script's arithmetic: the mean per category and over all answered questions.")

@@ -197,6 +197,8 @@ class OwnScores:
     """The mean over all questions, where ``overall`` is a mean of means (BEAM's; ``None`` where they agree)."""
     undefined: int = 0
     """Scores that are NaN (a BEAM event ordering whose tau-b is undefined): counted here, in no mean."""
+    undefined_ids: tuple[str, ...] = ()
+    """The questions whose score is NaN, so a report can name them."""
 
 
 @dataclass(frozen=True)
@@ -455,9 +457,11 @@ def _own(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]]) -> OwnScores |
         return None
     done = [r for r in rows if r["status"] == "ok" or r.get("score") is not None]
     means = benchmark.own_score_means(done)
+    undefined = tuple(str(r["question_id"]) for r in done
+                      if isinstance(r.get("score"), float) and math.isnan(r["score"]))
     return OwnScores(benchmark.own_score, means["overall"], means["n"],
                      {k: (v["mean"], v["n"]) for k, v in means["per_type"].items()}, means.get("micro"),
-                     int(means.get("nan") or 0))
+                     int(means.get("nan") or 0), undefined)
 
 
 def _answerable(benchmark: Benchmark, rows: Sequence[Mapping[str, Any]], confidence: float) -> Answerable | None:

@@ -4,9 +4,11 @@ included), the per-chat means upstream's report takes; checked against scipy and
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import math
 import os
+import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -25,6 +27,7 @@ from om_eval.bench.beam import (
     question_score,
     rubric_score,
 )
+from om_eval.bench.judging.beam_templates import COMMIT, METRICS_FILE
 
 ITEM = st.sampled_from([0.0, 0.5, 1.0])
 EVENTS = st.lists(st.sampled_from(list("abcdefgh")), min_size=1, max_size=7)
@@ -117,8 +120,27 @@ def test_means_are_taken_per_chat_then_over_chats_and_nan_is_counted_apart() -> 
 
 UPSTREAM = os.environ.get("BEAM_UPSTREAM_DIR")
 needs_upstream = pytest.mark.skipif(
-    not UPSTREAM, reason="set BEAM_UPSTREAM_DIR to a clone of mohammadtavakoli78/BEAM (commit b2a3ee8) to compare "
-                         "with upstream's compute_metrics.py")
+    not UPSTREAM, reason="set BEAM_UPSTREAM_DIR to a clone of mohammadtavakoli78/BEAM (its work tree or git dir, "
+                         "commit b2a3ee8) to compare with upstream's compute_metrics.py")
+
+
+def _upstream_source() -> tuple[str, str]:
+    """compute_metrics.py from the clone's work tree, or from its git dir at the pinned commit; sha256-checked."""
+    root = Path(str(UPSTREAM)).expanduser()
+    if not root.is_dir():
+        pytest.fail(f"BEAM_UPSTREAM_DIR={UPSTREAM} is not a directory")
+    found = []
+    if (root / METRICS_FILE.path).is_file():
+        found.append((str(root / METRICS_FILE.path), (root / METRICS_FILE.path).read_bytes()))
+    git = ["git", f"--git-dir={root}"] if (root / "HEAD").is_file() else ["git", "-C", str(root)]
+    shown = subprocess.run([*git, "show", f"{COMMIT}:{METRICS_FILE.path}"], capture_output=True, check=False)
+    if shown.returncode == 0:
+        found.append((f"{root} @ {COMMIT[:7]}", shown.stdout))
+    for origin, data in found:
+        if hashlib.sha256(data).hexdigest() == METRICS_FILE.sha256:
+            return origin, data.decode("utf-8")
+    pytest.fail(f"BEAM_UPSTREAM_DIR={UPSTREAM}: no {METRICS_FILE.path} with the sha256 of commit {COMMIT[:7]} "
+                f"(looked at: {', '.join(o for o, _ in found) or 'nothing'})")
 
 
 def _upstream_functions() -> dict[str, Any]:
@@ -126,8 +148,8 @@ def _upstream_functions() -> dict[str, Any]:
     pytest.importorskip("scipy")
     from scipy.stats import kendalltau
 
-    path = Path(str(UPSTREAM)) / "src" / "evaluation" / "compute_metrics.py"
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    path, text = _upstream_source()
+    tree = ast.parse(text)
     wanted = {"llm_equivalence", "align_with_llm", "event_ordering_score", "parse_json_response",
               "evaluate_information_extraction", "evaluate_event_ordering", "evaluate_abstention"}
     body = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in wanted]
@@ -135,7 +157,7 @@ def _upstream_functions() -> dict[str, Any]:
                                  "re": __import__("re"), "repair_json": lambda text: text,
                                  "unified_llm_judge_base_prompt": "<rubric_item>|<llm_response>",
                                  "extract_facts": lambda **_: []}
-    exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
+    exec(compile(ast.Module(body=body, type_ignores=[]), path, "exec"), namespace)
     return namespace
 
 
@@ -185,7 +207,7 @@ def test_a_score_is_recomputed_from_the_judges_reply() -> None:
     reply = json.dumps({"items": [{"score": 1.0}, {"score": 0.5}], "rounding": "upstream"})
     assert score_of_reply("temporal_reasoning", reply) == 0.5
     assert score_of_reply("temporal_reasoning", reply.replace("upstream", "exact")) == 0.75
-    ordering = json.dumps({"items": [{"score": 1.0}], "rounding": "upstream",
-                           "ordering": {"tau_norm": None, "f1": 1.0, "aligned": ["a"]}})
+    ordering = json.dumps({"items": [{"criterion": "a", "score": 1.0}], "rounding": "upstream",
+                           "ordering": {"tau_norm": 0.9, "f1": 1.0, "aligned": ["a"]}})  # a stored 0.9 is not read
     assert math.isnan(score_of_reply("event_ordering", ordering))  # type: ignore[arg-type]
     assert score_of_reply("summarization", "yes") is None

@@ -70,6 +70,12 @@ def test_no_copy_and_no_downloads_says_how_to_give_one(tmp_path: Path, monkeypat
     (lambda c, q: q.write_text(json.dumps({k: [] for k in json.loads(q.read_text())})),
      r"holds no question: a chat without questions cannot be scored"),
     (lambda c, q: q.write_text(json.dumps({"memory": []})), r"abilities \['memory'\] are unknown"),
+    (lambda c, q: q.write_text(json.dumps({**json.loads(q.read_text()), "summarization": [
+        {"question": "?", "rubric": ["x"], "source_chat_ids": [4, 999]}]})),
+     r"field summarization\[0\].source_chat_ids: cites message ids \[999\] that chat.json does not have"),
+    (lambda c, q: q.write_text(json.dumps({**json.loads(q.read_text()), "summarization": [
+        {"question": "?", "rubric": ["x"], "source_chat_ids": ["chat_id: 4"]}]})),
+     r"field summarization\[0\].source_chat_ids: 'chat_id: 4' is not a message id"),
 ])
 def test_a_malformed_file_stops_with_one_line_naming_it(tmp_path: Path, damage, message: str) -> None:
     write_tier(tmp_path)

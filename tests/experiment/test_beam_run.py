@@ -71,6 +71,8 @@ def test_the_report_shows_ten_ability_rows_for_each_system(results: Path) -> Non
     (["dataset.tier=500K"], "BEAM tier 500K not found"),
     (["+damage=chat"], "chat.json: not JSON"),
     (["+damage=rubric"], "field summarization[0].rubric: every BEAM question needs a rubric"),
+    (["judge.source=beam"], "judge.source=beam reads upstream's BEAM judge prompts, which only judge=official uses"),
+    (["judge=official"], "BEAM's judge prompts are not cached"),
 ])
 def test_bad_input_stops_with_one_line_before_any_model_call(tmp_path: Path, change: list[str], message: str) -> None:
     data = write_tier(tmp_path / "data")
@@ -96,7 +98,7 @@ def test_the_report_says_which_conditions_of_beams_protocol_each_run_misses(resu
     if not text:
         _om_eval("report", "--results", str(results), "--markdown", str(results / "report.md"))
         text = (results / "report.md").read_text()
-    assert "comparable with published BEAM numbers when it meets every condition" in text
+    assert "A BEAM run is scored as upstream's scripts score when it meets every condition below" in text
     assert "✗ BEAM's judge prompts: the house prompts (om-eval's own words)" in text
     assert "✗ whole tier: 10/400 questions of tier 100K judged" in text
     assert "LongMemEval numbers" not in text

@@ -156,7 +156,7 @@ def test_while_a_memory_builds_the_calls_in_flight_are_shown() -> None:
     lines(progress)  # less than 30 s since the last line
     assert out.getvalue().splitlines() == [
         "7 questions: 0 already done, 7 to run",
-        "  … working: 12 calls (30,900 tokens) so far for the questions in flight (building their memory) · elapsed "
-        "36s · $0.0000",
+        "  … working: 12 calls (30,900 tokens) so far for the questions in flight (building memory, answering, "
+        "judging) · elapsed 36s · $0.0000",
     ]
     assert progress.describe() == "0/7 questions · 14 calls (0 cached) · 36,000 tokens · $0.0000"

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from om_eval.bench.judging.official_templates import OfficialTemplateError
 from om_eval.bench.upstream import UpstreamFile, read_local, read_pinned, sha256_of
 
 __all__ = ["COMMIT", "METRICS_FILE", "PINNED_RUBRIC_SHA256", "PROMPTS_FILE", "BeamTemplateError", "BeamTemplates",
@@ -25,10 +26,10 @@ __all__ = ["COMMIT", "METRICS_FILE", "PINNED_RUBRIC_SHA256", "PROMPTS_FILE", "Be
 COMMIT = "b2a3ee8ba12d68f83143dda191097dc3e028ddd3"
 _REPOSITORY = "mohammadtavakoli78/BEAM"
 PROMPTS_FILE = UpstreamFile("src/prompts.py", "2f630cc983ab0c34cfa80b1b4d340f5b51a9b4a3baa5af8aea9503c585eda06a",
-                            "BEAM's rubric judge prompt", "judge.source", _REPOSITORY, COMMIT)
+                            "BEAM's judge prompts", "judge.source", _REPOSITORY, COMMIT)
 METRICS_FILE = UpstreamFile("src/evaluation/compute_metrics.py",
                             "0715226375e9d24646c49c504194ba61cfb26d39415da5ebe9bdc4c6dcd3726c",
-                            "BEAM's equivalence judge messages", "judge.source", _REPOSITORY, COMMIT)
+                            "BEAM's equivalence messages", "judge.source", _REPOSITORY, COMMIT)
 RUBRIC_NAME = "unified_llm_judge_base_prompt"
 EQUIVALENCE_FUNCTION = "llm_equivalence"
 #: The f-string names of the two snippets in upstream's user message, and our slots for them.
@@ -66,8 +67,9 @@ class BeamTemplates:
                 {"role": "user", "content": fill(pair, values)}]
 
 
-class BeamTemplateError(RuntimeError):
-    """BEAM's judge prompts could not be had, or do not have the expected shape."""
+class BeamTemplateError(OfficialTemplateError):
+    """BEAM's judge prompts could not be had, or do not have the expected shape (an upstream-templates error, so
+    commands report it in one line as they do LongMemEval's)."""
 
 
 def _combined(prompts_sha256: str, metrics_sha256: str) -> str:

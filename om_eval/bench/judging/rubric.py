@@ -38,7 +38,7 @@ from om_eval.llm.client import LLMCallError, build_request
 from om_eval.om.config import ConfigError, ModelSettings
 
 __all__ = ["BEAM_JUDGE_SETTINGS", "HOUSE_EQUIVALENCE", "HOUSE_RUBRIC", "HOUSE_RUBRIC_ID", "RUBRIC_MIN_TOKENS",
-           "RubricJudge", "house_templates", "parse_item_score"]
+           "RubricJudge", "house_templates", "is_beam_judge_model", "parse_item_score"]
 
 HOUSE_RUBRIC_ID = "beam-house-v1"
 #: Our rubric prompt; ``{question}``, ``{criterion}`` and ``{response}`` are filled in one pass.
@@ -64,6 +64,11 @@ many for rubric calls."""
 BEAM_JUDGE_SETTINGS = ModelSettings(model="openai/gpt-4.1-mini", temperature=0.0, max_output_tokens=None,
                                     provider_options={})
 """Upstream's judge: ``gpt-4.1-mini`` at temperature 0, no output cap (``src/llm.py``)."""
+def is_beam_judge_model(model: str) -> bool:
+    """Upstream's judge model, whichever provider routes it (``openai/gpt-4.1-mini``, ``azure/gpt-4.1-mini``)."""
+    return model.split("/")[-1] == BEAM_JUDGE_SETTINGS.model.split("/")[-1]
+
+
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*\})\s*```", re.DOTALL)
 _OBJECT = re.compile(r"\{.*?\}", re.DOTALL)
 _SCORES = (0.0, 0.5, 1.0)
@@ -158,7 +163,7 @@ class RubricJudge:
     def is_official(self) -> bool:
         """Upstream's pinned templates, its judge model at temperature 0, and its rounding."""
         return (self.templates.upstream and self.templates.sha256 == PINNED_RUBRIC_SHA256
-                and self.model.model == BEAM_JUDGE_SETTINGS.model and self.model.temperature == 0.0
+                and is_beam_judge_model(self.model.model) and self.model.temperature == 0.0
                 and self.rounding == "upstream")
 
     def _rubric_request(self, question: Question, criterion: str, response: str) -> Any:
@@ -209,7 +214,12 @@ class RubricJudge:
         prompts = "\n\u241e\n".join(self.templates.rubric_prompt(question.question, c, hypothesis) for c in rubric)
         prompt_hash = hashlib.sha256(prompts.encode("utf-8")).hexdigest()
         try:
-            items = await asyncio.gather(*(self._item(client, question, c, hypothesis) for c in rubric))
+            # Every item's call runs to its end (and is recorded with the question) before a failure is reported.
+            outcomes = await asyncio.gather(*(self._item(client, question, c, hypothesis) for c in rubric),
+                                            return_exceptions=True)
+            if failed := next((o for o in outcomes if isinstance(o, BaseException)), None):
+                raise failed
+            items = [o for o in outcomes if not isinstance(o, BaseException)]
             ordering: dict[str, float] | None = None
             canonical: list[str] = []
             if question.question_type == EVENT_ORDERING:

@@ -181,6 +181,9 @@ def categories_notes(table: ReportTable) -> tuple[str, list[str]]:
     caption = ("Graded accuracy (unjudged answers left out) per category, then overall (micro-averaged over "
                "questions) and task-averaged (macro-averaged over categories), one bar per run and one panel per "
                "benchmark.")
+    if any(_own_first(panel.benchmark) for panel in panels(table)):
+        caption += (" A benchmark scored by its own score (BEAM) draws that score instead: per ability, then the mean "
+                    "of the ability means and the mean over questions.")
     notes = []
     for panel in panels(table):
         if not panel.rows:
