@@ -461,12 +461,24 @@ def _bar(acc: Accuracy, row: RunSummary, color: str) -> dict[str, Any]:
             "hatched": bool(row.caveat), "whisker": whisker, "text": _pct(value)}
 
 
+def _own_accuracy(row: RunSummary, key: str) -> Accuracy | None:
+    """A benchmark's own score of one category as a bar (no interval: it is a mean of means)."""
+    if row.own is None or key not in row.own.per_type:
+        return None
+    value, n = row.own.per_type[key]
+    return Accuracy(value, None, n)
+
+
 def _bar_groups(table: ReportTable, colors: Mapping[str, str]) -> list[dict[str, Any]]:
     """One group of bars per category of each benchmark shown (a run of another benchmark has no bar there), and
     abstention where a benchmark shows it as a row of its own."""
     none = Accuracy(None, None, 0)
     groups = []
     for benchmark in table.benchmarks:
+        if benchmark.own_means is not None:  # BEAM: its own score per ability, not the judge's full-marks share
+            groups += [(c.short, f"{c.title} ({benchmark.own_score} score)",
+                        lambda row, t=c.key: _own_accuracy(row, t) or none) for c in benchmark.categories]
+            continue
         groups += [(c.short, c.title, lambda row, t=c.key: row.graded.per_type.get(t, none))
                    for c in benchmark.categories]
         if benchmark.abstention_row:

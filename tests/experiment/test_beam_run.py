@@ -122,3 +122,10 @@ def test_a_beam_run_exports_to_an_archive(results: Path) -> None:
     rescored = rescore_archive(results / "run.zip")  # the archive proves itself, scores recomputed from replies
     stored = json.loads((results / "runs" / run["run_id"] / "metrics.json").read_text())
     assert rescored["own"]["overall"] == stored["own"]["overall"] is not None
+
+
+def test_the_view_draws_each_abilitys_beam_score(results: Path) -> None:
+    done = _om_eval("view", "--results", str(results), "--out", str(results / "view.html"))
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (results / "view.html").read_text()
+    assert all(f"{ability} (BEAM score)" in page for ability in ABILITIES)
