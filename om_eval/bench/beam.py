@@ -24,6 +24,7 @@ equivalence calls) is :mod:`om_eval.bench.judging.rubric`.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
 from typing import Any
@@ -204,8 +205,6 @@ def score_of_reply(ability: str, reply: str | None) -> float | None:
     """A question's score recomputed from its judge reply (the item scores and the rounding; for event ordering,
     the metrics of the aligned lines it stores against the rubric): what an archive's scores are checked against.
     ``None`` when the reply is not a rubric judge's."""
-    import json
-
     try:
         detail = json.loads(reply or "")
         items = [float(item["score"]) for item in detail["items"]]

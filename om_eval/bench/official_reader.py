@@ -15,7 +15,7 @@ import string
 from dataclasses import dataclass
 from pathlib import Path
 
-from om_eval.bench.upstream import UpstreamFile, read_local, read_pinned, sha256_of
+from om_eval.bench.upstream import UpstreamFile, read_verified
 
 RUN_GENERATION = UpstreamFile(
     "src/generation/run_generation.py", "4f1eb3c69d7ad40f04065b9c0bc86f6582441018fc6ff751d162d66c95baf672",
@@ -86,13 +86,7 @@ def load_official_reader(source: str | os.PathLike[str] | None = None, *, cache_
     Raises:
         OfficialReaderError: missing file, downloads off with nothing cached, another version, unexpected shape.
     """
-    if source is None:
-        data, where = read_pinned(RUN_GENERATION, None, cache_dir, offline, timeout, OfficialReaderError)
-    else:
-        data, where = read_local(RUN_GENERATION, source, OfficialReaderError)
-    actual = sha256_of(data)
-    if actual != RUN_GENERATION.sha256:
-        raise OfficialReaderError(f"{where}: sha256 {actual} differs from the pinned {RUN_GENERATION.sha256} "
-                                  f"({RUN_GENERATION.path} at the pinned LongMemEval commit); check out that commit")
+    data, where = read_verified(RUN_GENERATION, source, OfficialReaderError, cache_dir=cache_dir, offline=offline,
+                                timeout=timeout)
     answer, header = extract_reader(data.decode("utf-8"), where)
-    return OfficialReader(answer, header, actual, where)
+    return OfficialReader(answer, header, RUN_GENERATION.sha256, where)

@@ -79,6 +79,22 @@ def read_local(file: UpstreamFile, source: str | os.PathLike[str], error: type[E
     return path.read_bytes(), str(path)
 
 
+def read_verified(file: UpstreamFile, source: str | os.PathLike[str] | None, error: type[Exception], *,
+                  cache_dir: Path | None = None, offline: bool | None = None,
+                  timeout: float = 30.0) -> tuple[bytes, str]:
+    """The pinned file from ``source`` (a clone or the file) or the cache/download, refused with ``error`` unless
+    its sha256 is the pinned one: ``(its bytes, where they came from)``."""
+    if source is None:
+        data, where = read_pinned(file, file.sha256, cache_dir, offline, timeout, error)
+    else:
+        data, where = read_local(file, source, error)
+    actual = sha256_of(data)
+    if actual != file.sha256:
+        raise error(f"{where}: sha256 {actual} differs from the pinned {file.sha256} ({file.project} {file.path} at "
+                    f"commit {file.commit[:7]}); refusing to use it: check out that commit")
+    return data, where
+
+
 def read_pinned(file: UpstreamFile, expected: str | None, cache_dir: Path | None, offline: bool | None,
                 timeout: float, error: type[Exception], fetch: Fetch = fetch_url) -> tuple[bytes, str]:
     """The pinned file from the cache, downloading it once when allowed. A download is returned whatever its hash

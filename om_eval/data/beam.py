@@ -166,7 +166,7 @@ def tier_folder(path: str | os.PathLike[str] | None, tier: str, *, download: boo
     if chosen:
         base = Path(chosen).expanduser()
         for candidate in (base / tier, base / "chats" / tier, base):
-            if candidate.is_dir() and (candidate.name == tier or candidate != base) and chat_numbers(candidate):
+            if candidate.name == tier and candidate.is_dir() and chat_numbers(candidate):
                 return candidate
         have = sorted(p.name for p in base.iterdir() if p.is_dir()) if base.is_dir() else []
         where = f"{base} holds {', '.join(have)}" if have else f"{base} is not a folder of BEAM tiers"

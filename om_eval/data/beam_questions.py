@@ -69,8 +69,6 @@ class _QuestionStream:
     """Builds a tier's questions when visited, reading each chat again (the last one read is kept)."""
 
     def __init__(self, folder: Path, verify: bool) -> None:
-        self.folder, self.verify = folder, verify
-
         @lru_cache(maxsize=1)
         def chat(number: int) -> tuple[BeamChat, tuple[HaystackSession, ...], dict[str, BeamQuestion]]:
             read = read_chat(folder, number, verify=verify)

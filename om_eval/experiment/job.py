@@ -65,14 +65,13 @@ def make_judge(spec: RunSpec) -> Any:
     if spec.judge_mode not in benchmark.judge_modes:
         raise ConfigError(f"judge.mode={spec.judge_mode} cannot grade {benchmark.title}: its templates are "
                           f"LongMemEval's; use {' or '.join(benchmark.judge_modes)} (judge=house)")
-    rounding_given = (spec.resolved.get("beam") or {}).get("rounding", "upstream")
-    if benchmark.name != "beam" and rounding_given != "upstream":
-        raise ConfigError(f"beam.rounding={rounding_given} applies to BEAM's rubric judge only: drop it, or run "
+    rounding = str((spec.resolved.get("beam") or {}).get("rounding", "upstream"))
+    if benchmark.name != "beam" and rounding != "upstream":
+        raise ConfigError(f"beam.rounding={rounding} applies to BEAM's rubric judge only: drop it, or run "
                           "dataset=beam")
     if benchmark.name == "beam":
         from om_eval.bench.judging.rubric import RubricJudge
 
-        rounding = str((spec.resolved.get("beam") or {}).get("rounding", "upstream"))
         if spec.judge_source is not None and spec.judge_mode != "official":
             raise ConfigError(f"judge.source={spec.judge_source} reads upstream's BEAM judge prompts, which only "
                               "judge=official uses: add judge=official (or drop judge.source for the house judge)")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from om_eval.bench.judging.official_templates import OfficialTemplateError
-from om_eval.bench.upstream import UpstreamFile, read_local, read_pinned, sha256_of
+from om_eval.bench.upstream import UpstreamFile, read_verified
 
 __all__ = ["COMMIT", "METRICS_FILE", "PINNED_RUBRIC_SHA256", "PROMPTS_FILE", "BeamTemplateError", "BeamTemplates",
            "fill", "load_beam_templates"]
@@ -131,15 +131,8 @@ def _equivalence(text: str, where: str) -> tuple[str, str]:
 
 def _read(file: UpstreamFile, source: str | None, cache_dir: Path | None,
           offline: bool | None) -> tuple[str, str, str]:
-    if source is None:
-        data, where = read_pinned(file, file.sha256, cache_dir, offline, 30.0, BeamTemplateError)
-    else:
-        data, where = read_local(file, source, BeamTemplateError)
-    actual = sha256_of(data)
-    if actual != file.sha256:
-        raise BeamTemplateError(f"{where}: sha256 {actual} differs from the pinned {file.sha256} (BEAM {file.path} "
-                                f"at commit {COMMIT[:7]}); refusing to use it: check out that commit")
-    return data.decode("utf-8"), where, actual
+    data, where = read_verified(file, source, BeamTemplateError, cache_dir=cache_dir, offline=offline)
+    return data.decode("utf-8"), where, file.sha256
 
 
 def load_beam_templates(source: str | None = None, *, cache_dir: Path | None = None,
