@@ -15,11 +15,15 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import logging
+import os
 import re
+import threading
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SECRET_WORDS", "holds_secrets", "is_secret_key", "redact_secrets"]
+__all__ = ["REDACTED", "SECRET_WORDS", "ScrubSecrets", "holds_secrets", "is_secret_key", "redact_secrets",
+           "remember_secrets", "scrub_secrets"]
 
 REDACTED = "***"
 """What a secret value is replaced with."""
@@ -89,3 +93,67 @@ def holds_secrets(value: Any) -> bool:
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return any(holds_secrets(getattr(value, f.name)) for f in dataclasses.fields(value) if f.init)
     return False
+
+
+# -- secret values in free text ------------------------------------------------------------------------------------
+#
+# Keys hide a secret in a mapping; an error text has no keys. A provider's 401 may echo the key it refused, and a
+# gateway may quote the Authorization header, so every error text is scrubbed of the secret *values* om-eval knows:
+# those it has sent (remembered as requests are built) and those in the environment under secret names
+# (OPENAI_API_KEY, HF_TOKEN). Values shorter than MIN_SECRET_LENGTH are left alone: "none" or "local" are
+# placeholders, and replacing them would garble ordinary words.
+
+MIN_SECRET_LENGTH = 8
+_remembered: set[str] = set()
+_lock = threading.Lock()
+
+
+def _secret_strings(value: Any, under_secret: bool = False) -> set[str]:
+    if isinstance(value, Mapping):
+        return set().union(*(_secret_strings(item, under_secret or is_secret_key(key))
+                             for key, item in value.items()))
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return set().union(*(_secret_strings(item, under_secret) for item in value))
+    if under_secret and isinstance(value, str):
+        # "Bearer sk-..." is echoed as "sk-..." too: each long word of a header value is a secret of its own.
+        return {part for part in (value, *value.split()) if len(part) >= MIN_SECRET_LENGTH}
+    return set()
+
+
+def remember_secrets(value: Any) -> None:
+    """Note the secret values in ``value`` (strings stored under secret keys, at any depth), so that
+    :func:`scrub_secrets` removes them from any text later, for the rest of the process."""
+    found = _secret_strings(value)
+    if found - _remembered:
+        with _lock:
+            _remembered.update(found)
+
+
+def scrub_secrets(text: str) -> str:
+    """``text`` with every remembered secret value and every secret-named environment variable's value replaced by
+    ``"***"`` (longest first, so a key is not half-replaced by a shorter one it contains)."""
+    if not text:
+        return text
+    known = _remembered | {value for name, value in os.environ.items()
+                           if len(value) >= MIN_SECRET_LENGTH and is_secret_key(name)}
+    for value in sorted(known, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return text
+
+
+class ScrubSecrets(logging.Filter):
+    """A handler filter that scrubs each record's message and traceback with :func:`scrub_secrets` (a library's log
+    line may quote a provider's error, key included)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        scrubbed = scrub_secrets(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        if record.exc_info and record.exc_info[1] is not None:
+            import traceback
+
+            record.exc_text = scrub_secrets("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
+            record.exc_info = None
+        return True

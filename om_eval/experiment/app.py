@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from om_eval.common.secrets import scrub_secrets
 from om_eval.common.text import printable
 from om_eval.configs import USER_CONFIG_ENV, checked_user_dir, hydra_quoted, using_user_dir
 
@@ -145,7 +146,11 @@ def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] |
                       "(om-eval show <run> <question> lists them):[/yellow]")
         for message, count in sorted(progress.warnings_seen.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count} x {printable(message)}", markup=False, highlight=False)
-    if progress.budget_reached:
+    if progress.budget_unknown:
+        console.print(f"[yellow]budget of ${spec.run.budget_usd} cannot be checked: a call's cost is unknown (its "
+                      f"endpoint reported no token usage; om-eval show lists it); {progress.not_run} questions not "
+                      "run. Re-run without run.budget_usd to continue[/yellow]")
+    elif progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")
     return summary
@@ -377,11 +382,11 @@ def _run_job(cfg: Any) -> dict[str, Any] | None:
     """
     from om_eval.common.disk import disk_problem
 
-    _quiet_full_log_files()
+    _prepare_log_handlers()
     try:
         return run_from_config(cfg)
     except _fixable_errors() as error:
-        print(f"om-eval run: {error}", file=sys.stderr)
+        print(f"om-eval run: {scrub_secrets(str(error))}", file=sys.stderr)
         _note_failed_job(type(error).__name__)
         return None
     except Exception as error:
@@ -394,10 +399,13 @@ def _run_job(cfg: Any) -> dict[str, Any] | None:
         return None
 
 
-def _quiet_full_log_files() -> None:
-    """Hydra logs each job to a file in the results folder too; on a full disk every record then failed there with
-    a traceback (``--- Logging error ---``). Such a file now skips the records it cannot take, quietly: the console
-    still shows each, and any other logging failure is reported as before."""
+def _prepare_log_handlers() -> None:
+    """Every log handler scrubs secrets from what it writes (a logged provider error may quote a key), and a log file
+    on a full disk skips the records it cannot take.
+
+    Hydra logs each job to a file in the results folder too; on a full disk every record then failed there with a
+    traceback (``--- Logging error ---``). Such a file now skips them quietly: the console still shows each, and any
+    other logging failure is reported as before."""
     import logging
     from types import MethodType
 
@@ -408,9 +416,13 @@ def _quiet_full_log_files() -> None:
         if error is None or disk_problem(error) is None:
             logging.Handler.handleError(handler, record)
 
+    from om_eval.common.secrets import ScrubSecrets
+
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.FileHandler):
             handler.handleError = MethodType(handle_error, handler)  # type: ignore[method-assign]
+        if not any(isinstance(found, ScrubSecrets) for found in handler.filters):
+            handler.addFilter(ScrubSecrets())  # a logged provider error may quote a key
 
 
 def _elsewhere(cfg: Any, path: str | None) -> str:

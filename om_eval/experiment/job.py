@@ -110,6 +110,10 @@ class RunProgress:
     budget_reached: bool = False
     spent_before: float = 0.0
     """Known dollars spent by earlier invocations of the same run."""
+    unpriced_before: int = 0
+    """Paid calls of earlier invocations whose cost is unknown."""
+    budget_unknown: bool = False
+    """The budget stopped the run because some calls' cost is unknown (not because the known spend reached it)."""
     errors_seen: dict[str, int] = field(default_factory=dict)
     """Distinct error messages of failed questions, with counts."""
     finished: list[tuple[str, str]] = field(default_factory=list)
@@ -133,6 +137,21 @@ class RunProgress:
             f"{t.prompt_tokens + t.completion_tokens:,} tokens · ${t.cost_usd:.4f}"
             + (f" · {t.unknown_cost_calls} calls of unknown price" if t.unknown_cost_calls else "")
         )
+
+
+def _check_prices(roles: Mapping[str, Any], budget: float) -> None:
+    """A budget is kept over known prices only: refuse, before anything runs, a role whose model has none."""
+    from om_eval.llm.pricing import call_cost, price_of
+    from om_eval.llm.request import litellm_model_id
+
+    unpriced = [f"{role} ({settings.model})" for role, settings in roles.items()
+                if call_cost(litellm_model_id(settings.model), 1000, 100,
+                             price=price_of(settings.provider_options)) is None]
+    if unpriced:
+        raise ConfigError(f"run.budget_usd={budget} cannot be kept: litellm's price list has no price for "
+                          f"{', '.join(unpriced)}; give each a provider_options.price (dollars per million input and "
+                          "output tokens, or 'free') or run without a budget (run.budget_usd=null)",
+                          option="run.budget_usd")
 
 
 def _call_rows(ledger: Ledger) -> list[dict[str, Any]]:
@@ -522,6 +541,8 @@ class RunJob:
             missing, served = {}, False
         if missing:
             raise ConfigError(credentials_message(missing))
+        if self.spec.run.budget_usd and not self._finished():  # 0: the forecast only, no call is made
+            _check_prices(roles, self.spec.run.budget_usd)
         if served:
             self._check_endpoints(roles)
         self._credentials_checked = True
@@ -645,6 +666,7 @@ class RunJob:
             snapshots = SnapshotLookup(self.results, store)
             budget = self.spec.run.budget_usd
             self.progress.spent_before = store.spent_usd(self.run_id)  # the budget covers every invocation
+            self.progress.unpriced_before = store.unpriced_calls(self.run_id)
             self.progress.in_flight = self.in_flight
             if on_update is not None:
                 on_update(self.progress)
@@ -661,8 +683,7 @@ class RunJob:
             async def worker() -> None:
                 nonlocal started
                 while started < todo:
-                    if budget is not None and self.progress.spent_before + self.progress.totals.cost_usd >= budget:
-                        self.progress.budget_reached = True
+                    if budget is not None and self._over_budget(budget):
                         return
                     question = next(questions, None)  # no await between the checks and here: one taker at a time
                     if question is None:
@@ -703,6 +724,16 @@ class RunJob:
                 self.progress.not_run = todo - started
             self._export(store, dataset)
         return self.progress
+
+    def _over_budget(self, budget: float) -> bool:
+        """Checked before each question starts (questions in flight finish, so a run may pass the budget by up to
+        ``run.concurrency`` questions). A call of unknown cost counts as over: the spend can no longer be bounded."""
+        progress = self.progress
+        if progress.unpriced_before + progress.totals.unknown_cost_calls:
+            progress.budget_reached = progress.budget_unknown = True
+        elif progress.spent_before + progress.totals.cost_usd >= budget:
+            progress.budget_reached = True
+        return progress.budget_reached
 
     def _export(self, store: Any, dataset: Dataset) -> None:
         """Hypotheses and eval-results JSONL in the official layouts, and metrics, under results/runs/<id>."""

@@ -34,10 +34,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from om_eval.common.secrets import remember_secrets, scrub_secrets
 from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
 from om_eval.llm.pricing import call_cost, price_of
-from om_eval.llm.request import LLMRequest, cache_key, litellm_model_id
+from om_eval.llm.request import LLMRequest, cache_key, canonical_json, litellm_model_id
+from om_eval.llm.usage import UsageError, checked_count, reported_usage, usage_problem
+from om_eval.llm.vectors import EmbeddingReplyError, embedding_problem
 from om_eval.om.config import ModelSettings
 from om_eval.om.model import CUT_OFF, ChatMessage, ModelReply, ReplyCheck, ToolCall, ToolSpec, cut_off
 from om_eval.om.provider_options import endpoint_options
@@ -57,7 +60,9 @@ class LLMCallError(RuntimeError):
         status = getattr(cause, "status_code", None)
         status_text = f" (HTTP {status})" if status else ""
         tries = f" after {retries} retries" if retries else ""
-        super().__init__(f"{stage} call to {model} failed{tries}{status_text}: {type(cause).__name__}: {cause}")
+        # A provider's error may echo the key it refused: the text is scrubbed before anything can show or store it.
+        super().__init__(scrub_secrets(f"{stage} call to {model} failed{tries}{status_text}: "
+                                       f"{type(cause).__name__}: {cause}"))
         self.stage = stage
         self.model = model
         self.cause = cause
@@ -93,6 +98,7 @@ def provider_params(model: str, options: Mapping[str, Any]) -> dict[str, Any]:
     (``api_base``, ``api_key``, ``extra_headers``: :func:`~om_eval.om.provider_options.endpoint_options`, the same
     reading the credential check makes) is sent as litellm's parameters of those names.
     """
+    remember_secrets(options)  # so that an error echoing a key or header sent here can be scrubbed of it
     provider = model.partition("/")[0]
     params: dict[str, Any] = {}
     google = options.get("google") or {}
@@ -193,6 +199,18 @@ def prompt_cache_usage(usage: Any) -> PromptCacheUsage:
     return PromptCacheUsage(read, written)
 
 
+def _checked_prompt_cache(usage: Any, prompt_tokens: int | None) -> PromptCacheUsage:
+    """The reply's prompt-cache counts, refused when they cannot be part of its ``prompt_tokens``; unknown when the
+    prompt tokens are."""
+    if prompt_tokens is None:
+        return PromptCacheUsage()
+    found = prompt_cache_usage(usage)
+    for name, part in (("cached_tokens", found.read), ("cache_creation_input_tokens", found.written)):
+        if (checked_count(name, part) or 0) > prompt_tokens:
+            raise UsageError(f"the endpoint reported {name}={part}, more than its prompt_tokens={prompt_tokens}")
+    return found
+
+
 def _retry_after(error: BaseException) -> float | None:
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None) or {}
@@ -232,6 +250,8 @@ class LLMClient:
         self._sleep = sleep
         self._random = random.Random(seed)
         self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self.dimensions: dict[str, int] = {}
+        """The vector length each embedding model (with its parameters) gave first; a later reply must match."""
         self._semaphores_loop: asyncio.AbstractEventLoop | None = None
 
     def with_ledger(self, ledger: Ledger) -> LLMClient:
@@ -307,6 +327,8 @@ class LLMClient:
             hit = self.cache.get(key)  # type: ignore[union-attr]  # a key is made only when use_cache: a cache is set
             # A reply that calls tools is judged by the caller's loop, not by its text (often empty then).
             problem = check(hit.text) if hit is not None and check is not None and not hit.tool_calls else None
+            if hit is not None and problem is None:
+                problem = usage_problem(request.model, hit.prompt_tokens, hit.completion_tokens)
             if problem is not None:
                 log.warning("dropping a cached %s reply the caller cannot use (%s); asking %s again",
                             stage, problem, request.model)
@@ -328,6 +350,8 @@ class LLMClient:
                 try:
                     reply, cost, provider_cache = await self._send(request)
                     break
+                except UsageError as error:  # answered (and paid for) with counts that cannot be true
+                    self._refuse_usage(request, stage, error, started, retries, key)
                 except Exception as error:  # classified below: retried, or recorded and raised
                     if is_retryable(error) and retries < self.settings.max_retries:
                         await self._sleep(self._backoff(retries, error))
@@ -335,7 +359,7 @@ class LLMClient:
                         continue
                     self.ledger.add(CallRecord(
                         stage, request.model, None, None, False, time.time() - started, retries, None,
-                        error=f"{type(error).__name__}: {error}", cache_key=key, started_at=started,
+                        error=scrub_secrets(f"{type(error).__name__}: {error}"), cache_key=key, started_at=started,
                     ))
                     raise LLMCallError(stage, request.model, error, retries) from error
         problem = check(reply.text) if check is not None and not reply.tool_calls else None
@@ -371,30 +395,52 @@ class LLMClient:
         model_id = litellm_model_id(model)
         request = LLMRequest.build(model_id, (), input=list(texts),
                                    **provider_params(model_id, options or {})).priced(price_of(options or {}))
+        # One length per model and its parameters (a config may ask for fewer dimensions than the default).
+        shape = canonical_json({"model": model_id, **{k: v for k, v in request.params.items() if k != "input"}})
         started = time.time()
         key = cache_key(request, {"client": self.scope, "call": scope, "kind": "embedding"}) if self.cache else None
         hit = self.cache.get(key) if key is not None else None  # type: ignore[union-attr]  # key only with a cache
         if hit is not None:
-            self.ledger.add(CallRecord(stage, request.model, hit.prompt_tokens, 0, True, time.time() - started, 0,
-                                       0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started))
-            return json.loads(hit.text)
+            try:
+                stored = json.loads(hit.text)
+            except ValueError:
+                stored = None
+            problem = ("unreadable vectors" if not isinstance(stored, list)
+                       else embedding_problem(stored, len(texts), self.dimensions.get(shape))
+                       or usage_problem(model_id, hit.prompt_tokens, 0))
+            if problem is None:
+                self.dimensions.setdefault(shape, len(stored[0]) if stored else 0)
+                self.ledger.add(CallRecord(stage, request.model, hit.prompt_tokens, 0, True, time.time() - started,
+                                           0, 0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started))
+                return stored
+            log.warning("dropping a cached embedding of %s that cannot be used (%s); asking again", model_id, problem)
+            self._discard(key)  # type: ignore[arg-type]  # a hit has a key
         retries = 0
         async with self._semaphore(request.model):
             while True:
                 try:
                     vectors, prompt_tokens, cost = await self._send_embedding(request)
                     break
+                except UsageError as error:
+                    self._refuse_usage(request, stage, error, started, retries, key)
                 except Exception as error:  # retried like a completion, or recorded and raised
                     if is_retryable(error) and retries < self.settings.max_retries:
                         await self._sleep(self._backoff(retries, error))
                         retries += 1
                         continue
                     self.ledger.add(CallRecord(stage, request.model, None, None, False, time.time() - started,
-                                               retries, None, error=f"{type(error).__name__}: {error}",
+                                               retries, None, error=scrub_secrets(f"{type(error).__name__}: {error}"),
                                                cache_key=key, started_at=started))
                     raise LLMCallError(stage, request.model, error, retries) from error
+        problem = embedding_problem(vectors, len(texts), self.dimensions.get(shape))
         self.ledger.add(CallRecord(stage, request.model, prompt_tokens, 0, False, time.time() - started, retries,
-                                   cost, cache_key=key, started_at=started))
+                                   cost, cache_key=key, started_at=started,
+                                   error=None if problem is None else f"{REJECTED_PREFIX}{problem}"))
+        if problem is not None:
+            bad = EmbeddingReplyError(f"the embedding model {request.model} sent back {problem}; nothing was cached")
+            raise LLMCallError(stage, request.model, bad, retries) from bad
+        if vectors:
+            self.dimensions.setdefault(shape, len(vectors[0]))
         if key is not None:
             entry = CachedResponse(text=json.dumps(vectors), model=request.model, prompt_tokens=prompt_tokens,
                                    completion_tokens=0, cost_usd=cost,
@@ -414,7 +460,7 @@ class LLMClient:
         rows = sorted(response.data, key=lambda row: row["index"] if isinstance(row, dict) else row.index)
         vectors = [list(row["embedding"] if isinstance(row, dict) else row.embedding) for row in rows]
         usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
+        prompt_tokens, _ = reported_usage(request.model, getattr(usage, "prompt_tokens", None), 0)
         return vectors, prompt_tokens, call_cost(request.model, prompt_tokens, 0, price=request.price)
 
     # -- internals ------------------------------------------------------------------------------------------
@@ -431,6 +477,14 @@ class LLMClient:
             log.warning("could not store the %s reply of %s in the cache at %s (%s: %s); the reply is used but "
                         "will be paid for again next time", stage, request.model, cache.root,
                         type(error).__name__, error)
+
+    def _refuse_usage(self, request: LLMRequest, stage: str, error: UsageError, started: float, retries: int,
+                      key: str | None) -> None:
+        """Record a call whose endpoint reported impossible usage as made, refused and of unknown cost, then fail it:
+        its counts are not added to any total, and its reply is neither used nor cached."""
+        self.ledger.add(CallRecord(stage, request.model, None, None, False, time.time() - started, retries, None,
+                                   error=f"{REJECTED_PREFIX}{error}", cache_key=key, started_at=started))
+        raise LLMCallError(stage, request.model, error, retries) from error
 
     def _discard(self, key: str) -> None:
         try:
@@ -489,10 +543,10 @@ class LLMClient:
         )
         finish_reason = getattr(response.choices[0], "finish_reason", None)
         usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None)
-        completion_tokens = getattr(usage, "completion_tokens", None)
+        prompt_tokens, completion_tokens = reported_usage(request.model, getattr(usage, "prompt_tokens", None),
+                                                          getattr(usage, "completion_tokens", None))
         answered_by = getattr(response, "model", None) or request.model
-        prompt_cache = prompt_cache_usage(usage)
+        prompt_cache = _checked_prompt_cache(usage, prompt_tokens)
         cost = call_cost(request.model, prompt_tokens, completion_tokens, cached_prompt_tokens=prompt_cache.read,
                          cache_write_tokens=prompt_cache.written, price=request.price)
         logprobs = _token_logprobs(getattr(response.choices[0], "logprobs", None)) if kwargs.get("logprobs") else None

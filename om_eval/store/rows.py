@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 
 from om_eval.common.files import short_hash
+from om_eval.common.secrets import scrub_secrets
 from om_eval.store.schema import TABLES
 
 
@@ -53,7 +54,11 @@ def _full_row(table: str, values: dict[str, Any], what: str) -> dict[str, Any]:
     unknown = sorted(set(values) - set(names))
     if unknown:
         raise ValueError(f"{what} has keys the {table} table does not know: {', '.join(unknown)}")
-    return {name: values.get(name) for name in names}
+    row = {name: values.get(name) for name in names}
+    error = row.get("error")
+    if isinstance(error, str):  # whatever raised it, an error text may quote a key: none is stored
+        row["error"] = scrub_secrets(error)
+    return row
 
 
 def item_row(run_id: str, item: Mapping[str, Any] | Any) -> dict[str, Any]:

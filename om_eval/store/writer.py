@@ -32,6 +32,7 @@ from typing import Any
 import duckdb
 
 from om_eval.common.files import atomic_write
+from om_eval.llm.ledger import REJECTED_PREFIX
 from om_eval.store.files import (
     RUN_ID_PATTERN,
     StoreError,
@@ -224,6 +225,12 @@ class RunStore:
         """Known dollars spent by the run so far, over every attempt of every question."""
         rows = self._read("SELECT coalesce(sum(cost_usd), 0) FROM llm_calls WHERE run_id = ?", [run_id])
         return float(rows[0][0])
+
+    def unpriced_calls(self, run_id: str) -> int:
+        """Paid calls of the run whose cost is unknown (no price, or no usage reported), over every attempt."""
+        rows = self._read("SELECT count(*) FROM llm_calls WHERE run_id = ? AND cost_usd IS NULL AND NOT cached "
+                          "AND (error IS NULL OR starts_with(error, ?))", [run_id, REJECTED_PREFIX])
+        return int(rows[0][0])
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
         """The run's item rows as dicts, by question id (the writer's own view; use ``Catalog`` across runs)."""
