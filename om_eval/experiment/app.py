@@ -12,8 +12,10 @@ import asyncio
 import os
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
+import threading
 import time
 import uuid
 import warnings
@@ -125,16 +127,19 @@ def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] |
     job.judge()
     if spec.hosted_models:
         print_estimate(spec, dataset, console)
+    stop = _StopSignals()
     try:
-        progress = asyncio.run(_run_with_progress(job, console, spec.run.progress, dataset))
+        with stop:
+            progress = asyncio.run(_run_with_progress(job, console, spec.run.progress, dataset))
     except KeyboardInterrupt:
         # Read back, not counted: the writer commits the questions it was handed after their workers stopped.
         saved = job.saved_questions()
         counted = job.progress.skipped_done + job.progress.done  # a floor, when the store cannot be read now
         told = str(saved) if saved is not None else f"at least {counted}"
-        console.print(f"[yellow]interrupted: {told} of {len(dataset)} questions are saved in the store; run the "
+        how = "terminated (SIGTERM)" if stop.terminated else "interrupted"
+        console.print(f"[yellow]{how}: {told} of {len(dataset)} questions are saved in the store; run the "
                       "same command again to continue[/yellow]")
-        raise SystemExit(130) from None
+        raise SystemExit(143 if stop.terminated else 130) from None
     summary = _print_summary(job, console)
     if progress.errors_seen:
         _note_failed_job(job.run_id)
@@ -154,6 +159,34 @@ def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] |
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")
     return summary
+
+
+class _StopSignals:
+    """While a run goes, Ctrl-C and SIGTERM stop it the same clean way: the questions in flight are cancelled, the
+    finished ones written, the store closed, and one line says how many are saved.
+
+    asyncio turns SIGINT into a cancellation only when its handler is Python's default; a run started in the
+    background of a script inherits SIGINT *ignored*, and would then never stop on Ctrl-C. The default handler is
+    put back for the run, and SIGTERM is passed on as SIGINT (``terminated`` remembers which came).
+    """
+
+    def __init__(self) -> None:
+        self.terminated = False
+        self._saved: dict[int, Any] = {}
+
+    def _on_term(self, signum: int, frame: Any) -> None:
+        self.terminated = True
+        signal.raise_signal(signal.SIGINT)
+
+    def __enter__(self) -> _StopSignals:
+        if threading.current_thread() is threading.main_thread():  # signals can be set from the main thread only
+            self._saved = {signal.SIGINT: signal.signal(signal.SIGINT, signal.default_int_handler),
+                           signal.SIGTERM: signal.signal(signal.SIGTERM, self._on_term)}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._saved.items():
+            signal.signal(signum, handler)
 
 
 def _progress_mode(setting: Any, console: Any) -> str:
