@@ -9,19 +9,21 @@ grades it (recall@k, NDCG@k; abstention questions left out, as there). The syste
 
 from __future__ import annotations
 
+import asyncio
 import json
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from om_eval.bench.answer import ask_actor, ask_actor_with_tools
 from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
 from om_eval.data.records import HaystackSession, Question, Turn
+from om_eval.llm.models import chat_window
 from om_eval.memory.system import MemoryContext, MemorySystemBase, TurnTrace
 from om_eval.memory.view import HistoryView, QuestionView, question_view, turn_id_of
 from om_eval.om.config import ModelSettings
@@ -43,6 +45,34 @@ NAMED_IDS = 5
 class SeamError(RuntimeError):
     """A memory system broke the seam's contract on one question (a ranking it cannot have made, a memory it
     changed): the question is an error, never a score."""
+
+
+T = TypeVar("T")
+
+
+async def system_call(call: Awaitable[T], *, system: str, what: str, timeout: float | None = None) -> T:
+    """Await one call into a memory system (``ingest``, ``restore``, ``context``), contained to its question.
+
+    Whatever the system raises becomes an error of this question, ``SystemExit`` and a stray ``CancelledError``
+    included: only a real interrupt (Ctrl-C, or this task being cancelled) goes on to stop the run. ``timeout``
+    (``run.question_timeout_s``) bounds the call; a system that blocks the event loop without awaiting cannot be
+    stopped from inside it, and a blocked thread of ``run_sync`` is left to finish on its own.
+    """
+    try:
+        if timeout is None:
+            return await call
+        return await asyncio.wait_for(call, timeout)
+    except TimeoutError:
+        raise SeamError(f"memory={system}: {what}() took longer than run.question_timeout_s={timeout:g} s") from None
+    except (Exception, KeyboardInterrupt):
+        raise
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # this task is being cancelled: an interrupt, not the system's doing
+        raise SeamError(f"memory={system}: {what}() raised CancelledError without being cancelled") from None
+    except BaseException as error:  # SystemExit, GeneratorExit...: the system's, never the run's
+        raise SeamError(f"memory={system}: {what}() raised {type(error).__name__}: {error}") from error
 
 
 @lru_cache(maxsize=1)
@@ -150,6 +180,10 @@ def actor_input(context: MemoryContext, question: Question | QuestionView, count
     """The actor's messages and the tokens of the memory among them (the context column)."""
     if context.messages is not None:
         messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in context.messages]
+        if not any(m["role"] == "user" and question.question in m["content"] for m in messages):
+            said = "no messages" if not messages else "messages without the question in a user message"
+            raise SeamError(f"a memory system's context() gave the actor {said}: an answer to it would be graded "
+                            "against a question it was never asked")
         injected = context.injected if context.injected is not None else "".join(m["content"] for m in messages)
         return messages, counter.count_text(injected)
     memory = context.memory or ""
@@ -410,14 +444,18 @@ def checked_unchanged(system: MemorySystemBase, build: SystemBuild) -> None:
 async def system_answer_and_judge(
     question: Question, system: MemorySystemBase, build: SystemBuild, *, services: Any,
     client: AnswerAndJudgeClient, actor: ModelSettings, judge: Any, counter: TokenCounter,
-    history: HistoryView, ingest_calls: Mapping[str, int] | None = None,
+    history: HistoryView, ingest_calls: Mapping[str, int] | None = None, timeout: float | None = None,
+    max_context_tokens: int | None = None,
 ) -> QuestionRun:
-    """Ask ``system`` for the question's context from ``build``, check it, ask the actor, grade the answer."""
+    """Ask ``system`` for the question's context from ``build``, check it, ask the actor, grade the answer.
+    ``timeout``: ``run.question_timeout_s`` for the ``context`` call; ``max_context_tokens``: the cap on the memory
+    shown (``run.max_context_tokens``; the actor's window in litellm's list always applies)."""
     from om_eval.bench.judging.judge import judge_answer
     from om_eval.bench.pipeline import QuestionRun, pack_messages
 
     asked = question_view(question, history.id)
-    context = as_context(await system.context(build.memory, asked, services))
+    context = as_context(await system_call(system.context(build.memory, asked, services), system=system.name,
+                                           what="context", timeout=timeout))
     checked_unchanged(system, build)
     top_k = system.budget().get("top_k")
     k = top_k if isinstance(top_k, int) else None
@@ -425,6 +463,12 @@ async def system_answer_and_judge(
     if context.shown_ids is not None:
         check_shown(system.name, context.shown_ids, history)
     messages, context_tokens = actor_input(context, asked, counter)
+    limit = min(filter(None, (max_context_tokens, chat_window(actor.model))), default=None)
+    if limit is not None and context_tokens > limit:
+        where = ("run.max_context_tokens" if limit == max_context_tokens
+                 else f"the input window of {actor.model} in litellm's list")
+        raise SeamError(f"memory={system.name} gave the actor {context_tokens:,} tokens of memory, over {where} "
+                        f"({limit:,})")
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)
     steps = None
     if context.tools is not None:

@@ -414,7 +414,7 @@ class RunJob:
         it. A system that gives snapshots has a fresh memory held back for the question's commit (``held``), and
         restores one another run stored under the same memory key instead of ingesting. A fresh build's events are
         held with the question too (``held.events``), kept even when answering fails."""
-        from om_eval.bench.seam import SystemBuild, build_figures_of, system_answer_and_judge
+        from om_eval.bench.seam import SystemBuild, build_figures_of, system_answer_and_judge, system_call
         from om_eval.bench.turn_costs import PartRecorder
         from om_eval.memory.services import HarnessServices
         from om_eval.memory.system import MemoryBuildError
@@ -438,7 +438,8 @@ class RunJob:
             recorder = PartRecorder(self.counter) if spec.run.turn_costs else None
             lent = replace(services, turns=recorder, scratch=own_folder())
             try:
-                memory = await system.ingest(history, lent)
+                memory = await system_call(system.ingest(history, lent), system=system.name, what="ingest",
+                                           timeout=spec.run.question_timeout_s)
             except MemoryBuildError as error:  # built, but not to be answered from: what happened is still kept
                 held.events, held.figures = [dict(row) for row in error.events], error.figures
                 raise
@@ -469,7 +470,8 @@ class RunJob:
                     return await build_fresh()  # none kept, or kept without the turn table this run records
                 lent = replace(services, scratch=own_folder())
                 try:
-                    memory = await system.restore(saved["snapshot"], lent)
+                    memory = await system_call(system.restore(saved["snapshot"], lent), system=system.name,
+                                               what="restore", timeout=spec.run.question_timeout_s)
                 except Exception as error:  # a snapshot of an older format, say: build it again, and say so
                     warnings.warn(f"memory={system.name}: the stored memory {key} of {history.id} could not be "
                                   f"restored ({type(error).__name__}: {error}); building it again", RuntimeWarning,
@@ -495,7 +497,9 @@ class RunJob:
             answering = replace(services, answering=True, scratch=build.scratch)  # the build's folder, shared or not
             return await system_answer_and_judge(question, system, build, services=answering,
                                                  client=client, actor=actor, judge=judge, counter=self.counter,
-                                                 history=history, ingest_calls=ingest)
+                                                 history=history, ingest_calls=ingest,
+                                                 timeout=spec.run.question_timeout_s,
+                                                 max_context_tokens=spec.run.max_context_tokens)
 
         if shared:  # closed once no question holds it (SharedBuilds)
             async with self.shared.holding(question.memory_owner, make_build) as build:

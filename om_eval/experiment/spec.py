@@ -104,7 +104,7 @@ class RunSpec:
         system = self.system()
         pinned = system.pinned_identity()
         prompts = dict(pinned.prompts) if pinned is not None else {
-            "memory": dict(system.identity()), "actor": seam_actor_prompt_hash()}
+            "memory": stable_identity(system), "actor": seam_actor_prompt_hash()}
         benchmark = self.dataset.get("benchmark") or DEFAULT_BENCHMARK
         if benchmark == "beam":  # BEAM's own judge: its rubric and equivalence templates
             from om_eval.bench.judging.beam_templates import PINNED_RUBRIC_SHA256
@@ -138,6 +138,29 @@ class RunSpec:
             roles["models.small"] = self.small
         roles |= system.own_models()
         return roles
+
+
+def stable_identity(system: Any) -> dict[str, Any]:
+    """A system's ``identity()``, asked twice: it is part of the run id, so one that changes between calls (a time, a
+    counter, a random number in it) would make a new run at every invocation, silently.
+
+    Raises:
+        ConfigError: the two answers differ, or are not JSON data.
+    """
+    from om_eval.llm.request import canonical_json
+
+    first, second = dict(system.identity()), dict(system.identity())
+    try:
+        same = canonical_json(first) == canonical_json(second)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"memory={system.name}: identity() must return JSON data (str, numbers, lists, mappings): "
+                          f"{error}", option="memory") from None
+    if not same:
+        changed = sorted(key for key in {*first, *second} if first.get(key) != second.get(key))
+        raise ConfigError(f"memory={system.name}: identity() gave different values on two calls (keys: "
+                          f"{', '.join(map(str, changed))}); it is part of the run id and must depend only on the "
+                          "system's code and options", option="memory")
+    return first
 
 
 def _model(data: Mapping[str, Any], role: str) -> ModelSettings:

@@ -71,3 +71,14 @@ def embedding_limits(model: str) -> tuple[int | None, int | None]:
     found = table.get(model) or table.get(litellm_model_id(model)) or table.get(model.split("/", 1)[-1]) or {}
     size, limit = found.get("output_vector_size"), found.get("max_input_tokens")
     return (size if isinstance(size, int) else None, limit if isinstance(limit, int) else None)
+
+
+def chat_window(model: str) -> int | None:
+    """A chat model's input window in tokens, as litellm's (offline) model list gives it; ``None`` for a model it
+    does not list (scripted, local and self-hosted ones)."""
+    from om_eval.llm._litellm import litellm_module
+
+    table = litellm_module().model_cost
+    found = table.get(model) or table.get(litellm_model_id(model)) or table.get(model.split("/", 1)[-1]) or {}
+    limit = found.get("max_input_tokens")
+    return limit if isinstance(limit, int) and limit > 0 else None

@@ -45,9 +45,17 @@ def test_a_text_block_is_laid_out_between_the_instructions_and_the_question() ->
 def test_the_context_column_counts_the_memory_only() -> None:
     messages, tokens = actor_input(MemoryContext(memory="a b c"), QUESTION, WordCounter())
     assert tokens == 3 and len(messages) == 3
-    whole = MemoryContext(messages=({"role": "user", "content": "read: x y. Q?"},), injected="x y.")
-    assert actor_input(whole, QUESTION, WordCounter()) == ([{"role": "user", "content": "read: x y. Q?"}], 2)
+    whole = MemoryContext(messages=({"role": "user", "content": "read: x y. Where do I live?"},), injected="x y.")
+    assert actor_input(whole, QUESTION, WordCounter()) == (
+        [{"role": "user", "content": "read: x y. Where do I live?"}], 2)
     assert actor_input(MemoryContext(), QUESTION, WordCounter())[1] == 0
+
+
+@pytest.mark.parametrize("messages", [(), ({"role": "user", "content": "read: x y."},),
+                                      ({"role": "system", "content": "Where do I live?"},)])
+def test_an_actor_prompt_without_the_question_is_refused(messages: tuple) -> None:
+    with pytest.raises(SeamError, match="never asked"):
+        actor_input(MemoryContext(messages=messages), QUESTION, WordCounter())
 
 
 def test_a_plugin_may_return_plain_text() -> None:
