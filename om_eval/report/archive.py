@@ -13,8 +13,12 @@ in ``verdicts.jsonl`` on the same reply. The metrics are then recomputed from ``
 benchmark has its own score) and must equal ``metrics.json``. A partial archive is refused too, unless
 ``partial=True``: its metrics then carry ``partial`` (its state).
 
-None of this proves who made an archive: someone who rewrites every member consistently makes a consistent
-archive. It does prove that an archive is what an export wrote, or that it was changed.
+Before any member is read, its names and declared sizes are checked: only the members an export writes, and at
+most :data:`MAX_ARCHIVE_BYTES` in all. Every answer, verdict and call row names its run, which must be the run of
+``run.json``, so another run's answers moved into an archive (with ``hashes.json`` rewritten) are refused.
+
+None of this proves who made an archive: someone who rewrites every member consistently, run ids included, makes a
+consistent archive. It does prove that an archive is what an export wrote, or that it was changed.
 """
 
 from __future__ import annotations
@@ -40,14 +44,18 @@ __all__ = ["ANSWER_COLUMNS", "REQUIRED_MEMBERS", "ArchiveError", "RunProgress", 
 
 #: Item columns kept in ``answers.jsonl`` (the actor's compressed prompt and the evidence trace stay in the store).
 ANSWER_COLUMNS = (
-    "question_id", "question_type", "is_abstention", "haystack_id", "question", "question_date", "gold_answer",
-    "corrected_answer", "hypothesis", "status", "error", "label", "judge_status", "judge_reply", "score",
+    "run_id", "question_id", "question_type", "is_abstention", "haystack_id", "question", "question_date",
+    "gold_answer", "corrected_answer", "hypothesis", "status", "error", "label", "judge_status", "judge_reply", "score",
     "corrected_score", "corrected_label", "actor_prompt_tokens", "actor_completion_tokens", "observation_tokens",
     "history_tokens", "reused_memory", "cost_usd", "unknown_cost_calls", "actor_prompt_hash",
 )
 #: Members every archive holds (besides the official evaluation file, named after the judge model).
 REQUIRED_MEMBERS = ("README.md", "hashes.json", "run.json", "state.json", "config.json", "answers.jsonl",
                     "verdicts.jsonl", "probes.jsonl", "calls.jsonl", "metrics.json", "hypotheses.jsonl")
+#: Most bytes an archive's members may hold once decompressed, read from its directory before any member is read: a
+#: 500-question run's archive is a few megabytes, and a "zip bomb" (gigabytes of zeros in a small file) is refused
+#: without decompressing it.
+MAX_ARCHIVE_BYTES = 1 << 30
 PARTIAL_SUFFIX = "-partial"
 EVAL_RESULTS_PREFIX = "hypotheses.jsonl.eval-results-"
 MEMBER_TIME = (1980, 1, 1, 0, 0, 0)
@@ -163,13 +171,17 @@ def rescore_archive(path: str | Path, *, partial: bool = False) -> dict[str, Any
     run = _json_member(members, "run.json", where)
     _verify_identity(run, hashes, where)
     answers = _answers(members, where)
+    verdicts = _jsonl_member(members, "verdicts.jsonl", where)
+    for name, rows in (("answers.jsonl", answers), ("verdicts.jsonl", verdicts),
+                       ("calls.jsonl", _jsonl_member(members, "calls.jsonl", where))):
+        _verify_run_of_rows(run, name, rows, where)
     progress = _verify_state(run, answers, _json_member(members, "state.json", where), where)
     if not progress.finished and not partial:
         raise ArchiveError(f"{where} is a partial archive: {progress.describe(exported=True)}; "
                            "rescore_archive(path, partial=True) re-scores the questions it holds")
     benchmark = benchmark_of_run(run)
     _verify_scores(benchmark, answers, where)
-    _verify_labels(run, answers, _jsonl_member(members, "verdicts.jsonl", where), where)
+    _verify_labels(run, answers, verdicts, where)
     judged = [{**a, "status": a["judge_status"]} for a in answers if a["status"] == "done"]
     metrics = run_metrics(benchmark, judged) if judged else {}
     stored = _json_member(members, "metrics.json", where)
@@ -191,6 +203,7 @@ def _members(path: str | Path, where: str) -> dict[str, bytes]:
     try:
         with zipfile.ZipFile(path) as archive:
             infos = archive.infolist()
+            _check_directory(infos, where)
             names = Counter(info.filename for info in infos)
             for name, count in names.items():
                 if count > 1:
@@ -205,6 +218,32 @@ def _members(path: str | Path, where: str) -> dict[str, bytes]:
     except (zipfile.BadZipFile, OSError) as error:
         raise ArchiveError(f"{where}: not a readable zip archive ({error})") from None
     return members
+
+
+def _check_directory(infos: Sequence[zipfile.ZipInfo], where: str) -> None:
+    """Names and declared sizes, from the zip's directory alone: nothing is decompressed. (A member cannot hold more
+    than it declares: zipfile stops there, and the checksum then fails.)"""
+    for info in infos:
+        name = info.filename
+        if name not in REQUIRED_MEMBERS and not (name.startswith(EVAL_RESULTS_PREFIX) and "/" not in name):
+            raise ArchiveError(f"{where}: member {name} is not one an export writes (its members are "
+                               f"{', '.join(REQUIRED_MEMBERS)} and {EVAL_RESULTS_PREFIX}<judge model>)")
+    total = sum(info.file_size for info in infos)
+    if total > MAX_ARCHIVE_BYTES:
+        largest = max(infos, key=lambda info: info.file_size)
+        raise ArchiveError(f"{where}: its members would decompress to {total:,} bytes (member {largest.filename}: "
+                           f"{largest.file_size:,}), over the {MAX_ARCHIVE_BYTES:,} an export ever needs; nothing was "
+                           "read")
+
+
+def _verify_run_of_rows(run: Mapping[str, Any], name: str, rows: Sequence[Mapping[str, Any]], where: str) -> None:
+    """Every row names the run of ``run.json``: another run's rows cannot pass for this one's."""
+    for number, row in enumerate(rows, 1):
+        found = row.get("run_id")
+        if found != run.get("run_id"):
+            said = ("names no run (archives exported before rows carried their run id are not re-scored; export the "
+                    "run again)") if found is None else f"is of run {found}, not of run {run.get('run_id')}"
+            raise ArchiveError(f"{where}: member {name}, row {number} {said}")
 
 
 def _json_member(members: Mapping[str, bytes], name: str, where: str) -> Any:

@@ -169,3 +169,55 @@ def test_every_f1_set_to_one_is_refused_by_the_recomputed_f1(locomo_archive: Pat
     with pytest.raises(ArchiveError, match=r"answers.jsonl, question locomo_0_qa\d+: score 1.0 differs from F1 "
                                            r"recomputed from its answer and gold \(0\.\d+"):
         rescore_archive(edited)
+
+
+# -- issue 46 item 4: another run's answers, and a zip bomb -------------------------------------------------------
+
+
+def test_another_runs_answers_under_this_runs_name_are_refused(archive: Path, tmp_path: Path) -> None:
+    other = export(_other_run(tmp_path / "other"))
+    theirs = archive_bytes(other)
+
+    def swap(members: Members) -> None:  # every member that carries answers or scores, from the other run
+        for name in [n for n in theirs if n not in ("README.md", "hashes.json", "run.json", "config.json")]:
+            members[name] = theirs[name]
+        for name in [n for n in members if n.startswith("hypotheses.jsonl.eval-results-") and n not in theirs]:
+            del members[name]
+
+    forged = altered(archive, tmp_path / "forged.zip", swap, rehash=True)
+    run_id = json.loads(archive_bytes(archive)["run.json"])["run_id"]
+    with pytest.raises(ArchiveError, match=rf"answers.jsonl, row 1 is of run [0-9a-f]+, not of run {run_id}"):
+        rescore_archive(forged)
+
+
+def _other_run(results: Path) -> Path:
+    done = invoke(results, "prompt=legacy")
+    assert done.code == 0, done.output[-3000:]
+    return results
+
+
+def test_a_zip_bomb_is_refused_from_its_directory_in_under_a_second(archive: Path, tmp_path: Path) -> None:
+    import time
+    import tracemalloc
+
+    bomb = tmp_path / "bomb.zip"
+    members = archive_bytes(archive)
+    with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as out:  # the fastest to make
+        for name, data in members.items():
+            if name != "answers.jsonl":
+                out.writestr(name, data)
+        with out.open("answers.jsonl", "w", force_zip64=True) as member:  # 3 GiB of zeros, a few MB compressed
+            zeros = bytes(1 << 24)
+            for _ in range(3 * 64):
+                member.write(zeros)
+    assert bomb.stat().st_size < 20 * 2**20
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        with pytest.raises(ArchiveError, match=r"member answers.jsonl: 3,221,225,472\), over the"):
+            rescore_archive(bomb)
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert elapsed < 1.0 and peak < 100 * 2**20, (elapsed, peak)
