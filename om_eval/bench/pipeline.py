@@ -59,7 +59,8 @@ def seam_memory_key(spec: Any, system: Any, counter_name: str) -> str:
     models = {role: redact_secrets(asdict(settings)) for role, settings in roles.items()
               if role in ("models.observer", "models.embedding")}
     for settings in models.values():
-        settings.get("provider_options", {}).pop("price", None)
+        for unsent in ("price", "request"):  # what a call costs and how long it is waited for: not what it answers
+            settings.get("provider_options", {}).pop(unsent, None)
     payload = {"system": system.name, "options": dict(spec.memory_options), "identity": dict(system.identity()),
                "models": models, "tokens": counter_name}
     return short_hash(canonical_json(payload))

@@ -77,9 +77,11 @@ RUN_ID_RULE = IdentityRule(
     left_out=frozenset({"run.", "experiment", "dataset.verify", "judge.source", "judge.panel", "memory_defaults",
                         "prompt.source",
                         "memory_defaults.",
-                        # A price changes what a run costs, never what it answers.
+                        # A price changes what a run costs, never what it answers; nor do a call's wait and retries.
                         *(f"models.{role}.provider_options.price" for role in ("observer", "reflector", "actor",
-                                                                              "judge"))}),
+                                                                              "judge")),
+                        *(f"models.{role}.provider_options.request" for role in ("observer", "reflector", "actor",
+                                                                                "judge", "embedding", "small"))}),
 )
 
 MEMORY_KEY_RULE = IdentityRule(
@@ -107,5 +109,7 @@ MEMORY_KEY_RULE = IdentityRule(
     only_with={"om.thread_id_hash": "om.obscure_thread_ids"},
     # What the actor sees of a memory does not change what the memory holds.
     left_out=frozenset({"om.context_layout", "om.other_threads_order", "om.other_threads_limit",
-                        "om.observation.model.provider_options.price", "om.reflection.model.provider_options.price"}),
+                        "om.observation.model.provider_options.price", "om.reflection.model.provider_options.price",
+                        "om.observation.model.provider_options.request",
+                        "om.reflection.model.provider_options.request"}),
 )

@@ -139,7 +139,14 @@ def build_request(
         "tools": list(tools) if tools else None, **provider_params(model, settings.provider_options),
     }
     sent.update({name: value for name, value in (params or {}).items() if value is not None})
-    return LLMRequest.build(model, messages, **sent).priced(price_of(settings.provider_options))
+    return limited(LLMRequest.build(model, messages, **sent), settings.provider_options)
+
+
+def limited(request: LLMRequest, options: Mapping[str, Any]) -> LLMRequest:
+    """``request`` with the price and the wait and retry limits a model's ``provider_options`` give it (none of
+    them sent)."""
+    limits = options.get("request") or {}
+    return request.priced(price_of(options)).limited(limits.get("timeout_s"), limits.get("max_retries"))
 
 
 #: Messages that mean "no usable credentials", which some providers report with a 5xx status.
@@ -353,7 +360,7 @@ class LLMClient:
                 except UsageError as error:  # answered (and paid for) with counts that cannot be true
                     self._refuse_usage(request, stage, error, started, retries, key)
                 except Exception as error:  # classified below: retried, or recorded and raised
-                    if is_retryable(error) and retries < self.settings.max_retries:
+                    if is_retryable(error) and retries < self._retries(request):
                         await self._sleep(self._backoff(retries, error))
                         retries += 1
                         continue
@@ -393,8 +400,8 @@ class LLMClient:
         the ledger like a completion: the vectors are stored as the entry's JSON text. ``options`` are the model's
         ``provider_options`` (its endpoint, litellm parameters and price), read as a completion's are."""
         model_id = litellm_model_id(model)
-        request = LLMRequest.build(model_id, (), input=list(texts),
-                                   **provider_params(model_id, options or {})).priced(price_of(options or {}))
+        request = limited(LLMRequest.build(model_id, (), input=list(texts),
+                                           **provider_params(model_id, options or {})), options or {})
         # One length per model and its parameters (a config may ask for fewer dimensions than the default).
         shape = canonical_json({"model": model_id, **{k: v for k, v in request.params.items() if k != "input"}})
         started = time.time()
@@ -424,7 +431,7 @@ class LLMClient:
                 except UsageError as error:
                     self._refuse_usage(request, stage, error, started, retries, key)
                 except Exception as error:  # retried like a completion, or recorded and raised
-                    if is_retryable(error) and retries < self.settings.max_retries:
+                    if is_retryable(error) and retries < self._retries(request):
                         await self._sleep(self._backoff(retries, error))
                         retries += 1
                         continue
@@ -454,7 +461,7 @@ class LLMClient:
         litellm = litellm_with_providers()
         kwargs = request.litellm_kwargs()
         del kwargs["messages"]
-        timeout = self.settings.timeout_s
+        timeout = request.timeout_s or self.settings.timeout_s
         response = await asyncio.wait_for(litellm.aembedding(**kwargs, timeout=timeout, num_retries=0),
                                           timeout=timeout + 5)
         rows = sorted(response.data, key=lambda row: row["index"] if isinstance(row, dict) else row.index)
@@ -512,6 +519,9 @@ class LLMClient:
             semaphore = self._semaphores[model] = asyncio.Semaphore(limit)
         return semaphore
 
+    def _retries(self, request: LLMRequest) -> int:
+        return self.settings.max_retries if request.max_retries is None else request.max_retries
+
     def _backoff(self, retries: int, error: BaseException) -> float:
         """Full-jitter exponential backoff, at least the provider's Retry-After when it sent one."""
         ceiling = min(self.settings.backoff_max_s, self.settings.backoff_base_s * 2**retries)
@@ -524,7 +534,7 @@ class LLMClient:
         from om_eval.llm.providers import litellm_with_providers
 
         litellm = litellm_with_providers()
-        timeout = self.settings.timeout_s
+        timeout = request.timeout_s or self.settings.timeout_s
         kwargs = request.litellm_kwargs()
         if kwargs.get("tools"):
             # litellm 1.106 imports its MCP proxy handler (and the optional `mcp` package) whenever tools are passed;

@@ -82,6 +82,12 @@ class LLMRequest:
     """What the caller's settings say the model costs (``provider_options.price``); never sent, not in the key
     (a price does not change an answer). ``None``: litellm's price list prices the call."""
 
+    timeout_s: float | None = field(default=None, compare=False)
+    """How long to wait for one attempt (``provider_options.request.timeout_s``); ``None``: the client's default.
+    Never sent, not in the key."""
+    max_retries: int | None = field(default=None, compare=False)
+    """Retries after a retryable failure (``provider_options.request.max_retries``); ``None``: the client's."""
+
     def __post_init__(self) -> None:
         body = {"model": self.model, "messages": list(self.messages), **self.params}
         payload = canonical_json(body)
@@ -108,6 +114,15 @@ class LLMRequest:
         priced = copy.copy(self)
         object.__setattr__(priced, "price", price)
         return priced
+
+    def limited(self, timeout_s: float | None, max_retries: int | None) -> LLMRequest:
+        """This request with its own wait and retry limits (shared serialisations: limits are not sent)."""
+        if (timeout_s, max_retries) == (self.timeout_s, self.max_retries):
+            return self
+        limited = copy.copy(self)
+        object.__setattr__(limited, "timeout_s", timeout_s)
+        object.__setattr__(limited, "max_retries", max_retries)
+        return limited
 
     def litellm_kwargs(self) -> dict[str, Any]:
         """The keyword arguments for ``litellm.acompletion`` (fresh copies every time)."""

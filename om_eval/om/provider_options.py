@@ -13,6 +13,9 @@
   writes may be priced apart: ``cached_input_per_million``, ``cache_write_per_million``), or ``"free"``. It is
   never sent, and it changes no identity (a price does not change an answer). It belongs to the role that gives
   it: two roles calling one served model can be priced apart.
+- ``request``: how long om-eval waits for one call of this model and how often it retries it:
+  ``{"timeout_s": 120, "max_retries": 2}`` (either may be left out; the defaults are 600 s and 5 retries). Like the
+  price, it is never sent and changes no identity.
 
 The endpoint is read in one place (:func:`endpoint_options`), by the credential check before a run and by the
 request itself, so the two cannot disagree. The same keys under ``litellm`` (the form that was documented first) are
@@ -28,7 +31,7 @@ from om_eval.common.secrets import REDACTED
 
 ENDPOINT_KEYS = ("api_base", "api_key", "extra_headers")
 """The top-level keys that name a model's endpoint."""
-PROVIDER_OPTION_KEYS = ("google", "openai", "litellm", *ENDPOINT_KEYS, "price")
+PROVIDER_OPTION_KEYS = ("google", "openai", "litellm", *ENDPOINT_KEYS, "price", "request")
 """Every top-level key ``provider_options`` may hold."""
 IN_PROCESS_PREFIXES = ("scripted/", "local/")
 """Models served inside this process: they have no endpoint."""
@@ -70,6 +73,8 @@ def provider_option_errors(model: str, options: Mapping[str, Any]) -> list[tuple
                                                                      if key == "api_key" else "")))
     if "price" in options and (why := price_error(options["price"])):
         problems.append(("price", options["price"], why))
+    if "request" in options and (why := request_error(options["request"])):
+        problems.append(("request", options["request"], why))
     try:
         endpoint = endpoint_options(options)
     except ValueError as error:
@@ -102,4 +107,20 @@ def price_error(price: Any) -> str | None:
     for key, value in price.items():
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
             return f"{key} must be a number of dollars >= 0"
+    return None
+
+
+REQUEST_KEYS = ("timeout_s", "max_retries")
+
+
+def request_error(request: Any) -> str | None:
+    """Why ``request`` is not a call's limits (None when it is)."""
+    if not isinstance(request, Mapping) or not set(request) <= set(REQUEST_KEYS):
+        return "must be a mapping of timeout_s (seconds > 0) and/or max_retries (a whole number >= 0)"
+    timeout = request.get("timeout_s")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+        return "timeout_s must be a number of seconds > 0"
+    retries = request.get("max_retries")
+    if retries is not None and (isinstance(retries, bool) or not isinstance(retries, int) or retries < 0):
+        return "max_retries must be a whole number >= 0"
     return None
