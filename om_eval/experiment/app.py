@@ -114,11 +114,13 @@ def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] |
     spec = replace(spec, run=replace(spec.run, label=_label(spec, overrides)))
     job = RunJob(spec, console=console)
     job.adopt_stored_label()
-    console.print(
-        f"[bold]run {job.run_id}[/bold] · {job.label} · {_memory_side(spec)} · actor "
-        f"{spec.actor.model} · judge {spec.judge_mode}:{spec.judge_model.model} · store "
-        f"{Path(spec.run.results_dir) / 'store' / (job.run_id + '.duckdb')}"
-    )
+    from rich.markup import escape
+
+    # Escaped: a label or an override may hold brackets ("[locomo_1]", "[/bold]"), which rich would read as markup.
+    console.print(f"[bold]run {job.run_id}[/bold] · " + escape(
+        f"{job.label} · {_memory_side(spec)} · actor {spec.actor.model} · judge "
+        f"{spec.judge_mode}:{spec.judge_model.model} · store "
+        f"{Path(spec.run.results_dir) / 'store' / (job.run_id + '.duckdb')}"))
     # Before anything starts, in this order: credentials (seconds), Mastra's prompts (prompt=mastra_exact: the cache,
     # else Node once), the data, the judge's templates, the forecast.
     job.check_credentials()
@@ -374,8 +376,11 @@ def _print_where_and_next(job: Any, console: Any) -> None:
 
     results = Path(job.spec.run.results_dir)
     console.print(escape(f"results: {results / 'store' / (job.run_id + '.duckdb')}"), soft_wrap=True)
-    console.print(escape(f"official exports: {results / 'runs' / job.run_id} (hypotheses.jsonl, the judge's "
-                         "eval results, metrics.json)"), soft_wrap=True)
+    if job.progress.done + job.progress.skipped_done:
+        console.print(escape(f"official exports: {results / 'runs' / job.run_id} (hypotheses.jsonl, the judge's "
+                             "eval results, metrics.json)"), soft_wrap=True)
+    else:
+        console.print("no official exports: no question is done yet")
     judge = job.spec.judge_model.model
     for prefix, what in _PLUMBING_JUDGES:
         if judge.startswith(prefix):

@@ -28,6 +28,7 @@ import asyncio
 import json
 import logging
 import random
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -218,6 +219,19 @@ def _checked_prompt_cache(usage: Any, prompt_tokens: int | None) -> PromptCacheU
     return found
 
 
+def answered_by_another(asked: str, answered: str) -> bool:
+    """Whether a reply's model name is another model than the litellm id ``asked``. Providers name a dated version
+    of the model asked for (``gpt-4o`` answers as ``gpt-4o-2024-08-06``) or prefix a path (``models/gemini-2.5-
+    flash``): the same name with a path before it, or with a version (``-`` and a digit) after it, is the same
+    model; ``gpt-4o-mini`` is not ``gpt-4o``."""
+    asked_name = asked.split("/", 1)[-1].lower()
+    name = answered.lower()
+    if not name or name == asked.lower() or name.endswith("/" + asked_name):
+        return False
+    short, long = sorted((name.split("/")[-1], asked_name), key=len)
+    return not (long == short or re.fullmatch(re.escape(short) + r"-\d[\w.-]*", long))
+
+
 def _retry_after(error: BaseException) -> float | None:
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None) or {}
@@ -257,6 +271,8 @@ class LLMClient:
         self._sleep = sleep
         self._random = random.Random(seed)
         self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self.other_models: set[tuple[str, str]] = set()
+        """(asked, answered) pairs of replies that named another model than the one asked for (warned once each)."""
         self.dimensions: dict[str, int] = {}
         """The vector length each embedding model (with its parameters) gave first; a later reply must match."""
         self._semaphores_loop: asyncio.AbstractEventLoop | None = None
@@ -369,6 +385,7 @@ class LLMClient:
                         error=scrub_secrets(f"{type(error).__name__}: {error}"), cache_key=key, started_at=started,
                     ))
                     raise LLMCallError(stage, request.model, error, retries) from error
+        self._note_other_model(request.model, reply.model, stage)
         problem = check(reply.text) if check is not None and not reply.tool_calls else None
         if problem is None and complete_only and cut_off(reply):
             problem = CUT_OFF
@@ -518,6 +535,15 @@ class LLMClient:
             limit = self.settings.concurrency.get(model, default)
             semaphore = self._semaphores[model] = asyncio.Semaphore(limit)
         return semaphore
+
+    def _note_other_model(self, asked: str, answered: str, stage: str) -> None:
+        """Warn (once per pair) when a reply names another model than the one asked for: a proxy or gateway may fall
+        back to a cheaper model, and its answers would be reported under the asked one's name."""
+        if not answered_by_another(asked, answered) or (asked, answered) in self.other_models:
+            return
+        self.other_models.add((asked, answered))
+        log.warning("%s: asked %s, but the reply says it came from %s (a proxy's fallback?); its answers are "
+                    "recorded under %s", stage, asked, answered, asked)
 
     def _retries(self, request: LLMRequest) -> int:
         return self.settings.max_retries if request.max_retries is None else request.max_retries

@@ -99,3 +99,22 @@ def test_a_budget_over_a_model_without_a_price_is_refused_before_the_run(
     assert "run.budget_usd=5" in done.flat and f"models.actor (openai/{SERVED})" in done.flat, done.output
     assert not hostile.seen or all(request["path"].endswith("/models") for request in hostile.seen)
     assert not (tmp_path / "store").exists() or not list((tmp_path / "store").glob("*.duckdb"))
+
+
+def test_a_reply_from_another_model_is_named_once(hostile: HostileServer, caplog: pytest.LogCaptureFixture) -> None:  # noqa: F811
+    hostile.mode = "other_model"
+    with caplog.at_level("WARNING", logger="om_eval.llm.client"):
+        client, _ = _ask(hostile, None, price=PRICE)
+        asyncio.run(client.complete(QUESTION, stage="actor", settings=_settings(hostile, price=PRICE)))
+    said = [r.getMessage() for r in caplog.records if "cheaper-fallback-model" in r.getMessage()]
+    assert len(said) == 1 and f"asked openai/{SERVED}" in said[0], said
+
+
+@pytest.mark.parametrize(("asked", "answered", "other"), [
+    ("openai/gpt-4o", "gpt-4o-2024-08-06", False), ("gemini/gemini-2.5-flash", "models/gemini-2.5-flash", False),
+    ("openai/gpt-4o-2024-08-06", "gpt-4o", False), ("scripted/om-eval", "scripted/om-eval", False),
+    ("openai/gpt-4o", "gpt-4o-mini-2024-07-18", True), ("openai/served-model", "llama-3-8b", True)])
+def test_which_reply_names_count_as_another_model(asked: str, answered: str, other: bool) -> None:
+    from om_eval.llm.client import answered_by_another
+
+    assert answered_by_another(asked, answered) is other
