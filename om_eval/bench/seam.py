@@ -22,6 +22,7 @@ from om_eval.bench.answer import ask_actor, ask_actor_with_tools
 from om_eval.bench.recall_actor import steps_json
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
+from om_eval.common.secrets import scrub_secrets
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.llm.models import chat_window
 from om_eval.memory.system import MemoryContext, MemorySystemBase, TurnTrace
@@ -58,11 +59,13 @@ async def system_call(call: Awaitable[T], *, system: str, what: str, timeout: fl
     (``run.question_timeout_s``) bounds the call; a system that blocks the event loop without awaiting cannot be
     stopped from inside it, and a blocked thread of ``run_sync`` is left to finish on its own.
     """
+    deadline = asyncio.timeout(timeout)
     try:
-        if timeout is None:
+        async with deadline:
             return await call
-        return await asyncio.wait_for(call, timeout)
     except TimeoutError:
+        if not deadline.expired():
+            raise  # the system's own timeout (a socket's, its own wait_for): its error, as it raised it
         raise SeamError(f"memory={system}: {what}() took longer than run.question_timeout_s={timeout:g} s") from None
     except (Exception, KeyboardInterrupt):
         raise
@@ -132,7 +135,7 @@ BUILD_WARNINGS = "build_warnings"
 def build_figures_of(system: MemorySystemBase, memory: Any) -> dict[str, Any]:
     """A built memory's figures, with its warnings under :data:`BUILD_WARNINGS` when it has any."""
     figures = dict(system.build_figures(memory))
-    warnings = [str(w) for w in system.build_warnings(memory)]
+    warnings = [scrub_secrets(str(w)) for w in system.build_warnings(memory)]  # a library's warning may quote a key
     if warnings:
         figures[BUILD_WARNINGS] = warnings
     return figures
@@ -175,13 +178,19 @@ def as_context(value: MemoryContext | str | None) -> MemoryContext:
     return value
 
 
+def _plain(text: str) -> str:
+    """Text as compared for the question: case and runs of whitespace do not count."""
+    return " ".join(text.split()).casefold()
+
+
 def actor_input(context: MemoryContext, question: Question | QuestionView, counter: TokenCounter
                 ) -> tuple[list[dict[str, str]], int]:
     """The actor's messages and the tokens of the memory among them (the context column)."""
     if context.messages is not None:
         messages = [{"role": str(m["role"]), "content": str(m["content"])} for m in context.messages]
-        if not any(m["role"] == "user" and question.question in m["content"] for m in messages):
-            said = "no messages" if not messages else "messages without the question in a user message"
+        asked = _plain(question.question)
+        if not any(asked in _plain(m["content"]) for m in messages):
+            said = "no messages" if not messages else "messages without the question"
             raise SeamError(f"a memory system's context() gave the actor {said}: an answer to it would be graded "
                             "against a question it was never asked")
         injected = context.injected if context.injected is not None else "".join(m["content"] for m in messages)
@@ -449,7 +458,7 @@ async def system_answer_and_judge(
 ) -> QuestionRun:
     """Ask ``system`` for the question's context from ``build``, check it, ask the actor, grade the answer.
     ``timeout``: ``run.question_timeout_s`` for the ``context`` call; ``max_context_tokens``: the cap on the memory
-    shown (``run.max_context_tokens``; the actor's window in litellm's list always applies)."""
+    shown (``run.max_context_tokens``; without it, the actor's window in litellm's list)."""
     from om_eval.bench.judging.judge import judge_answer
     from om_eval.bench.pipeline import QuestionRun, pack_messages
 
@@ -463,10 +472,11 @@ async def system_answer_and_judge(
     if context.shown_ids is not None:
         check_shown(system.name, context.shown_ids, history)
     messages, context_tokens = actor_input(context, asked, counter)
-    limit = min(filter(None, (max_context_tokens, chat_window(actor.model))), default=None)
+    # A configured cap replaces the listed window: a served model's window is what its server was started with.
+    limit = max_context_tokens if max_context_tokens is not None else chat_window(actor.model)
     if limit is not None and context_tokens > limit:
-        where = ("run.max_context_tokens" if limit == max_context_tokens
-                 else f"the input window of {actor.model} in litellm's list")
+        where = ("run.max_context_tokens" if max_context_tokens is not None
+                 else f"the input window of {actor.model} in litellm's list (run.max_context_tokens sets another)")
         raise SeamError(f"memory={system.name} gave the actor {context_tokens:,} tokens of memory, over {where} "
                         f"({limit:,})")
     joined = "\n\u241e\n".join(f"{m['role']}\n{m['content']}" for m in messages)

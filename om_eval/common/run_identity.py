@@ -79,7 +79,7 @@ RUN_ID_RULE = IdentityRule(
                         "memory_defaults.",
                         # A price changes what a run costs, never what it answers; nor do a call's wait and retries.
                         *(f"models.{role}.provider_options.price" for role in ("observer", "reflector", "actor",
-                                                                              "judge")),
+                                                                              "judge", "embedding", "small")),
                         *(f"models.{role}.provider_options.request" for role in ("observer", "reflector", "actor",
                                                                                 "judge", "embedding", "small"))}),
 )

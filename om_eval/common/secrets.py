@@ -147,6 +147,14 @@ class ScrubSecrets(logging.Filter):
     line may quote a provider's error, key included)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            self._scrub(record)
+        except Exception:  # a malformed record is the handler's to report, as it always was
+            pass
+        return True
+
+    @staticmethod
+    def _scrub(record: logging.LogRecord) -> None:
         message = record.getMessage()
         scrubbed = scrub_secrets(message)
         if scrubbed != message:
@@ -156,4 +164,3 @@ class ScrubSecrets(logging.Filter):
 
             record.exc_text = scrub_secrets("".join(traceback.format_exception(*record.exc_info)).rstrip("\n"))
             record.exc_info = None
-        return True

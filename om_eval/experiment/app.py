@@ -153,10 +153,13 @@ def run_from_config(cfg: Any, *, console: Any = None, overrides: Sequence[str] |
                       "(om-eval show <run> <question> lists them):[/yellow]")
         for message, count in sorted(progress.warnings_seen.items(), key=lambda kv: -kv[1]):
             console.print(f"  {count} x {printable(message)}", markup=False, highlight=False)
+    if spec.run.budget_usd is not None and progress.unpriced_before:
+        console.print(f"[yellow]note: {progress.unpriced_before} calls of earlier invocations have unknown cost; "
+                      "run.budget_usd counts the known spend only[/yellow]")
     if progress.budget_unknown:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} cannot be checked: a call's cost is unknown (its "
-                      f"endpoint reported no token usage; om-eval show lists it); {progress.not_run} questions not "
-                      "run. Re-run without run.budget_usd to continue[/yellow]")
+                      f"endpoint reported no usable token counts; om-eval show lists it); {progress.not_run} "
+                      "questions not run. Re-run without run.budget_usd to continue[/yellow]")
     elif progress.budget_reached:
         console.print(f"[yellow]budget of ${spec.run.budget_usd} reached: {progress.not_run} questions not run; "
                       "re-run the same command with a larger run.budget_usd to continue[/yellow]")

@@ -35,6 +35,7 @@ from om_eval.bench.pipeline import (
 from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.bench.seam import BUILD_WARNINGS, figure_columns
 from om_eval.common.files import atomic_write, open_lock, safe_file_name, short_hash, try_lock
+from om_eval.common.secrets import scrub_secrets
 from om_eval.data.records import Dataset, Question
 from om_eval.experiment.spec import RunSpec
 from om_eval.llm import LLMClient
@@ -137,6 +138,17 @@ class RunProgress:
             f"{t.prompt_tokens + t.completion_tokens:,} tokens · ${t.cost_usd:.4f}"
             + (f" · {t.unknown_cost_calls} calls of unknown price" if t.unknown_cost_calls else "")
         )
+
+
+def _of_this_question(error: BaseException) -> bool:
+    """Whether ``error`` ends only the question it was raised in: anything but a real interrupt (Ctrl-C, SIGTERM, or
+    this task being cancelled). A system's hook raising ``SystemExit`` must not take the run down."""
+    if isinstance(error, KeyboardInterrupt):
+        return False
+    if isinstance(error, asyncio.CancelledError):
+        task = asyncio.current_task()
+        return task is None or not task.cancelling()
+    return True
 
 
 def _check_prices(roles: Mapping[str, Any], budget: float) -> None:
@@ -383,8 +395,10 @@ class RunJob:
                                                 judge=judge, client=scoped))
             if result.judge_status != "ok":  # no verdict is an error state, retried on resume, never "wrong"
                 item.update(status="error", error=f"judge: {result.error}")
-        except Exception as error:  # one failed question must not stop the run; it is retried on resume
-            message = f"{type(error).__name__}: {error}"
+        except BaseException as error:  # one failed question must not stop the run; it is retried on resume
+            if not _of_this_question(error):
+                raise
+            message = scrub_secrets(f"{type(error).__name__}: {error}")  # printed at the end as well as stored
             item.update(status="error", judge_status="not_run", error=message)
             item.update(figure_columns(held.figures))  # the memory's own figures, as an answered item has them
         totals = ledger.totals()
@@ -731,9 +745,11 @@ class RunJob:
 
     def _over_budget(self, budget: float) -> bool:
         """Checked before each question starts (questions in flight finish, so a run may pass the budget by up to
-        ``run.concurrency`` questions). A call of unknown cost counts as over: the spend can no longer be bounded."""
+        ``run.concurrency`` questions). A call of unknown cost in this invocation counts as over: the spend can no
+        longer be bounded. (Unknown costs of earlier invocations, made before the run had a price or a budget, are
+        said once at the start and not counted.)"""
         progress = self.progress
-        if progress.unpriced_before + progress.totals.unknown_cost_calls:
+        if progress.totals.unknown_cost_calls:
             progress.budget_reached = progress.budget_unknown = True
         elif progress.spent_before + progress.totals.cost_usd >= budget:
             progress.budget_reached = True

@@ -38,7 +38,7 @@ from typing import Any
 from om_eval.common.secrets import remember_secrets, scrub_secrets
 from om_eval.llm.cache import CachedResponse, ResponseCache
 from om_eval.llm.ledger import REJECTED_PREFIX, CallRecord, Ledger
-from om_eval.llm.pricing import call_cost, price_of
+from om_eval.llm.pricing import FREE_PROVIDERS, call_cost, price_of
 from om_eval.llm.request import LLMRequest, cache_key, canonical_json, litellm_model_id
 from om_eval.llm.usage import UsageError, checked_count, reported_usage, usage_problem
 from om_eval.llm.vectors import EmbeddingReplyError, embedding_problem
@@ -208,28 +208,29 @@ def prompt_cache_usage(usage: Any) -> PromptCacheUsage:
 
 
 def _checked_prompt_cache(usage: Any, prompt_tokens: int | None) -> PromptCacheUsage:
-    """The reply's prompt-cache counts, refused when they cannot be part of its ``prompt_tokens``; unknown when the
-    prompt tokens are."""
+    """The reply's prompt-cache counts, refused when they are not token counts; unknown when the prompt tokens
+    are."""
     if prompt_tokens is None:
         return PromptCacheUsage()
     found = prompt_cache_usage(usage)
-    for name, part in (("cached_tokens", found.read), ("cache_creation_input_tokens", found.written)):
-        if (checked_count(name, part) or 0) > prompt_tokens:
-            raise UsageError(f"the endpoint reported {name}={part}, more than its prompt_tokens={prompt_tokens}")
+    # Whether these are part of prompt_tokens differs by provider shape (Anthropic's are not): only their form is
+    # checked.
+    checked_count("cached_tokens", found.read)
+    checked_count("cache_creation_input_tokens", found.written)
     return found
 
 
 def answered_by_another(asked: str, answered: str) -> bool:
     """Whether a reply's model name is another model than the litellm id ``asked``. Providers name a dated version
     of the model asked for (``gpt-4o`` answers as ``gpt-4o-2024-08-06``) or prefix a path (``models/gemini-2.5-
-    flash``): the same name with a path before it, or with a version (``-`` and a digit) after it, is the same
-    model; ``gpt-4o-mini`` is not ``gpt-4o``."""
-    asked_name = asked.split("/", 1)[-1].lower()
-    name = answered.lower()
-    if not name or name == asked.lower() or name.endswith("/" + asked_name):
+    flash``): the same last path segment, or it with a version (``-`` and a digit) after it (``-latest`` counts as
+    none), is the same model; ``gpt-4o-mini`` is not ``gpt-4o``."""
+    name, asked_name = answered.lower().split("/")[-1], asked.lower().split("/")[-1]
+    if not name or name == asked_name:
         return False
-    short, long = sorted((name.split("/")[-1], asked_name), key=len)
-    return not (long == short or re.fullmatch(re.escape(short) + r"-\d[\w.-]*", long))
+    short, long = sorted((name, asked_name), key=len)
+    stem = re.escape(short.removesuffix("-latest"))
+    return not re.fullmatch(stem + r"-\d[\w.-]*", long)
 
 
 def _retry_after(error: BaseException) -> float | None:
@@ -421,6 +422,7 @@ class LLMClient:
                                            **provider_params(model_id, options or {})), options or {})
         # One length per model and its parameters (a config may ask for fewer dimensions than the default).
         shape = canonical_json({"model": model_id, **{k: v for k, v in request.params.items() if k != "input"}})
+        free = model_id.split("/", 1)[0] in FREE_PROVIDERS  # the scripted embedder gives a wordless text no direction
         started = time.time()
         key = cache_key(request, {"client": self.scope, "call": scope, "kind": "embedding"}) if self.cache else None
         hit = self.cache.get(key) if key is not None else None  # type: ignore[union-attr]  # key only with a cache
@@ -430,10 +432,11 @@ class LLMClient:
             except ValueError:
                 stored = None
             problem = ("unreadable vectors" if not isinstance(stored, list)
-                       else embedding_problem(stored, len(texts), self.dimensions.get(shape))
+                       else embedding_problem(stored, len(texts), self.dimensions.get(shape), zero_allowed=free)
                        or usage_problem(model_id, hit.prompt_tokens, 0))
             if problem is None:
-                self.dimensions.setdefault(shape, len(stored[0]) if stored else 0)
+                if stored:
+                    self.dimensions.setdefault(shape, len(stored[0]))
                 self.ledger.add(CallRecord(stage, request.model, hit.prompt_tokens, 0, True, time.time() - started,
                                            0, 0.0, saved_usd=hit.cost_usd, cache_key=key, started_at=started))
                 return stored
@@ -456,7 +459,7 @@ class LLMClient:
                                                retries, None, error=scrub_secrets(f"{type(error).__name__}: {error}"),
                                                cache_key=key, started_at=started))
                     raise LLMCallError(stage, request.model, error, retries) from error
-        problem = embedding_problem(vectors, len(texts), self.dimensions.get(shape))
+        problem = embedding_problem(vectors, len(texts), self.dimensions.get(shape), zero_allowed=free)
         self.ledger.add(CallRecord(stage, request.model, prompt_tokens, 0, False, time.time() - started, retries,
                                    cost, cache_key=key, started_at=started,
                                    error=None if problem is None else f"{REJECTED_PREFIX}{problem}"))

@@ -59,8 +59,8 @@ def call_cost(model: str, prompt_tokens: int | None, completion_tokens: int | No
     ``cached_prompt_tokens`` and ``cache_write_tokens`` are the parts of ``prompt_tokens`` the provider read from
     and wrote to its prompt cache; ``None`` counts as none (a provider that does not say bills them all fresh).
     """
-    if model.split("/", 1)[0] in FREE_PROVIDERS:
-        return 0.0
+    if model.split("/", 1)[0] in FREE_PROVIDERS or price == Price(0.0, 0.0):
+        return 0.0  # free whatever it used: even a reply that reported no usage
     if prompt_tokens is None or completion_tokens is None:
         return None
     cached, written = cached_prompt_tokens or 0, cache_write_tokens or 0

@@ -17,10 +17,12 @@ class EmbeddingReplyError(ValueError):
     """An embedding reply that cannot be used; the message names the model and what is wrong."""
 
 
-def embedding_problem(vectors: Sequence[Sequence[float]], inputs: int, dimension: int | None = None) -> str | None:
+def embedding_problem(vectors: Sequence[Sequence[float]], inputs: int, dimension: int | None = None, *,
+                      zero_allowed: bool = False) -> str | None:
     """What is wrong with ``vectors`` as the embeddings of ``inputs`` texts (``None``: nothing).
 
-    ``dimension``: the length this model's vectors had before (``None``: not known yet).
+    ``dimension``: the length this model's vectors had before (``None``: not known yet). ``zero_allowed``: an
+    all-zero vector is a real answer of this model (the scripted stand-in's, for a text with no words).
     """
     if len(vectors) != inputs:
         return f"{len(vectors)} vectors for {inputs} inputs"
@@ -44,6 +46,6 @@ def embedding_problem(vectors: Sequence[Sequence[float]], inputs: int, dimension
     if not finite.all():
         return f"non-finite values (NaN or infinity) in {int((~finite).sum())} of {inputs} vectors"
     zero = ~np.any(matrix, axis=1)
-    if zero.any():
+    if zero.any() and not zero_allowed:
         return f"all-zero vectors for {int(zero.sum())} of {inputs} inputs"
     return None

@@ -52,7 +52,7 @@ def test_the_context_column_counts_the_memory_only() -> None:
 
 
 @pytest.mark.parametrize("messages", [(), ({"role": "user", "content": "read: x y."},),
-                                      ({"role": "system", "content": "Where do I live?"},)])
+                                      ({"role": "system", "content": "Where do I stay?"},)])
 def test_an_actor_prompt_without_the_question_is_refused(messages: tuple) -> None:
     with pytest.raises(SeamError, match="never asked"):
         actor_input(MemoryContext(messages=messages), QUESTION, WordCounter())
@@ -206,3 +206,27 @@ def test_evidence_a_ranking_left_out_counts_as_missed_not_as_no_evidence() -> No
 def test_a_malformed_context_is_named_before_the_actor_is_paid(context: MemoryContext, named: str) -> None:
     with pytest.raises(TypeError, match=named):
         as_context(context)
+
+
+def test_a_systems_own_timeout_stays_its_error_and_the_runs_is_named() -> None:
+    import asyncio
+
+    from om_eval.bench.seam import system_call
+
+    async def own_timeout() -> None:
+        raise TimeoutError("the vector store did not answer")
+
+    async def slow() -> None:
+        await asyncio.sleep(5)
+
+    with pytest.raises(TimeoutError, match="vector store"):
+        asyncio.run(system_call(own_timeout(), system="plugin", what="ingest"))
+    with pytest.raises(TimeoutError, match="vector store"):
+        asyncio.run(system_call(own_timeout(), system="plugin", what="ingest", timeout=10))
+    with pytest.raises(SeamError, match=r"context\(\) took longer than run.question_timeout_s=0.05 s"):
+        asyncio.run(system_call(slow(), system="plugin", what="context", timeout=0.05))
+
+
+def test_the_question_is_found_whatever_its_case_spacing_and_role() -> None:
+    spaced = MemoryContext(messages=({"role": "system", "content": "Q: where  do I\nLIVE?"},))
+    assert actor_input(spaced, QUESTION, WordCounter())[0][0]["role"] == "system"

@@ -28,3 +28,10 @@ def test_a_paid_reply_without_prompt_tokens_is_unknown_and_a_free_one_is_as_coun
     assert reported_usage("openai/gpt-4o", None, 7) == (None, None)
     assert reported_usage("scripted/om-eval", 0, 0) == (0, 0)
     assert usage_problem("openai/gpt-4o", 0, 0) is None
+
+
+def test_a_free_price_is_free_even_without_usage() -> None:
+    from om_eval.llm.pricing import Price, call_cost
+
+    assert call_cost("openai/served", None, None, price=Price(0.0, 0.0)) == 0.0
+    assert call_cost("openai/served", None, None, price=Price(0.2, 0.6)) is None

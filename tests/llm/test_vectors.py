@@ -37,3 +37,16 @@ def test_each_fault_is_named(vectors: list, inputs: int, dimension: int | None, 
 
 def test_no_inputs_no_vectors() -> None:
     assert embedding_problem([], 0) is None
+
+
+def test_a_zero_vector_is_allowed_where_the_model_gives_one() -> None:
+    assert embedding_problem([[0.0, 0.0]], 1, zero_allowed=True) is None
+
+
+def test_the_scripted_embedder_embeds_a_text_without_words() -> None:
+    import asyncio
+
+    from om_eval.llm.client import LLMClient
+
+    vectors = asyncio.run(LLMClient(cache=None).embed(["hello world", " "], model="scripted/embed"))
+    assert len(vectors) == 2

@@ -1,11 +1,11 @@
 """Memory systems that misbehave as the drill's plugins did, selected with ``memory.mode=<fault>``.
 
-``hostile`` (:class:`Hostile`) keeps the last user turns like a well-behaved plugin, then, by mode:
-``exit`` raises ``SystemExit`` in ``ingest``; ``cancel`` raises a ``CancelledError`` no one asked for; ``stall``
-awaits for ``memory.seconds`` in ``context``; ``empty`` gives the actor no messages; ``no_question`` gives it
-messages without the question; ``flood`` shows a memory of ``memory.words`` words; ``clock`` puts the time in its
-identity. ``hostile_caller`` (:class:`HostileCaller`) calls the observer model, and books that ingest call as the
-actor's.
+``hostile`` (:class:`Hostile`) keeps the last user turns like a well-behaved plugin, then, by mode: ``exit``
+raises ``SystemExit`` in ``ingest`` and ``exit_digest`` in the ``memory_digest`` hook; ``cancel`` raises a
+``CancelledError`` no one asked for; ``stall`` awaits for ``memory.seconds`` in ``context``; ``empty`` gives the
+actor no messages; ``no_question`` gives it messages without the question; ``flood`` shows a memory of
+``memory.words`` words; ``clock`` puts a counter in its identity. ``hostile_caller`` (:class:`HostileCaller`) calls
+the observer model, and books that ingest call as the actor's.
 """
 
 from __future__ import annotations
@@ -45,6 +45,11 @@ class Hostile(MemorySystemBase):
             raise asyncio.CancelledError
         turns = [t.content for s in history.sessions for t in s.turns if t.role == "user"]
         return tuple(turns[-4:])
+
+    def memory_digest(self, memory: Any) -> str:
+        if self.options["mode"] == "exit_digest":
+            raise SystemExit(4)
+        return super().memory_digest(memory)
 
     async def context(self, memory: tuple[str, ...], question: QuestionView, services: Any) -> MemoryContext | str:
         mode = self.options["mode"]

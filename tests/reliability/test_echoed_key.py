@@ -91,3 +91,12 @@ def test_scrubbing_replaces_remembered_and_environment_secrets_longest_first(mon
     monkeypatch.setenv("MAX_TOKENS", "1234567890")  # a size, not a secret
     text = "401: Bearer sk-remembered-000111222 / sk-remembered-000111222 / tok-abcdefgh at http://h, 1234567890"
     assert scrub_secrets(text) == "401: *** / *** / *** at http://h, 1234567890"
+
+
+def test_the_log_filter_leaves_a_malformed_record_to_its_handler() -> None:
+    import logging
+
+    from om_eval.common.secrets import ScrubSecrets
+
+    record = logging.LogRecord("lib", logging.WARNING, __file__, 1, "%d items", ("x",), None)
+    assert ScrubSecrets().filter(record) is True

@@ -113,6 +113,9 @@ def test_a_reply_from_another_model_is_named_once(hostile: HostileServer, caplog
 @pytest.mark.parametrize(("asked", "answered", "other"), [
     ("openai/gpt-4o", "gpt-4o-2024-08-06", False), ("gemini/gemini-2.5-flash", "models/gemini-2.5-flash", False),
     ("openai/gpt-4o-2024-08-06", "gpt-4o", False), ("scripted/om-eval", "scripted/om-eval", False),
+    ("openrouter/openai/gpt-4o", "openai/gpt-4o-2024-08-06", False),
+    ("hosted_vllm/Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-7B-Instruct", False),
+    ("anthropic/claude-3-5-sonnet-latest", "claude-3-5-sonnet-20241022", False),
     ("openai/gpt-4o", "gpt-4o-mini-2024-07-18", True), ("openai/served-model", "llama-3-8b", True)])
 def test_which_reply_names_count_as_another_model(asked: str, answered: str, other: bool) -> None:
     from om_eval.llm.client import answered_by_another

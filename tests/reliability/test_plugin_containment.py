@@ -26,6 +26,7 @@ def _errors(results: Path) -> list[str]:
 
 @pytest.mark.parametrize(("mode", "said"), [
     ("exit", "memory=hostile: ingest() raised SystemExit: 3"),
+    ("exit_digest", "SystemExit: 4"),
     ("cancel", "memory=hostile: ingest() raised CancelledError without being cancelled"),
     ("empty", "gave the actor no messages"),
     ("no_question", "gave the actor messages without the question"),
