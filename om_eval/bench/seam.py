@@ -385,6 +385,11 @@ def _evidence_traces(question: Question,
     return traces
 
 
+def untraced(question: Question) -> list[EvidenceTrace]:
+    """The evidence turns of a system that says nothing of where turns went: listed, each ``not_traced``."""
+    return _evidence_traces(question, lambda session, position: ("not_traced", (), False))
+
+
 def evidence_turn_ids(question: Question) -> list[str]:
     """The view's ids of the question's evidence turns."""
     return [turn_id_of(s, p) for s in question.sessions for p, t in enumerate(s.turns) if t.has_answer]
@@ -498,7 +503,7 @@ async def system_answer_and_judge(
     elif context.shown_ids is not None:
         traces = shown_traces(context.shown_ids, question, history)
     else:
-        traces = system_traces(system, build, question, history) if system.traces_turns else []
+        traces = system_traces(system, build, question, history) if system.traces_turns else untraced(question)
     # OM's columns stay empty for a system that does not report them: a RAG row has no observations, not zero.
     built = {"history_tokens": history_tokens,
              **{f"{stage}_calls": calls.get(stage, 0) for stage in ("observer", "reflector")

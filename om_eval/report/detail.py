@@ -35,6 +35,7 @@ EVIDENCE_STATUS_TEXT = {
     "in_raw_tail": "never observed (raw tail)",
     "retrieved": "ranked in the top k",
     "not_retrieved": "not ranked in the top k",
+    "not_traced": "not reported by the memory system",
     **BASELINE_STATUS_TEXT,
 }
 _ITEM_FIELDS = ("question_id", "question_type", "is_abstention", "question", "gold_answer", "question_date",

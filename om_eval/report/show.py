@@ -134,8 +134,9 @@ def render_detail(detail: Mapping[str, Any], console: Any, *, full: bool = False
             table.add_column(name)
         for trace in evidence:
             shown = "\n".join(trace["lines"]) or f"[dim]{escape(trace['excerpt'])}[/dim]"
+            kept = "–" if trace["status"] == "not_traced" else "yes" if trace["answer_in_lines"] else "no"
             table.add_row(str(trace["session_index"]), str(trace["turn_index"]), trace["role"], trace["status_text"],
-                          "yes" if trace["answer_in_lines"] else "no", shown)
+                          kept, shown)
         console.print(table)
 
     if observes:

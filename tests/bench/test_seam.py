@@ -230,3 +230,11 @@ def test_a_systems_own_timeout_stays_its_error_and_the_runs_is_named() -> None:
 def test_the_question_is_found_whatever_its_case_spacing_and_role() -> None:
     spaced = MemoryContext(messages=({"role": "system", "content": "Q: where  do I\nLIVE?"},))
     assert actor_input(spaced, QUESTION, WordCounter())[0][0]["role"] == "system"
+
+
+def test_a_system_that_traces_nothing_still_lists_the_evidence_turns() -> None:
+    from om_eval.bench.seam import untraced
+
+    (trace,) = untraced(QUESTION)
+    assert (trace.session_index, trace.turn_index, trace.status) == (0, 0, "not_traced")
+    assert trace.excerpt == "I moved to Lisbon."
