@@ -23,7 +23,7 @@ from om_eval.data.locomo import (
     json_kind,
     unresolved_evidence,
 )
-from om_eval.data.reading import read_pinned_json
+from om_eval.data.reading import PinnedFileNotFoundError, read_pinned_json
 
 __all__ = ["AUDIT_FILE", "AUDIT_SHA256", "ENV_AUDIT_PATH", "AuditEntry", "corrected", "known_wrong_share",
            "load_audit", "match_audit", "read_audit"]
@@ -97,8 +97,12 @@ def _entry(raw: object, index: int, source: str) -> AuditEntry:
 def read_audit(path: str | os.PathLike[str] | None = None, *, verify: bool = True
                ) -> tuple[Path, dict[str, AuditEntry]]:
     """:func:`load_audit` with the file it read."""
-    found, records = read_pinned_json(path, env=ENV_AUDIT_PATH, file_name=AUDIT_FILE, sha256=AUDIT_SHA256,
-                                      what="LoCoMo audit", origin=ORIGIN, verify=verify, url=AUDIT_URL)
+    try:
+        found, records = read_pinned_json(path, env=ENV_AUDIT_PATH, file_name=AUDIT_FILE, sha256=AUDIT_SHA256,
+                                          what="LoCoMo audit", origin=ORIGIN, verify=verify, url=AUDIT_URL)
+    except PinnedFileNotFoundError as error:  # the audit is needed only for corrections: say how to go without
+        raise PinnedFileNotFoundError(f"{error}; or run without the audit's corrections: dataset.corrections=null"
+                                      ) from None
     if not isinstance(records, list):
         raise LocomoValidationError(found.name, f"must hold a JSON list of audit entries, got "
                                     f"{json_kind(records)}: give the audit of LoCoMo's gold answers ({AUDIT_FILE})")

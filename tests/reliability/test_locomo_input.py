@@ -151,4 +151,4 @@ def test_an_audit_that_cannot_be_found_is_one_line(tmp_path: Path, monkeypatch: 
     path = write_locomo_shaped(tmp_path, conversations=1)
     result = invoke(tmp_path, "dataset=locomo", f"dataset.path={path}", "dataset.corrections=locomo_audit")
     _assert_refused(tmp_path, result.code, result.output, "LoCoMo audit not given ($LOCOMO_AUDIT_PATH",
-                    "give its path instead")
+                    "give its path instead; or run without the audit's corrections: dataset.corrections=null")
