@@ -220,8 +220,11 @@ def _duration(seconds: float) -> str:
 
 #: Condensed progress (:class:`ProgressLines`): output not a terminal and more questions to run than this.
 CONDENSE_ABOVE = 50
-#: Plain progress prints a line about the questions in flight when none finished for this many seconds.
-WORKING_SECONDS = 30.0
+#: Plain progress prints a line about the questions in flight when one of their calls finished and no line was printed
+#: for this many seconds (a line per call of a slow model: the local Observer's take minutes) ...
+WORKING_SECONDS = 10.0
+#: ... and, while no call finishes, one every this many seconds (the run is alive).
+STILL_WORKING_SECONDS = 60.0
 #: Condensed progress prints about this many lines by count (one every 5 % of the questions to run) ...
 CONDENSED_LINES = 20
 #: ... and a line whenever this many seconds passed since the last one.
@@ -251,6 +254,7 @@ class ProgressLines:
         """Print a line every this many questions (1: every question)."""
         self._since = 0  # questions finished since the last line
         self._last = 0.0  # when the last line was printed
+        self._working_calls = 0  # the calls in flight the last working line counted
 
     def __call__(self, progress: Any) -> None:
         if self.started is None:
@@ -265,8 +269,10 @@ class ProgressLines:
                                f"{to_run} to run{condensed}", markup=False, highlight=False)
         finished = progress.finished[self._seen:]
         self._seen += len(finished)
-        if not finished and self.clock() - self._last >= WORKING_SECONDS:
+        if not finished:
             self._working(progress)
+        if finished:
+            self._working_calls = 0  # the questions in flight changed: their count starts again
         for index, (question_id, status) in enumerate(finished, start=1):
             self._since += 1
             if self.every > 1 and status == "ok" and not self._due(progress, last=index == len(finished)):
@@ -276,19 +282,25 @@ class ProgressLines:
                                soft_wrap=True)
 
     def _working(self, progress: Any) -> None:
-        """A line while nothing finishes: the calls so far of the questions in flight (a memory being built)."""
+        """A line while no question finishes: the calls so far of the questions in flight (a memory being built)
+        and the stage of the latest, when a call finished and :data:`WORKING_SECONDS` passed since the last line,
+        or when :data:`STILL_WORKING_SECONDS` passed without one."""
         live = progress.live()
-        if live.calls == progress.totals.calls:
-            return  # nothing new to say
-        self._last = self.clock()
         working = live.calls - progress.totals.calls
+        if not working:
+            return  # nothing in flight has called yet: nothing to say
+        quiet = self.clock() - self._last
+        if not ((quiet >= WORKING_SECONDS and working != self._working_calls) or quiet >= STILL_WORKING_SECONDS):
+            return
+        self._last, self._working_calls = self.clock(), working
         tokens = (live.prompt_tokens + live.completion_tokens) - (progress.totals.prompt_tokens
                                                                    + progress.totals.completion_tokens)
+        stage = progress.current_stage()
+        latest = f" · latest: {stage}" if stage else ""
         elapsed = _duration(self.clock() - (self.started or 0.0))
-        self.console.print(f"  … working: {working} calls ({tokens:,} tokens) so far for the questions in flight "
-                           f"(building memory, answering, judging) · elapsed {elapsed} · ${live.cost_usd:.4f}",
-                           markup=False,
-                           highlight=False, soft_wrap=True)
+        self.console.print(f"  … working: {working} calls ({tokens:,} tokens) so far for the questions in flight"
+                           f"{latest} · elapsed {elapsed} · ${live.cost_usd:.4f}", markup=False, highlight=False,
+                           soft_wrap=True)
 
     def _due(self, progress: Any, *, last: bool) -> bool:
         """Whether a condensed run prints the line of an ``ok`` question."""
@@ -321,15 +333,23 @@ async def _run_with_progress(job: Any, console: Any, show: Any, dataset: Any) ->
         TextColumn,
         TimeElapsedColumn,
     )
+    from rich.table import Column
 
-    columns = (TextColumn("[bold]questions"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-               TimeElapsedColumn())
+    # The elapsed time before the description, and the description the one column that gives way (with an
+    # ellipsis) on a narrow terminal: at 80 columns the time was cut to "0:…".
+    columns = (TextColumn("[bold]questions"), BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(),
+               TextColumn("{task.description}", table_column=Column(ratio=1, no_wrap=True, overflow="ellipsis")))
+    started = [False]
     with Progress(*columns, console=console, transient=False) as bar:
         task = bar.add_task("starting", total=None)
 
         def update(progress: Any) -> None:
+            if not started[0]:
+                started[0] = True
+                bar.console.print(f"{progress.total} questions: {progress.skipped_done} already done, "
+                                  f"{progress.total - progress.skipped_done} to run", markup=False, highlight=False)
             bar.update(task, total=progress.total, completed=progress.skipped_done + progress.done + progress.errors
-                       + progress.not_run, description=progress.describe())
+                       + progress.not_run, description=progress.describe_live())
 
         return await job.run(on_update=update, dataset=dataset)
 

@@ -126,10 +126,22 @@ class RunProgress:
     in_flight: Callable[[], LedgerTotals] | None = field(default=None, repr=False, compare=False)
     """The calls of the questions still being worked on (a memory being built), read when shown: the live part of
     :meth:`describe`."""
+    stage: Callable[[], str | None] | None = field(default=None, repr=False, compare=False)
+    """The stage of the latest call of a question in flight (``observer``, ``actor``...), read when shown."""
+
+    def current_stage(self) -> str | None:
+        return self.stage() if self.stage is not None else None
 
     def live(self) -> LedgerTotals:
         """Every call so far: the finished questions' and those of the questions in flight."""
         return self.totals + self.in_flight() if self.in_flight is not None else self.totals
+
+    def describe_live(self) -> str:
+        """The short form a progress bar shows beside its count: calls, tokens, dollars, the latest stage."""
+        t = self.live()
+        stage = self.current_stage()
+        return (f"{t.calls} calls · {t.prompt_tokens + t.completion_tokens:,} tokens · ${t.cost_usd:.4f}"
+                + (f" · {stage}" if stage else ""))
 
     def describe(self) -> str:
         t = self.live()
@@ -376,6 +388,11 @@ class RunJob:
     def in_flight(self) -> LedgerTotals:
         """The calls so far of the questions being worked on."""
         return sum((ledger.totals() for ledger in list(self._live.values())), LedgerTotals())
+
+    def latest_stage(self) -> str | None:
+        """The stage of the latest call any question in flight made (``None``: none made one yet)."""
+        latest = [ledger.records[-1] for ledger in list(self._live.values()) if ledger.records]
+        return max(latest, key=lambda record: record.started_at).stage if latest else None
 
     async def _answer_and_record(self, question: Question, ledger: Any, store: Any, snapshots: Any,
                                  client: LLMClient, judge: Judge, recorder: BatchedRecorder) -> None:
@@ -686,6 +703,7 @@ class RunJob:
             self.progress.spent_before = store.spent_usd(self.run_id)  # the budget covers every invocation
             self.progress.unpriced_before = store.unpriced_calls(self.run_id)
             self.progress.in_flight = self.in_flight
+            self.progress.stage = self.latest_stage
             if on_update is not None:
                 on_update(self.progress)
             if todo:

@@ -4,7 +4,8 @@ A run stored before a setting existed lacks that setting. Asked again with the s
 out (its pinned value, or any value of a setting that never enters the id), it is the same run: the run id rule
 (:data:`~om_eval.common.run_identity.RUN_ID_RULE`) says so, so the comparison asks that rule rather than a list of its
 own, and the writer stores the filled-in configuration. A setting the stored run lacks at any other value, or one
-it has at another value, is another configuration and refused.
+it has at another value, is another configuration and refused. Settings the rule leaves out at any value (the
+preset's name, a model's price or call limits, a judge panel) may differ: the run asked for is the run stored.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from om_eval.common.identity import IdentityRule
+from om_eval.common.identity import LEFT_OUT, IdentityRule
 from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.store.files import StoreError
 from om_eval.store.records import JSON_RUN_FIELDS
@@ -54,8 +55,9 @@ def _config_differences(old_text: str | None, new_text: str | None, ignore: set[
                         rule: IdentityRule) -> list[str]:
     old, new = (json.loads(t) if t else {} for t in (old_text, new_text))
     if isinstance(old, dict) and isinstance(new, dict):
-        old = {k: v for k, v in old.items() if k not in ignore}
-        new = {k: v for k, v in new.items() if k not in ignore}
+        # What the identity never reads differs freely: the preset's name, a price, a call's limits, a judge panel.
+        old = _identity_part({k: v for k, v in old.items() if k not in ignore}, rule)
+        new = _identity_part({k: v for k, v in new.items() if k not in ignore}, rule)
     flat_old, flat_new = _flatten(old), _flatten(new)
     return [
         f"{key or 'config'}: {_short(flat_old.get(key, _MISSING))} -> {_short(flat_new.get(key, _MISSING))}"
@@ -63,6 +65,21 @@ def _config_differences(old_text: str | None, new_text: str | None, ignore: set[
         if flat_old.get(key, _MISSING) != flat_new.get(key, _MISSING)
         and not (key not in flat_old and isinstance(new, dict) and _added_where_left_out(key, old, new, rule))
     ]
+
+
+def _identity_part(data: dict[str, Any], rule: IdentityRule, prefix: str = "") -> dict[str, Any]:
+    """``data`` without the settings ``rule`` leaves out at any value, and without empty groups."""
+    kept: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}{key}"
+        if rule.kind_of(path) == LEFT_OUT:
+            continue
+        if isinstance(value, dict):
+            value = _identity_part(value, rule, f"{path}.")
+            if not value:
+                continue  # an empty group, or one that held only what is left out, is no setting
+        kept[key] = value
+    return kept
 
 
 def _added_where_left_out(key: str, old: Any, new: dict[str, Any], rule: IdentityRule) -> bool:

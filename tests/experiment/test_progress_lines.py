@@ -139,24 +139,59 @@ def test_a_small_run_logged_to_a_file_keeps_one_line_per_question() -> None:
     assert len(out.getvalue().splitlines()) == 51
 
 
-def test_while_a_memory_builds_the_calls_in_flight_are_shown() -> None:
+def test_while_a_memory_builds_a_line_follows_each_slow_call_with_its_stage() -> None:
     now = [100.0]
     out = StringIO()
     lines = ProgressLines(Console(file=out, width=200), clock=lambda: now[0])
     live = [LedgerTotals()]
-    progress = RunProgress(total=7, in_flight=lambda: live[0])
+    stage = ["observer"]
+    progress = RunProgress(total=7, in_flight=lambda: live[0], stage=lambda: stage[0])
     lines(progress)
     now[0] += 31
     lines(progress)  # nothing in flight has called yet: nothing to say
-    live[0] = LedgerTotals(calls=12, prompt_tokens=30_000, completion_tokens=900)
+    live[0] = LedgerTotals(calls=1, prompt_tokens=30_000, completion_tokens=900)
     now[0] += 5
+    lines(progress)  # the first Observer call, a minute into the question
+    now[0] += 4
+    live[0] = LedgerTotals(calls=2, prompt_tokens=35_000, completion_tokens=1_000)
+    lines(progress)  # less than 10 s since the last line: said with the next
+    now[0] += 20
     lines(progress)
-    now[0] += 10
-    live[0] = LedgerTotals(calls=14, prompt_tokens=35_000, completion_tokens=1_000)
-    lines(progress)  # less than 30 s since the last line
+    now[0] += 30
+    lines(progress)  # no call since: quiet until a minute has passed
+    now[0] += 30
+    stage[0] = "actor"
+    lines(progress)
     assert out.getvalue().splitlines() == [
         "7 questions: 0 already done, 7 to run",
-        "  … working: 12 calls (30,900 tokens) so far for the questions in flight (building memory, answering, "
-        "judging) · elapsed 36s · $0.0000",
+        "  … working: 1 calls (30,900 tokens) so far for the questions in flight · latest: observer · elapsed 36s · "
+        "$0.0000",
+        "  … working: 2 calls (36,000 tokens) so far for the questions in flight · latest: observer · elapsed 1m00s · "
+        "$0.0000",
+        "  … working: 2 calls (36,000 tokens) so far for the questions in flight · latest: actor · elapsed 2m00s · "
+        "$0.0000",
     ]
-    assert progress.describe() == "0/7 questions · 14 calls (0 cached) · 36,000 tokens · $0.0000"
+    assert progress.describe() == "0/7 questions · 2 calls (0 cached) · 36,000 tokens · $0.0000"
+    assert progress.describe_live() == "2 calls · 36,000 tokens · $0.0000 · actor"
+
+
+def test_the_bar_says_what_is_to_run_and_keeps_its_clock_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from om_eval.experiment.app import _run_with_progress
+
+    out = StringIO()
+    console = Console(file=out, width=80, force_terminal=True, color_system=None)
+    progress = RunProgress(total=7, in_flight=lambda: LedgerTotals(calls=123, prompt_tokens=1_234_567),
+                           stage=lambda: "observer")
+
+    class Job:
+        async def run(self, *, on_update: object, dataset: object) -> RunProgress:
+            on_update(progress)  # type: ignore[operator]  # the bar's update
+            return progress
+
+    asyncio.run(_run_with_progress(Job(), console, True, None))
+    text = out.getvalue()
+    assert "7 questions: 0 already done, 7 to run" in text
+    last = re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", [line for line in text.splitlines() if "0/7" in line][-1])
+    assert re.search(r" 0:00:0\d ", last) and last.endswith("$0.0000 · observer") and len(last) <= 80, last

@@ -128,6 +128,19 @@ def test_a_changed_configuration_is_refused_with_the_difference(store: RunStore)
     assert rows(store, "SELECT count(*) FROM runs") == [(1,)]
 
 
+def test_settings_the_run_id_leaves_out_may_differ_on_a_second_registration(tmp_path: Path) -> None:
+    first = {"prompt": "r9", "models": {"actor": {"model": "openai/x", "provider_options": {}}}}
+    again = {**first, "experiment": "quickstart", "judge": {"panel": ["house", "lenient"]},
+             "models": {"actor": {"model": "openai/x", "provider_options": {"price": "free",
+                                                                            "request": {"timeout_s": 30}}}}}
+    changed = {**again, "models": {"actor": {"model": "openai/y", "provider_options": {}}}}
+    with RunStore(store_path(tmp_path, "r9")) as store:
+        store.register_run(run_info("r9", config_json=first))
+        store.register_run(run_info("r9", config_json=again))  # a preset's name, a price, limits, a panel: same run
+        with pytest.raises(ConfigMismatchError, match=r"models\.actor\.model: \"openai/x\" -> \"openai/y\""):
+            store.register_run(run_info("r9", config_json=changed))
+
+
 def test_a_run_file_holds_one_run(store: RunStore) -> None:
     with pytest.raises(StoreError, match="already holds run r1"):
         store.register_run(run_info("r2"))
