@@ -30,7 +30,8 @@ RECALL_NOTE = ("recall_any@k = the share of questions with at least one evidence
                "message, as the system indexes them) among the k it retrieved, at the run's own k (top_k); "
                "abstention questions and questions without evidence ids are left out, as in LongMemEval's retrieval "
                "evaluation. Wrong answers are split into retrieval misses (evidence not in the top k) and reading "
-               "misses (evidence retrieved, answer still wrong).")
+               "misses (evidence retrieved, answer still wrong); right, not retrieved = right answers whose evidence "
+               "was not in the top k (answered from elsewhere, or by chance).")
 
 
 def memory_note(table: ReportTable) -> str:

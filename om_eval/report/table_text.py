@@ -172,12 +172,18 @@ def _columns(table: ReportTable, *, sep: str = " ", section: Section | None = No
     return columns
 
 
-#: What the memory did, per run: the rows that tell pending-token readings and thresholds apart.
+#: What the memory did, per run: the rows that tell pending-token readings and thresholds apart
+#: (:data:`MEMORY_ROWS_NOTE` defines them).
 _MEMORY_ROWS: tuple[tuple[str, bool, Any], ...] = (
     ("obs/question", True, lambda r: fmt.ratio(r.mean_observations)),
-    ("tokens/observer call", True, lambda r: fmt.tokens(r.mean_observer_call_tokens)),
+    ("tokens/obs call", True, lambda r: fmt.tokens(r.mean_observer_call_tokens)),
     ("raw tail tokens", True, lambda r: fmt.tokens(r.mean_raw_tail_tokens)),
 )
+
+
+MEMORY_ROWS_NOTE = ("obs/question = Observer calls per question; tokens/obs call = message tokens an Observer call "
+                    "read, on average; raw tail tokens = tokens of raw messages the actor was shown after the "
+                    "observations (not yet observed), on average.")
 
 
 def _cells(columns: list[tuple[str, bool, Any]], rank: int | None, row: RunSummary) -> list[str]:
@@ -247,7 +253,8 @@ def _cells_legend(table: ReportTable, *, wide: bool) -> str:
     text += "; task-avg has no n"
     if any(row.unjudged for row in table.rows):
         text += "; +k unjudged = answers left out of the accuracy (judge error, not run)"
-    return text + ("." if wide else "; one column per run.")
+    return text + ("; judged/n = answers judged / questions run." if wide
+                   else "; one column per run; judged/n = answers judged / questions run.")
 
 
 def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
@@ -272,6 +279,8 @@ def _explanation(table: ReportTable, *, wide: bool) -> list[str]:
     else:
         lines.append("Strict accuracies of every type, cost, unpriced calls, observation tokens and compression: "
                      "the wide table (`om-eval report --wide`); the CSV always has every column.")
+    if any(r.mean_observations is not None for r in table.rows):
+        lines.append(MEMORY_ROWS_NOTE)
     if table.shows_memory:
         lines.append(memory_note(table))
     if table.compares_memory:

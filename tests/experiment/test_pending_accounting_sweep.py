@@ -35,4 +35,4 @@ def test_the_three_readings_side_by_side(tmp_path: Path) -> None:
     rows = [line for line in report.splitlines() if "obs/question" in line]
     shown = [float(value) for row in rows for value in re.findall(r"\d+\.\d", row)]
     assert sorted(shown) == sorted(round(stored[r]["cycles"], 1) for r in READINGS)
-    assert "raw tail tokens" in report and "tokens/observer call" in report
+    assert "raw tail tokens" in report and "tokens/obs call" in report
