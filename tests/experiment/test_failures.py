@@ -55,8 +55,9 @@ def test_a_judge_without_verdict_is_an_error_retried_on_resume(tmp_path: Path) -
     assert set(statuses(tmp_path).values()) == {("done", "ok")}
 
 
-class Crash(BaseException):
-    """Stands in for a kill: nothing after it runs."""
+class Crash(KeyboardInterrupt):
+    """Stands in for a kill: the run stops there (an interrupt, not a fault of the question, which a system's own
+    BaseException would be)."""
 
 
 def test_a_crash_after_the_memory_is_built_loses_no_om_event(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -70,8 +71,9 @@ def test_a_crash_after_the_memory_is_built_loses_no_om_event(tmp_path: Path, mon
         return await real(question, system, build, **kwargs)
 
     monkeypatch.setattr(seam_module, "system_answer_and_judge", crash_once)
-    with pytest.raises(Crash):
+    with pytest.raises(SystemExit) as stopped:
         run_from_config(composed(tmp_path))
+    assert stopped.value.code == 130 and crashed
     run_from_config(composed(tmp_path))
     with Catalog(tmp_path) as catalog:
         events = catalog.query("SELECT count(*) AS n FROM om_events WHERE question_id = ?", crashed)[0]["n"]

@@ -1,6 +1,7 @@
 """The self-hosted path end to end: llama.cpp's own OpenAI-compatible server, reached over HTTP through litellm's
-OpenAI provider, answers as the in-process local model does on the same prompt, answers and judges a small
-experiment, survives a failing proxy in between, and is refused before anything runs when it is down.
+OpenAI provider, answers as the in-process local model does on the same prompt, answers a small experiment whose
+calls are recorded and priced as served, survives a failing proxy in between, and is refused before anything runs
+when it is down.
 
 The server renders chats with the model's own template (what ``python -m llama_cpp.server --model model.gguf`` does
 without ``--chat_format``), as the in-process model renders them: llama-cpp-python's ``chatml`` format keeps only
@@ -151,39 +152,28 @@ def _stored(results: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return items, calls
 
 
-def test_a_small_experiment_over_http_records_what_the_in_process_one_does(server_base: str,
-                                                                           tmp_path: Path) -> None:
+def test_a_small_experiment_over_http_is_recorded_and_priced_as_served(server_base: str, tmp_path: Path) -> None:
+    # That the served model answers as the in-process one, token for token, is the first test's; an experiment run
+    # in-process as well doubled this lane's longest test.
     quiet = Console(file=io.StringIO())
     run_from_config(compose_run(tmp_path / "http", ONE_QUESTION, *_served_roles(server_base, tmp_path),
                                 experiment="quickstart"), console=quiet)
-    run_from_config(compose_run(tmp_path / "local", ONE_QUESTION, *SCRIPTED_MEMORY, experiment="quickstart"),
-                    console=quiet)
     (served_item,), served_calls = _stored(tmp_path / "http")
-    (local_item,), local_calls = _stored(tmp_path / "local")
 
     assert served_item["status"] == "done" and served_item["hypothesis"].strip()
     assert served_item["actor_prompt_tokens"] and served_item["actor_completion_tokens"]
-    assert [c["stage"] for c in served_calls] == [c["stage"] for c in local_calls]
     assert {"observer", "actor", "judge"} <= {c["stage"] for c in served_calls}
-    served_calls = [c for c in served_calls if c["stage"] == "actor"]
-    local_calls = [c for c in local_calls if c["stage"] == "actor"]
-    assert {c["model"] for c in served_calls} == {SERVED}
-    for call in served_calls:
+    actor_calls = [c for c in served_calls if c["stage"] == "actor"]
+    assert actor_calls and {c["model"] for c in actor_calls} == {SERVED}
+    for call in actor_calls:
         assert call["prompt_tokens"] and call["completion_tokens"] is not None, call
         assert not call["cached"] and call["retries"] == 0 and call["error"] is None, call
         # llama-cpp-python's server reports prompt and completion tokens only: no prompt-cache count to record.
         assert call["cached_prompt_tokens"] is None, call
         priced = (call["prompt_tokens"] * PRICE[0] + call["completion_tokens"] * PRICE[1]) / 1e6
         assert call["cost_usd"] == pytest.approx(priced, rel=1e-9), call
-    # In-process, llama.cpp's reused prefix is reported as the provider's prompt cache.
-    assert all(c["cost_usd"] == 0.0 and 0 <= c["cached_prompt_tokens"] < c["prompt_tokens"] for c in local_calls)
-    # The same prompt reaches the model token for token.
-    for served, local in zip(served_calls, local_calls, strict=True):
-        assert (served["prompt_tokens"], served["completion_tokens"]) == (
-            local["prompt_tokens"], local["completion_tokens"]), (served, local)
-    # Greedy decoding of the same tokens. This question has no near-tie; on one that has, how much of the prompt was
-    # reused from the model's cache (the server reuses the previous request's prefix only) can flip a token.
-    assert served_item["hypothesis"] == local_item["hypothesis"]
+    assert (served_item["actor_prompt_tokens"], served_item["actor_completion_tokens"]) == (
+        actor_calls[-1]["prompt_tokens"], actor_calls[-1]["completion_tokens"])
 
 
 class FaultProxy(ThreadingHTTPServer):
