@@ -298,7 +298,8 @@ class ProgressLines:
         stage = progress.current_stage()
         latest = f" · latest: {stage}" if stage else ""
         elapsed = _duration(self.clock() - (self.started or 0.0))
-        self.console.print(f"  … working: {working} calls ({tokens:,} tokens) so far for the questions in flight"
+        calls = f"{working} call" + ("s" if working != 1 else "")
+        self.console.print(f"  … working: {calls} ({tokens:,} tokens) so far for the questions in flight"
                            f"{latest} · elapsed {elapsed} · ${live.cost_usd:.4f}", markup=False, highlight=False,
                            soft_wrap=True)
 

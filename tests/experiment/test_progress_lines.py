@@ -164,7 +164,7 @@ def test_while_a_memory_builds_a_line_follows_each_slow_call_with_its_stage() ->
     lines(progress)
     assert out.getvalue().splitlines() == [
         "7 questions: 0 already done, 7 to run",
-        "  … working: 1 calls (30,900 tokens) so far for the questions in flight · latest: observer · elapsed 36s · "
+        "  … working: 1 call (30,900 tokens) so far for the questions in flight · latest: observer · elapsed 36s · "
         "$0.0000",
         "  … working: 2 calls (36,000 tokens) so far for the questions in flight · latest: observer · elapsed 1m00s · "
         "$0.0000",
