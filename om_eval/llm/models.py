@@ -65,20 +65,21 @@ def model_settings(name: str) -> ModelSettings:
 def embedding_limits(model: str) -> tuple[int | None, int | None]:
     """An embedding model's vector size and input limit in tokens, as litellm's (offline) model list gives them;
     ``(None, None)`` for a model it does not list (the local and scripted ones: ask the model once instead)."""
+    found = _listed(model)
+    size, limit = found.get("output_vector_size"), found.get("max_input_tokens")
+    return (size if isinstance(size, int) else None, limit if isinstance(limit, int) else None)
+
+
+def _listed(model: str) -> dict:
+    """``model``'s entry in litellm's offline model list, under any of its spellings (``{}``: not listed)."""
     from om_eval.llm._litellm import litellm_module
 
     table = litellm_module().model_cost
-    found = table.get(model) or table.get(litellm_model_id(model)) or table.get(model.split("/", 1)[-1]) or {}
-    size, limit = found.get("output_vector_size"), found.get("max_input_tokens")
-    return (size if isinstance(size, int) else None, limit if isinstance(limit, int) else None)
+    return table.get(model) or table.get(litellm_model_id(model)) or table.get(model.split("/", 1)[-1]) or {}
 
 
 def chat_window(model: str) -> int | None:
     """A chat model's input window in tokens, as litellm's (offline) model list gives it; ``None`` for a model it
     does not list (scripted, local and self-hosted ones)."""
-    from om_eval.llm._litellm import litellm_module
-
-    table = litellm_module().model_cost
-    found = table.get(model) or table.get(litellm_model_id(model)) or table.get(model.split("/", 1)[-1]) or {}
-    limit = found.get("max_input_tokens")
+    limit = _listed(model).get("max_input_tokens")
     return limit if isinstance(limit, int) and limit > 0 else None

@@ -39,6 +39,7 @@ from typing import Any
 from om_eval.bench.benchmark import Benchmark, benchmark_of_run
 from om_eval.llm.ledger import REJECTED_PREFIX
 from om_eval.memory.system import INGEST_STAGES
+from om_eval.store.writer import UNPRICED_CALL
 
 __all__ = ["ANSWER", "INGEST", "JUDGE", "STAGE_GROUPS", "RecallAtK", "StageUsage", "budget_text", "budget_warnings",
            "memory_about", "memory_budget_of", "memory_name_of", "memory_system_of", "recall_at_k", "retrieval_text",
@@ -235,8 +236,7 @@ def stage_usage(catalog: Any, run_ids: Sequence[str]) -> list[dict[str, Any]]:
     return catalog.query(
         "SELECT run_id, stage, count(*) AS calls, coalesce(sum(prompt_tokens), 0) AS prompt_tokens, "
         "coalesce(sum(completion_tokens), 0) AS completion_tokens, coalesce(sum(cost_usd), 0) AS cost_usd, "
-        "count(*) FILTER (WHERE cost_usd IS NULL AND NOT coalesce(cached, false) AND (error IS NULL OR "
-        "starts_with(error, ?))) AS unpriced_calls "
+        f"count(*) FILTER (WHERE {UNPRICED_CALL}) AS unpriced_calls "
         "FROM llm_calls WHERE list_contains(?, run_id) GROUP BY run_id, stage ORDER BY run_id, stage",
         [REJECTED_PREFIX, list(run_ids)])
 

@@ -57,6 +57,10 @@ from om_eval.store.schema import SCHEMA_VERSION, TABLES
 
 log = logging.getLogger(__name__)
 
+#: An ``llm_calls`` row of a paid call whose cost is unknown (one parameter: :data:`REJECTED_PREFIX`), as
+#: :class:`~om_eval.llm.ledger.LedgerTotals` counts it: made, not a cache hit, and answered (even if refused).
+UNPRICED_CALL = "cost_usd IS NULL AND NOT coalesce(cached, false) AND (error IS NULL OR starts_with(error, ?))"
+
 #: The ``error`` of a recovered call whose question was never saved (the process was killed first).
 INTERRUPTED_ATTEMPT = "attempt interrupted before its question was saved"
 
@@ -228,8 +232,8 @@ class RunStore:
 
     def unpriced_calls(self, run_id: str) -> int:
         """Paid calls of the run whose cost is unknown (no price, or no usage reported), over every attempt."""
-        rows = self._read("SELECT count(*) FROM llm_calls WHERE run_id = ? AND cost_usd IS NULL AND NOT cached "
-                          "AND (error IS NULL OR starts_with(error, ?))", [run_id, REJECTED_PREFIX])
+        rows = self._read(f"SELECT count(*) FROM llm_calls WHERE run_id = ? AND {UNPRICED_CALL}",
+                          [run_id, REJECTED_PREFIX])
         return int(rows[0][0])
 
     def items(self, run_id: str) -> list[dict[str, Any]]:
