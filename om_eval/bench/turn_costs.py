@@ -318,6 +318,8 @@ class TurnCosts:
     cumulative_uncached_usd: tuple[float, ...] = ()
     reads: tuple[int, ...] = ()
     """The tokens each turn read from the cache (with ``cumulative``)."""
+    short_turns: int = 0
+    """Turns whose prompt is under the profile's caching minimum: no provider caches any of it."""
 
     @property
     def cached_share(self) -> float | None:
@@ -361,8 +363,9 @@ def turn_costs(table: TurnTable, profile: CacheProfile, *, cumulative: bool = Fa
             running_uncached.append(uncached + memory)
             reads.append(read)
         previous = turn
+    short = sum(1 for tokens in table.prompt if tokens < profile.min_tokens)
     return TurnCosts(profile.name, len(table), sum(table.prompt), cached, written, actor, uncached, memory,
-                     tuple(running), tuple(running_uncached), tuple(reads))
+                     tuple(running), tuple(running_uncached), tuple(reads), short)
 
 
 def retrieval_turns(messages: Sequence[Message], counter: TokenCounter, instructions: str,

@@ -93,8 +93,10 @@ def _recall_section(results: str, runs: list[dict[str, Any]], items: list[dict[s
         return recall_section(catalog, runs, items)
 
 
-def _cost_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> str:
-    """Markdown: cost per turn with and without a provider's prompt cache, and the caches the run's calls met."""
+def _cost_sections(results: str, runs: list[dict[str, Any]], items: list[dict[str, Any]]) -> tuple[str, list[Any]]:
+    """Cost per turn with and without a provider's prompt cache, and the caches the run's calls met: as markdown
+    and as console renderables (fitted tables with legends)."""
+    from om_eval.report.cost_text import prompt_cache_renderables, turn_renderables
     from om_eval.report.turns import prompt_cache_rows, prompt_cache_section, turn_rows, turn_section, unrecorded_runs
     from om_eval.store import Catalog
 
@@ -104,9 +106,10 @@ def _cost_sections(results: str, runs: list[dict[str, Any]], items: list[dict[st
             "SELECT run_id, stage, model, prompt_tokens, completion_tokens, cached, cost_usd, cached_prompt_tokens "
             f"FROM llm_calls WHERE cached_prompt_tokens IS NOT NULL AND run_id IN ({', '.join('?' for _ in ids)})",
             ids) if ids else []
-    parts = [turn_section(turn_rows(runs, items), unrecorded_runs(runs, items)),
-             prompt_cache_section(prompt_cache_rows(runs, calls))]
-    return "\n".join(part for part in parts if part)
+    rows, missing, cache_rows = turn_rows(runs, items), unrecorded_runs(runs, items), prompt_cache_rows(runs, calls)
+    parts = [turn_section(rows, missing), prompt_cache_section(cache_rows)]
+    return "\n".join(part for part in parts if part), [*turn_renderables(rows, missing),
+                                                       *prompt_cache_renderables(cache_rows)]
 
 
 def load_runs(results: str, prefixes: list[str] | None,
@@ -175,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"no runs in {args.results}/store; start one with: om-eval run experiment=smoke")
         return 1
     table = _with_suspects(args.results, summary_table(runs, items, calls=stage_calls(args.results, runs),
-                                                       n_boot=args.n_boot, seed=args.seed), items)
+                                                       n_boot=args.n_boot, seed=args.seed, shorten=True), items)
     from dataclasses import replace
 
     from om_eval.report.departures import departure_notes
@@ -188,14 +191,17 @@ def run(args: argparse.Namespace) -> int:
         console.print("[bold]Judge agreement[/bold] (same answers graded by two judges; kappa = Cohen's):")
         for line in agreement:
             console.print(f"  {line}", markup=False, highlight=False)
+    from om_eval.report.labels import with_display_labels
+
+    runs = with_display_labels(runs)  # the sections below name runs as the table does
     judges = judge_sections(args.results, runs, items)
     console.print(judges, markup=False, highlight=False)
     recall = _recall_section(args.results, runs, items)
     if recall:
         console.print(recall, markup=False, highlight=False)
-    costs = _cost_sections(args.results, runs, items)
-    if costs:
-        console.print(costs, markup=False, highlight=False)
+    costs, cost_renderables = _cost_sections(args.results, runs, items)
+    for renderable in cost_renderables:
+        console.print(renderable)
     if args.markdown:
         text = to_markdown(table, wide=wide)
         if agreement:

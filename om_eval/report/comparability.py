@@ -258,20 +258,25 @@ def checklist_lines(protocol: Sequence[tuple[str, str]] = PROTOCOL) -> list[str]
     return [f"{i}. **{name}**: {asks}" for i, (name, asks) in enumerate(protocol, 1)]
 
 
-def verdict_lines(verdict: Verdict) -> list[str]:
+def verdict_lines(verdict: Verdict, *alike: Verdict) -> list[str]:
     """Markdown lines: the verdict, then each condition the run departs from with what was found (the conditions
-    it meets are not repeated: :func:`checklist_lines` lists them once)."""
+    it meets are not repeated: :func:`checklist_lines` lists them once). ``alike``: further runs with the very same
+    verdict, named on the same line."""
     failed = verdict.failed
+    names = ", ".join(f"**{v.label}** ({v.run_id[:8]})" for v in (verdict, *alike))
     if verdict.comparable and verdict.benchmark == "BEAM":
-        return [f"- **{verdict.label}** ({verdict.run_id[:8]}): scored as upstream's BEAM scripts score (meets every "
-                "condition)"]
+        return [f"- {names}: scored as upstream's BEAM scripts score (meets every condition)"]
     if verdict.comparable:
-        return [f"- **{verdict.label}** ({verdict.run_id[:8]}): comparable with published {verdict.benchmark} "
-                "numbers (meets every condition)"]
-    lines = [f"- **{verdict.label}** ({verdict.run_id[:8]}): not comparable; departs from "
+        return [f"- {names}: comparable with published {verdict.benchmark} numbers (meets every condition)"]
+    lines = [f"- {names}: not comparable; {'each ' if alike else ''}departs from "
              f"{plural(len(failed), 'condition')}:"]
     lines += [f"  - ✗ {condition.name}: {condition.detail}" for condition in failed]
     return lines
+
+
+def _alike(verdict: Verdict) -> tuple[Any, ...]:
+    """What two runs must share to be listed as one: benchmark and every failed condition with its finding."""
+    return verdict.benchmark, verdict.comparable, tuple((c.name, c.detail) for c in verdict.failed)
 
 
 def comparability_markdown(verdicts: Sequence[Verdict], budgets: Sequence[str] = ()) -> str:
@@ -296,6 +301,9 @@ def comparability_markdown(verdicts: Sequence[Verdict], budgets: Sequence[str] =
                       *checklist_lines(protocols[title]), ""]
     if budgets:
         lines += [*(f"⚠ {line}" for line in budgets), ""]
+    groups: dict[tuple[Any, ...], list[Verdict]] = {}
     for verdict in verdicts:
-        lines += verdict_lines(verdict)
+        groups.setdefault(_alike(verdict), []).append(verdict)
+    for first, *alike in groups.values():
+        lines += verdict_lines(first, *alike)
     return "\n".join(lines) + "\n"

@@ -75,6 +75,7 @@ from om_eval.bench.benchmark import (
 from om_eval.bench.metrics import metric_report, wilson_interval
 from om_eval.bench.scoring import answerable_metrics
 from om_eval.report import _format as fmt
+from om_eval.report.labels import display_labels, label_key, short_ids
 from om_eval.report.systems import (
     OM,
     READERS,
@@ -106,8 +107,6 @@ __all__ = [
     "suspect_counts",
     "with_suspect_note",
 ]
-
-_SHORT_ID = 8
 
 #: The marker of a run whose judge cannot be trusted (see :func:`judge_caveat`).
 CAVEAT_MARK = "⚠"
@@ -223,7 +222,8 @@ class RunSummary:
     variant: str
     """The run's label (or short id): the key of its plot colour."""
     label: str
-    """The name shown in tables and legends: ``variant``, plus the short id when two runs share a label."""
+    """The name shown in tables and legends: ``variant`` cut to what differs between the runs shown, plus the short
+    id when two would read alike (:func:`om_eval.report.labels.display_labels`)."""
     judge_mode: str | None
     judge_model: str | None
     official: bool
@@ -429,13 +429,6 @@ def _mean(values: Iterable[Any]) -> float | None:
     return math.fsum(present) / len(present) if present else None
 
 
-def _short_ids(run_ids: Sequence[str]) -> dict[str, str]:
-    width = _SHORT_ID
-    while len({rid[:width] for rid in run_ids}) < len(run_ids):
-        width += 2
-    return {rid: rid[:width] for rid in run_ids}
-
-
 def _section_of(run: Mapping[str, Any]) -> tuple[str, bool, str | None]:
     mode = run.get("judge_mode")
     official = bool(run.get("official")) and mode == "official"
@@ -582,7 +575,7 @@ def section_ranks(section: Section) -> list[int | None]:
 
 def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str, Any]], *,
                   calls: Iterable[Mapping[str, Any]] | None = None, n_boot: int = 1000, seed: int = 0,
-                  confidence: float = 0.95) -> ReportTable:
+                  confidence: float = 0.95, shorten: bool = False) -> ReportTable:
     """One row per run: per-type accuracy with CI and n, overall, task-averaged, abstention, cost, memory size.
 
     Args:
@@ -595,6 +588,9 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         calls: the runs' model calls, as sums per run and stage (:func:`om_eval.report.systems.stage_usage`) or
             plain ``llm_calls`` rows: each run's ingest, answer and judge cost. ``None``: not shown.
         n_boot, seed, confidence: the percentile bootstrap (the same seed for every run).
+        shorten: name runs by what differs between them (:func:`~om_eval.report.labels.display_labels`, with a
+            key in ``notes``), for a terminal's columns; by default each stored label is kept whole (plots and the
+            page wrap them).
 
     Returns:
         A :class:`ReportTable` with one section per scoring regime (official first), each ranked by graded
@@ -619,9 +615,8 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         else:
             stray += 1
     usage = usage_by_run(calls) if calls is not None else None
-    short = _short_ids(run_ids)
-    variants = [str(r.get("label") or short[rid]) for r, rid in zip(runs, run_ids)]
-    labels = {rid: v if variants.count(v) == 1 else f"{v} ({short[rid]})" for rid, v in zip(run_ids, variants)}
+    short = short_ids(run_ids)
+    labels = display_labels(runs) if shorten else display_labels(runs, whole=True)
 
     grouped: dict[str, list[RunSummary]] = {}
     regimes: dict[str, tuple[bool, str | None, Benchmark]] = {}
@@ -648,6 +643,8 @@ def summary_table(runs: Sequence[Mapping[str, Any]], items: Iterable[Mapping[str
         sections.append(Section(key, title, official, rows, section_notes, benchmark))
     notes: tuple[str, ...] = (f"{fmt.plural(stray, 'item')} of runs not in this table "
                                f"{'was' if stray == 1 else 'were'} ignored.",) if stray else ()
+    if key := label_key(runs, labels):
+        notes += (key,)
     notes += tuple(_unfinished_note(row) for section in sections for row in section.rows if not row.complete)
     datasets = sorted({row.dataset for section in sections for row in section.rows})
     if len(datasets) > 1:

@@ -15,17 +15,21 @@ without its cached share from litellm's list; unknown prices stay unknown).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from om_eval.bench.turn_costs import TurnCosts, TurnTable, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, CacheProfile, profile_rates
-from om_eval.report.systems import memory_name_of
+from om_eval.report.systems import memory_name_of, memory_system_of
 
 #: The columns of the cost-per-turn table, in report and view alike.
 TURN_HEAD = ("run", "memory", "profile", "turns", "mean prompt", "cached", "$/1k turns cached",
              "$/1k turns uncached", "ratio", "actor's ratio")
+
+#: The mark of a row most of whose turns are under the profile's caching minimum (defined under the table).
+SHORT_MARK = "†"
 
 
 def _times(ratio: float | None) -> str:
@@ -48,6 +52,14 @@ class TurnRow:
     uncached_usd: float
     memory_usd: float
     """Of ``usd`` (and of ``uncached_usd``), the Observer's and Reflector's calls: priced without a cache."""
+    short_turns: int = 0
+    """Turns whose prompt is under the profile's caching minimum (nothing of them is cached)."""
+    min_tokens: int = 1024
+
+    @property
+    def mostly_short(self) -> bool:
+        """Half the turns or more are too short to cache: a ratio near 1.00x says so, not that caching fails."""
+        return self.turns > 0 and 2 * self.short_turns >= self.turns
 
     @property
     def mean_prompt(self) -> float:
@@ -79,7 +91,8 @@ class TurnRow:
     def cells(self) -> dict[str, str]:
         """The row's cells as report and view write them, in :data:`TURN_HEAD`'s order."""
         return {"label": self.label, "memory": self.memory, "profile": self.profile, "turns": f"{self.turns:,}",
-                "mean_prompt": f"{self.mean_prompt:,.0f}", "cached": f"{self.cached_share:.1%}",
+                "mean_prompt": f"{self.mean_prompt:,.0f}",
+                "cached": f"{self.cached_share:.1%}" + (f" {SHORT_MARK}" if self.mostly_short else ""),
                 "cached_usd": f"{self.per_thousand:,.3f}", "uncached_usd": f"{self.uncached_per_thousand:,.3f}",
                 "ratio": _times(self.ratio), "actor_ratio": _times(self.actor_ratio)}
 
@@ -116,26 +129,61 @@ def turn_rows(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, An
                 questions=len(tables), turns=sum(c.turns for c in costs),
                 prompt_tokens=sum(c.prompt_tokens for c in costs), cached_tokens=sum(c.cached_tokens for c in costs),
                 usd=sum(c.total_usd for c in costs), uncached_usd=sum(c.total_uncached_usd for c in costs),
-                memory_usd=sum(c.memory_usd for c in costs),
+                memory_usd=sum(c.memory_usd for c in costs), short_turns=sum(c.short_turns for c in costs),
+                min_tokens=profile.min_tokens,
             ))
     return rows
 
 
+#: The built-in systems that record their turns (a run of theirs without a table predates it or turned it off).
+_RECORDING = frozenset({"om", "simple_om", "rag_mastra", "rag_lme", "full_context"})
+
+#: Why a reader's run has no turn table: it is shown the history, not a memory built turn by turn.
+_READER_REASON = {"oracle": "the oracle reader is shown only the evidence sessions, so no conversation is replayed "
+                            "turn by turn"}
+
+
 def unrecorded_runs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The runs of ``runs`` with no turn table, as ``label (memory)``: a comparison must say they are left out
-    rather than show them as if cheaper (a system that records no turns, a reader whose turns are the history)."""
+    """The runs of ``runs`` with no turn table, as ``label (memory): why``: a comparison must say they are left
+    out rather than show them as if cheaper (a system that records no turns, a reader whose turns are the
+    history)."""
     recorded = {i["run_id"] for i in items if i.get("turns")}
-    return [f"{run.get('label') or str(run['run_id'])[:8]} ({memory_name_of(run)})" for run in runs
-            if run["run_id"] not in recorded]
+    return [f"{run.get('label') or str(run['run_id'])[:8]} ({memory_name_of(run)}): {_unrecorded_reason(run)}"
+            for run in runs if run["run_id"] not in recorded]
+
+
+def _unrecorded_reason(run: Mapping[str, Any]) -> str:
+    system = memory_system_of(run)
+    if system in _READER_REASON:
+        return _READER_REASON[system]
+    try:
+        config = json.loads(run.get("config_json") or "{}")
+    except (TypeError, ValueError):
+        config = {}
+    if isinstance(config, dict) and (config.get("run") or {}).get("turn_costs") is False:
+        return "made with run.turn_costs=false"
+    if system in _RECORDING:
+        return "made before turns were recorded, or with run.turn_costs=false"
+    return "its memory system records no turns (a plugin is counted when it calls services.record_turn)"
 
 
 def unrecorded_note(missing: Sequence[str]) -> str:
-    """The line naming the runs a per-turn table leaves out; empty when it leaves none out."""
+    """The line naming the runs a per-turn table leaves out, each with why; empty when it leaves none out."""
     if not missing:
         return ""
-    return (f"Not recorded, so not in this table: {', '.join(missing)}. Their memory systems record no turns (or "
-            "the runs were made with run.turn_costs=false): no per-turn figure is shown for them, which is not a "
-            "cost of zero.")
+    return (f"Not in this table: {'; '.join(missing)}. No per-turn figure is shown for them, which is not a cost "
+            "of zero.")
+
+
+def short_note(rows: Sequence[TurnRow]) -> str:
+    """The line that explains :data:`SHORT_MARK`; empty when no row carries it."""
+    marked = [row for row in rows if row.mostly_short]
+    if not marked:
+        return ""
+    minimum = min(row.min_tokens for row in marked)
+    return (f"{SHORT_MARK} Most turns' prompts are under the providers' {minimum:,}-token caching minimum, so "
+            "nothing of them is cached and a ratio near 1.00x says only that (small sets have short prompts; "
+            "LongMemEval_S haystacks do not).")
 
 
 def turn_section(rows: Sequence[TurnRow], missing: Sequence[str] = ()) -> str:
@@ -157,8 +205,7 @@ def turn_section(rows: Sequence[TurnRow], missing: Sequence[str] = ()) -> str:
         "|---|---|---|" + "---:|" * (len(TURN_HEAD) - 3),
     ]
     lines += ["| " + " | ".join(row.cells().values()) + " |" for row in rows]
-    if missing:
-        lines += ["", unrecorded_note(missing)]
+    lines += [line for note in (short_note(rows), unrecorded_note(missing)) if note for line in ("", note)]
     return "\n".join(lines) + "\n"
 
 

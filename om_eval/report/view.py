@@ -67,7 +67,7 @@ from om_eval.report.tables import (
     memory_name,
     summary_table,
 )
-from om_eval.report.turns import TURN_HEAD, TurnRow, turn_rows, unrecorded_note, unrecorded_runs
+from om_eval.report.turns import TURN_HEAD, TurnRow, short_note, turn_rows, unrecorded_note, unrecorded_runs
 from om_eval.store.catalog import Catalog
 
 __all__ = ["ACTOR_HEAD_LINES", "ACTOR_TAIL_LINES", "LINE_CHARS", "OBSERVATION_LINES", "OLDER_GENERATION_LINES",
@@ -545,6 +545,7 @@ def render_view(data: Mapping[str, Any], table: ReportTable, *, title: str = "om
         turn_head=TURN_HEAD,
         turn_rows=[_turn_cells(entry, runs) for entry in data.get("turn_costs", ())],
         turn_unrecorded=unrecorded_note(data.get("turns_unrecorded", ())),
+        turn_short=short_note([TurnRow(**entry) for entry in data.get("turn_costs", ())]),
         panels=data["panels"],
         tradeoff_rows=[_tradeoff_row(row, colors[row.variant]) for row in table.rows],
         tradeoff_recall=table.has_recall,

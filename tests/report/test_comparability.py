@@ -79,6 +79,9 @@ def test_the_reasons_say_what_was_found() -> None:
 def test_another_benchmark_is_never_comparable() -> None:
     verdict = comparability(official_run(), judged(), benchmark_named("locomo"))
     assert not verdict.comparable and "no official judge protocol" in verdict.conditions[0].detail
+    # A LoCoMo report lists no other benchmark's protocol before its own verdict.
+    text = comparability_markdown([verdict])
+    assert "LongMemEval" not in text and PROTOCOL[0][1] not in text
 
 
 def test_re_answers_and_verdicts_on_earlier_answers_are_counted_from_the_store(tmp_path: Path) -> None:
@@ -151,13 +154,16 @@ def test_the_checklist_is_printed_once_and_each_run_names_only_its_departures() 
     assert [name for name, _ in PROTOCOL] == [c.name for c in comparability(mastra, judged(), LME).conditions]
     assert [name for name, _ in PROTOCOL[:-1]] == [c.name for c in comparability(official_run(), judged(),
                                                                                  LME).conditions]
+    # Runs 0 and 2 depart alike and are listed as one; run 1 judged one question fewer, so its finding differs.
     verdicts = [comparability(official_run(run_id=f"{i}" * 16, label=f"run{i}", identity={"mode": "house"}),
-                              judged(7), LME) for i in range(3)]
+                              judged(7 - (i == 1)), LME) for i in range(3)]
     verdicts.append(comparability(official_run(run_id="f" * 16, label="best"), judged(), LME))
     text = comparability_markdown(verdicts)
     for name, asks in PROTOCOL:
         assert text.count(f"**{name}**: {asks}") == 1, name
-        assert text.count(name) == 1 + 3 * (name in ("official templates", "whole file")), name
-    assert text.count("not comparable; departs from 2 conditions:") == 3
+        assert text.count(name) == 1 + 2 * (name in ("official templates", "whole file")), name
+    assert "- **run0** (00000000), **run2** (22222222): not comparable; each departs from 2 conditions:" in text
+    assert "- **run1** (11111111): not comparable; departs from 2 conditions:" in text
+    assert "6/500 questions judged" in text and "7/500 questions judged" in text
     assert "- **best** (ffffffff): comparable with published LongMemEval numbers" in text
     assert "✓" not in text

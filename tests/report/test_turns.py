@@ -90,8 +90,55 @@ def test_a_run_without_turn_tables_is_named_as_left_out_never_shown_as_free() ->
              {"run_id": "fc-run", "question_id": "q0", "turns": table(9000).to_json()},
              {"run_id": "m0-run", "question_id": "q0", "turns": None}]
     missing = unrecorded_runs(runs, items)
-    assert missing == ["memory=mem0 (mem0)"]
+    assert missing == ["memory=mem0 (mem0): its memory system records no turns (a plugin is counted when it calls "
+                       "services.record_turn)"]
     text = turn_section(turn_rows(runs, items), missing)
-    assert "| memory=mem0 |" not in text and "Not recorded, so not in this table: memory=mem0 (mem0)." in text
+    assert "| memory=mem0 |" not in text and f"Not in this table: {missing[0]}." in text
     assert "not a cost of zero" in text
-    assert unrecorded_note([]) == "" and "Not recorded" not in turn_section(turn_rows(RUNS, items[:2]), [])
+    assert unrecorded_note([]) == "" and "Not in this table" not in turn_section(turn_rows(RUNS, items[:2]), [])
+
+
+def test_each_run_left_out_says_why() -> None:
+    """The oracle reader has no conversation to replay; a built-in system without a table was made without turns."""
+    runs = [{"run_id": "or-run", "label": "oracle", "memory_key": "baseline:oracle"},
+            {"run_id": "off-run", "label": "off", "memory_system": "om",
+             "config_json": '{"run": {"turn_costs": false}}'},
+            {"run_id": "old-run", "label": "old", "memory_system": "rag_mastra"}]
+    reasons = [line.split("): ", 1)[1] for line in unrecorded_runs(runs, [])]
+    assert reasons == ["the oracle reader is shown only the evidence sessions, so no conversation is replayed turn by "
+                       "turn", "made with run.turn_costs=false",
+                       "made before turns were recorded, or with run.turn_costs=false"]
+
+
+def test_turns_under_the_caching_minimum_are_marked_and_explained() -> None:
+    """A ratio of 1.00x on short prompts says the prompts are short, not that caching fails: the row says so."""
+    short = [{"run_id": "om-run", "question_id": "q0", "turns": table(300, 400, 500, 2000).to_json()}]
+    rows = turn_rows(RUNS[:1], short)
+    assert all(row.short_turns == 3 and row.mostly_short for row in rows)
+    assert all(row.cells()["cached"].endswith(" †") for row in rows)
+    assert "† Most turns' prompts are under the providers' 1,024-token caching minimum" in turn_section(rows)
+    long = turn_rows(RUNS[:1], [{**short[0], "turns": table(2000, 2600, 300).to_json()}])
+    assert not any(row.mostly_short for row in long) and "†" not in turn_section(long)
+
+
+def test_on_a_console_of_80_columns_the_cost_tables_fit_and_every_short_column_is_defined() -> None:
+    """Printed as markdown, a row of ten cells once wrapped mid-row at 80 columns under headers defined nowhere."""
+    from rich.console import Console
+
+    from om_eval.report.cost_text import TURN_LEGEND, prompt_cache_renderables, turn_renderables
+    from om_eval.report.turns import PromptCacheRow
+
+    items = [{"run_id": "om-run", "question_id": "q0", "turns": table(300, 2600).to_json()},
+             {"run_id": "fc-run", "question_id": "q0", "turns": table(9000).to_json()}]
+    console = Console(width=80, record=True, color_system=None)
+    for renderable in [*turn_renderables(turn_rows(RUNS, items), ["oracle (baseline: oracle): why"]),
+                       *prompt_cache_renderables([PromptCacheRow("om", "actor", 2, 40_000, 28_000, 0.035)])]:
+        console.print(renderable)
+    text = console.export_text()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "| " not in text  # no markdown row
+    flat = " ".join(text.split())
+    assert all(f"{name} = " in flat for name, _ in TURN_LEGEND)
+    assert "Not in this table: oracle (baseline: oracle): why." in flat and "† Most turns'" in flat
+    assert "om = OM" in flat and "full = baseline: full context" in flat
+    assert turn_renderables([]) == [] and prompt_cache_renderables([]) == []
