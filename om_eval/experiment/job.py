@@ -397,15 +397,16 @@ class RunJob:
     async def _answer_and_record(self, question: Question, ledger: Any, store: Any, snapshots: Any,
                                  client: LLMClient, judge: Judge, recorder: BatchedRecorder) -> None:
         scoped = client.with_ledger(ledger)
+        key = self.history_memory_key(question)  # hashes the whole haystack: once per question
         item: dict[str, Any] = {
             "question_id": question.question_id, "question_type": question.question_type,
             "is_abstention": question.is_abstention,
-            "memory_key": self.history_memory_key(question),  # a failed answer's build events are filed under it
+            "memory_key": key,  # a failed answer's build events are filed under it
         }
         judgments: list[dict[str, Any]] = []
         held = _HeldSnapshot(snapshots)
         try:
-            result = await self._through_seam(question, scoped, ledger, judge, held)
+            result = await self._through_seam(question, key, scoped, ledger, judge, held)
             item.update(result.row(), status="done")
             judgments.append(result.judgment())
             item.update(await benchmark_columns(self.benchmark, question, result.hypothesis, result.label,
@@ -439,12 +440,13 @@ class RunJob:
         self._live.pop(id(ledger), None)  # its calls move to the finished totals, with no await between
         self.progress.totals = self.progress.totals + totals  # a running sum: re-adding every record is quadratic
 
-    async def _through_seam(self, question: Question, client: LLMClient, ledger: Ledger, judge: Judge,
+    async def _through_seam(self, question: Question, key: str, client: LLMClient, ledger: Ledger, judge: Judge,
                             held: _HeldSnapshot) -> Any:
         """Build (or share, or restore) the question's memory with the run's system, then answer and judge through
-        it. A system that gives snapshots has a fresh memory held back for the question's commit (``held``), and
-        restores one another run stored under the same memory key instead of ingesting. A fresh build's events are
-        held with the question too (``held.events``), kept even when answering fails."""
+        it (``key``: the history's memory key). A system that gives snapshots has a fresh memory held back for the
+        question's commit (``held``), and restores one another run stored under the same memory key instead of
+        ingesting. A fresh build's events are held with the question too (``held.events``), kept even when
+        answering fails."""
         from om_eval.bench.seam import SystemBuild, build_figures_of, system_answer_and_judge, system_call
         from om_eval.bench.turn_costs import PartRecorder
         from om_eval.memory.services import HarnessServices
@@ -457,7 +459,6 @@ class RunJob:
                                    options=spec.memory_options,
                                    system=system.name, declares_observer=system.uses_observer_model,
                                    declares_embedding=system.uses_embedding_model)
-        key = self.history_memory_key(question)
         history = history_view(question, system.history_scope)
 
         def own_folder() -> Any:

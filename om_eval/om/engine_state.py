@@ -55,6 +55,8 @@ class EngineState:
     _messages: dict[str, Message]
     _message_tokens: dict[str, int]
     _queues: dict[str, MessageQueue]
+    _queued_messages: int
+    _queued_tokens: int
     _threads: dict[str, ThreadState]
     _generations: dict[str, list[OMRecord]]
     """Every record by memory key (a thread id, or the resource id in resource scope), oldest generation first."""

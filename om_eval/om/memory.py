@@ -155,6 +155,10 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         self._messages: dict[str, Message] = {}
         self._message_tokens: dict[str, int] = {}
         self._queues: dict[str, MessageQueue] = {}
+        # Every queue's messages and tokens together, kept as messages come and go: resource scope checks its
+        # threshold after every message, and summing a conversation's thousand queues each time is quadratic.
+        self._queued_messages = 0
+        self._queued_tokens = 0
         self._threads: dict[str, ThreadState] = {}
         self._generations: dict[str, list[OMRecord]] = {}
         self._reflection_hold: dict[str, int] = {}
@@ -275,7 +279,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         if thread_id is not None:
             queue = self._queues.get(thread_id)
             return queue.tokens if queue else 0
-        return sum(q.tokens for q in self._queues.values())
+        return self._queued_tokens
 
     def unobserved_messages(self, thread_id: str | None = None) -> list[Message]:
         """Messages not yet observed: of one thread, or of all threads when ``thread_id`` is None."""
@@ -314,6 +318,8 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         queue = self._queues.setdefault(message.thread_id, MessageQueue())
         queue.messages.append(message)
         queue.tokens += tokens
+        self._queued_messages += 1
+        self._queued_tokens += tokens
         record.pending_message_tokens = self.pending_tokens(message.thread_id)
 
     def add_messages(self, messages: Iterable[Message]) -> None:
@@ -329,13 +335,9 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         per-conversation overhead once.
         """
         if self.resource_scope:
-            queues = [q for q in self._queues.values() if q.messages]
-        else:
-            queue = self._queues.get(self._key(thread_id))
-            queues = [queue] if queue and queue.messages else []
-        if not queues:
-            return 0
-        return TOKENS_PER_CONVERSATION + sum(q.tokens for q in queues)
+            return TOKENS_PER_CONVERSATION + self._queued_tokens if self._queued_messages else 0
+        queue = self._queues.get(self._key(thread_id))
+        return TOKENS_PER_CONVERSATION + queue.tokens if queue and queue.messages else 0
 
     def observation_threshold(self, thread_id: str | None = None) -> int:
         """The threshold in force now (dynamic when ``share_token_budget`` is on)."""
@@ -430,6 +432,8 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         tokens = sum(self._message_tokens[i] for i in held)
         queue.messages = [m for m in queue.messages if m.id not in held]
         queue.tokens -= tokens
+        self._queued_messages -= len(held)
+        self._queued_tokens -= tokens
         return tokens
 
     def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:

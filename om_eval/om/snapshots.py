@@ -124,6 +124,8 @@ class Snapshots(EngineState):
             for message_id in message_ids:
                 queue.messages.append(memory._messages[message_id])
                 queue.tokens += memory._message_tokens[message_id]
+        memory._queued_messages = sum(len(q.messages) for q in memory._queues.values())  # the running totals
+        memory._queued_tokens = sum(q.tokens for q in memory._queues.values())
         if not same_counter:
             for key, generations in memory._generations.items():
                 generations[-1].pending_message_tokens = memory.pending_tokens(None if memory.resource_scope else key)

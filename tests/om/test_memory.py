@@ -141,6 +141,30 @@ def test_restored_memory_continues_like_the_original() -> None:
     assert restored.snapshot() == original.snapshot()
 
 
+def test_the_running_queue_totals_equal_the_queues_at_every_step_and_after_a_restore() -> None:
+    """Resource scope keeps the unobserved tokens of all its threads as a running total (summing every thread's
+    queue after each message made a long conversation quadratic): it must equal the sum at every step."""
+    memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
+
+    def summed() -> tuple[int, int]:
+        queues = memory._queues.values()
+        return sum(len(q.messages) for q in queues), sum(q.tokens for q in queues)
+
+    observed = 0
+    for session in make_conversation(12, 6, seed=5):
+        for start in range(0, len(session.messages), 2):
+            memory.add_messages(session.messages[start : start + 2])
+            assert (memory._queued_messages, memory._queued_tokens) == summed()
+            observed += run(memory.observe()) is not None
+            count, tokens = summed()
+            assert (memory._queued_messages, memory._queued_tokens) == (count, tokens)
+            assert memory.queued_tokens() == tokens
+            assert memory.pending_tokens() == (TOKENS_PER_CONVERSATION + tokens if count else 0)
+    assert observed and memory._queued_messages  # both ways were taken, and the last messages still wait
+    restored = ObservationalMemory.from_snapshot(json.loads(json.dumps(memory.snapshot())), observer=ScriptedModel())
+    assert (restored._queued_messages, restored._queued_tokens) == summed()
+
+
 def test_thread_scope_keeps_one_memory_per_thread() -> None:
     config = OMConfig(observation=ObservationConfig(message_tokens=600, buffer_tokens=False))
     memory = ObservationalMemory(config, observer=ScriptedModel())

@@ -306,3 +306,14 @@ def test_one_copied_thread_in_a_multi_thread_reply_is_flagged() -> None:
         + "\nI repainted the kitchen pale green and painted the hall, I chose green",
     ))
     assert call.suspect is not None and call.suspect.repeated_share == 1.0 and call.suspect.lines == 3
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=300), max_size=200))
+def test_words_are_the_regexs_words_whatever_the_text(text: str) -> None:
+    """The byte-translation split of ASCII text (and the regex for the rest) finds exactly ``\\w+``'s words."""
+    import re
+
+    from om_eval.om.suspect import _words
+
+    lowered = text.lower()
+    assert _words(lowered) == re.findall(r"\w+", lowered)

@@ -112,7 +112,38 @@ def estimate_tokens(text: str) -> int:
 
 @lru_cache(maxsize=100_000)
 def _line_tokens(line: str) -> int:
+    if line.isascii():
+        return _ascii_line_tokens(line.encode("ascii"))
     return sum(map(segment_tokens, _PIECES.findall(line)))
+
+
+_PUNCTUATION_BYTES = frozenset(b".,!?;(){}[]<>:/\\|@#$%^&*+=`~_-")
+#: ``bytes.translate`` tables: punctuation to a space (leaves the word runs), everything else but punctuation to a
+#: space (leaves the punctuation runs). ``bytes.split()`` splits at exactly JS's ASCII whitespace (Python's
+#: ``str.split()`` would also split at U+001C..U+001F).
+_WORDS_ONLY = bytes(32 if byte in _PUNCTUATION_BYTES else byte for byte in range(256))
+_PUNCTUATION_ONLY = bytes(byte if byte in _PUNCTUATION_BYTES else 32 for byte in range(256))
+
+
+def _ascii_line_tokens(line: bytes) -> int:
+    """:func:`_line_tokens` of an ASCII line, with the same pieces found by two byte translations instead of a
+    regex (a message's lines are mostly new, so this is the work of counting a conversation): a third of the time.
+    No ASCII piece holds a CJK or accented letter, so only the length, number and punctuation rules apply."""
+    return (sum(map(_ascii_word_tokens, line.translate(_WORDS_ONLY).split()))
+            + sum(map(_ascii_punctuation_tokens, line.translate(_PUNCTUATION_ONLY).split())))
+
+
+@lru_cache(maxsize=200_000)
+def _ascii_word_tokens(piece: bytes) -> int:
+    """A run of ASCII letters, digits and other non-punctuation (:func:`segment_tokens`'s rules)."""
+    if piece.isdigit() or len(piece) <= _SHORT_UNITS:
+        return 1
+    return math.ceil(len(piece) / _DEFAULT_CHARS_PER_TOKEN)
+
+
+def _ascii_punctuation_tokens(piece: bytes) -> int:
+    """A run of ASCII punctuation: one token up to three characters, else half its length rounded up."""
+    return 1 if len(piece) <= _SHORT_UNITS else math.ceil(len(piece) / 2)
 
 
 class TokenxCounter:

@@ -131,3 +131,13 @@ def test_the_counted_pieces_are_the_splits_pieces_less_whitespace(text: str) -> 
     # tokenx splits at whitespace runs and at ASCII punctuation runs, keeping both; whitespace counts 0.
     split = re.split(rf"([{WS}]+|{tokenx._PUNCTUATION}+)", text)
     assert tokenx._PIECES.findall(text) == [piece for piece in split if piece and not re.fullmatch(f"[{WS}]+", piece)]
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=300))
+def test_ascii_lines_take_a_faster_path_to_the_same_count(text: str) -> None:
+    """Every ASCII character (controls, U+001C..U+001F, punctuation, digits) counts as through the regex path."""
+    from om_eval.om.js import tokenx
+
+    for line in text.split("\n"):
+        assert tokenx._ascii_line_tokens(line.encode("ascii")) == sum(
+            map(segment_tokens, tokenx._PIECES.findall(line)))
