@@ -69,7 +69,7 @@ def sanitize_lines(text: str) -> str:
     if not text:
         return text
     lines = text.split("\n")
-    if all(not _over_limit(line, MAX_OBSERVATION_LINE_CHARS) for line in lines):
+    if not _any_over_limit(lines, MAX_OBSERVATION_LINE_CHARS):
         return text
     return "\n".join(_cut_line(line) for line in lines)
 
@@ -77,6 +77,12 @@ def sanitize_lines(text: str) -> str:
 def _over_limit(line: str, limit: int) -> bool:
     """``line.length > limit`` in UTF-16 code units (cheap for short lines)."""
     return len(line) > limit // 2 and utf16_len(line) > limit
+
+
+def _any_over_limit(lines: list[str], limit: int) -> bool:
+    """Whether any line is over ``limit`` UTF-16 units: no line is when even the longest has at most ``limit // 2``
+    characters (a character is at most two units), which one pass of ``len`` settles for almost every reply."""
+    return max(map(len, lines), default=0) > limit // 2 and any(_over_limit(line, limit) for line in lines)
 
 
 def _cut_line(line: str) -> str:
@@ -123,7 +129,7 @@ def is_degenerate(text: str) -> bool:
         return False
     if _duplicate_window_ratio_exceeded(text):
         return True
-    return any(_over_limit(line, MAX_SANE_LINE_CHARS) for line in text.split("\n"))
+    return _any_over_limit(text.split("\n"), MAX_SANE_LINE_CHARS)
 
 
 def _collapse_bounded_runs(lines: list[str]) -> list[str]:
