@@ -35,6 +35,8 @@ class MessageQueue:
 
     messages: list[Message] = field(default_factory=list)
     tokens: int = 0
+    place: int = 0
+    """The queue's position among the memory's queues (the order threads are observed in)."""
 
 
 class EngineState:
@@ -57,6 +59,7 @@ class EngineState:
     _queues: dict[str, MessageQueue]
     _queued_messages: int
     _queued_tokens: int
+    _waiting: dict[str, int]
     _threads: dict[str, ThreadState]
     _generations: dict[str, list[OMRecord]]
     """Every record by memory key (a thread id, or the resource id in resource scope), oldest generation first."""

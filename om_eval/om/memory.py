@@ -159,6 +159,9 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         # threshold after every message, and summing a conversation's thousand queues each time is quadratic.
         self._queued_messages = 0
         self._queued_tokens = 0
+        # The threads whose queue holds messages, each with its queue's place in ``_queues``: an observation reads
+        # those, in ``_queues``' order, not every thread a long conversation has had (thousands at 10M tokens).
+        self._waiting: dict[str, int] = {}
         self._threads: dict[str, ThreadState] = {}
         self._generations: dict[str, list[OMRecord]] = {}
         self._reflection_hold: dict[str, int] = {}
@@ -315,7 +318,11 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         record = self._ensure_record(message.thread_id)
         if self._latest_time is None or message.created_at > self._latest_time:
             self._latest_time = message.created_at
-        queue = self._queues.setdefault(message.thread_id, MessageQueue())
+        queue = self._queues.get(message.thread_id)
+        if queue is None:
+            queue = self._queues[message.thread_id] = MessageQueue(place=len(self._queues))
+        if not queue.messages:
+            self._waiting[message.thread_id] = queue.place
         queue.messages.append(message)
         queue.tokens += tokens
         self._queued_messages += 1
@@ -434,6 +441,8 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         queue.tokens -= tokens
         self._queued_messages -= len(held)
         self._queued_tokens -= tokens
+        if not queue.messages:
+            self._waiting.pop(thread_id, None)
         return tokens
 
     def _mark_observed(self, record: OMRecord, thread_id: str, messages: Sequence[Message]) -> int:
@@ -537,7 +546,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         thread listing, which decides ties in size), and the asked thread's entry also holds its turn's history,
         i.e. the other threads' messages newer than the record's cursor, so those are counted and sent twice.
         """
-        queues = {t: list(q.messages) for t, q in self._queues.items() if q.messages}
+        queues = {t: list(self._queues[t].messages) for t in sorted(self._waiting, key=self._waiting.__getitem__)}
         if not self.rules.resource_turn_history:
             return queues
         ordered = {}

@@ -120,12 +120,13 @@ class Snapshots(EngineState):
             if memory._latest_time is None or message.created_at > memory._latest_time:
                 memory._latest_time = message.created_at
         for thread_id, message_ids in data["queues"].items():
-            queue = memory._queues[thread_id] = MessageQueue()
+            queue = memory._queues[thread_id] = MessageQueue(place=len(memory._queues))
             for message_id in message_ids:
                 queue.messages.append(memory._messages[message_id])
                 queue.tokens += memory._message_tokens[message_id]
         memory._queued_messages = sum(len(q.messages) for q in memory._queues.values())  # the running totals
         memory._queued_tokens = sum(q.tokens for q in memory._queues.values())
+        memory._waiting = {t: q.place for t, q in memory._queues.items() if q.messages}
         if not same_counter:
             for key, generations in memory._generations.items():
                 generations[-1].pending_message_tokens = memory.pending_tokens(None if memory.resource_scope else key)

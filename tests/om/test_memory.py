@@ -142,8 +142,9 @@ def test_restored_memory_continues_like_the_original() -> None:
 
 
 def test_the_running_queue_totals_equal_the_queues_at_every_step_and_after_a_restore() -> None:
-    """Resource scope keeps the unobserved tokens of all its threads as a running total (summing every thread's
-    queue after each message made a long conversation quadratic): it must equal the sum at every step."""
+    """Resource scope keeps the unobserved tokens of all its threads as a running total, and the threads with
+    unobserved messages apart (reading every thread's queue after each message, or at each observation, made a long
+    conversation quadratic): both must equal what the queues hold at every step, in the queues' order."""
     memory = ObservationalMemory(resource_config(), observer=ScriptedModel())
 
     def summed() -> tuple[int, int]:
@@ -160,9 +161,11 @@ def test_the_running_queue_totals_equal_the_queues_at_every_step_and_after_a_res
             assert (memory._queued_messages, memory._queued_tokens) == (count, tokens)
             assert memory.queued_tokens() == tokens
             assert memory.pending_tokens() == (TOKENS_PER_CONVERSATION + tokens if count else 0)
+            assert list(memory._observable_by_thread(None)) == [t for t, q in memory._queues.items() if q.messages]
     assert observed and memory._queued_messages  # both ways were taken, and the last messages still wait
     restored = ObservationalMemory.from_snapshot(json.loads(json.dumps(memory.snapshot())), observer=ScriptedModel())
     assert (restored._queued_messages, restored._queued_tokens) == summed()
+    assert list(restored._observable_by_thread(None)) == list(memory._observable_by_thread(None))
 
 
 def test_thread_scope_keeps_one_memory_per_thread() -> None:
