@@ -41,13 +41,19 @@ Targets: time per million tokens at the largest size at most 1.2 times that at t
 read as growth), and under 2 GB peak RSS at 10M tokens. The last line gives the worst ratio and the largest peak
 over the modes run.
 
-Run (from ``benchmarks/``): ``python scale.py [--sizes 1,2,5,10] [--quick] [--modes sync,buffered,simple,rag_mastra]``.
+With ``--count`` each child also counts the Python function calls of the timed parts (the model's own left out),
+and the ratios and the last line (``scale: ... work per million tokens``) are of calls per million tokens: a figure
+that does not move with the machine's load, where one slow minute can move a time ratio by 0.3.
+
+Run (from ``benchmarks/``): ``python scale.py [--sizes 1,2,5,10] [--quick] [--count]
+[--modes sync,buffered,simple,rag_mastra]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import math
 import resource
@@ -89,12 +95,16 @@ class TimedModel(ScriptedModel):
 
     async def complete(self, messages, *, stage, settings):
         start = time.perf_counter()
+        if COUNTER is not None:
+            COUNTER.disable()  # the model's own calls are not the engine's work
         try:
             reply = self.reply(messages, stage=stage, model=settings.model)
             if stage == "reflector" and self.keep_chars is not None:
                 reply = replace(reply, text=_newest(reply.text, self.keep_chars))
             return reply
         finally:
+            if COUNTER is not None:
+                COUNTER.enable()
             self.model_seconds += time.perf_counter() - start
 
 
@@ -143,8 +153,13 @@ def tokens_per_pair() -> float:
 # -- the child: one mode at one size --------------------------------------------------------------------------------
 
 
+#: With ``--count``: the profiler counting the calls of the timed parts, paused inside the model (:class:`TimedModel`).
+COUNTER: cProfile.Profile | None = None
+
+
 class Clock:
-    """Wall and CPU time of the timed parts only (generation between them is not counted)."""
+    """Wall and CPU time of the timed parts only (generation between them is not counted), and their calls when
+    counting."""
 
     def __init__(self) -> None:
         self.wall = 0.0
@@ -152,11 +167,24 @@ class Clock:
 
     def __enter__(self) -> Clock:
         self._wall, self._cpu = time.perf_counter(), time.process_time()
+        if COUNTER is not None:
+            COUNTER.enable()
         return self
 
     def __exit__(self, *_: object) -> None:
+        if COUNTER is not None:
+            COUNTER.disable()
         self.wall += time.perf_counter() - self._wall
         self.cpu += time.process_time() - self._cpu
+
+
+def python_calls(profile: cProfile.Profile) -> int:
+    """Calls of functions written in Python that ``profile`` counted (built-ins left out, as :mod:`measure` does)."""
+    import pstats
+
+    stats = pstats.Stats(profile)
+    return sum(calls for (file, _, _), (_, calls, _, _, _) in stats.stats.items()  # type: ignore[attr-defined]
+               if file != "~")
 
 
 async def feed_om(mode: str, sessions: int) -> dict:
@@ -308,10 +336,13 @@ async def feed_rag(sessions: int) -> dict:
             "index_chunks": len(index.chunk_owner), "index_mb": index.vectors.nbytes / 1e6}
 
 
-def child(mode: str, sessions: int) -> dict:
+def child(mode: str, sessions: int, count: bool = False) -> dict:
+    global COUNTER
     from measure import loop_seconds
 
     default_counter().count_text("warm")  # the tokenizer loads once per process: not the engine's cost
+    if count:
+        COUNTER = cProfile.Profile()
     loop = loop_seconds()
     if mode in ("sync", "buffered"):
         figures = asyncio.run(feed_om(mode, sessions))
@@ -323,6 +354,8 @@ def child(mode: str, sessions: int) -> dict:
     figures["peak_gb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     figures["engine"] = figures["wall"] - figures["model"]
     figures["engine_cpu"] = figures["cpu"] - figures["model"]
+    if COUNTER is not None:
+        figures["python_calls"] = python_calls(COUNTER)
     return figures
 
 
@@ -338,10 +371,13 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,2,5,10", help="conversation sizes in millions of tokens")
     parser.add_argument("--quick", action="store_true", help="sizes 0.1,0.2,0.5,1 (a fast check)")
     parser.add_argument("--modes", default="sync,buffered", help=f"comma-separated, of {', '.join(MODES)}")
+    parser.add_argument("--count", action="store_true",
+                        help="count the engine's Python function calls instead of trusting the clock: slower, but "
+                             "the ratio does not move with the machine's load")
     parser.add_argument("--child", nargs=2, metavar=("MODE", "SESSIONS"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]))))
+        print(json.dumps(child(args.child[0], int(args.child[1]), count=args.count)))
         return
 
     sizes = [0.1, 0.2, 0.5, 1.0] if args.quick else sorted(float(s) for s in args.sizes.split(","))
@@ -363,8 +399,8 @@ def main() -> None:
         for millions in sizes:
             sessions = max(1, math.ceil(millions * 1e6 / (per_pair * PAIRS_PER_SESSION)))
             start = time.perf_counter()
-            done = subprocess.run([sys.executable, __file__, "--child", mode, str(sessions)], capture_output=True,
-                                  text=True)
+            done = subprocess.run([sys.executable, __file__, "--child", mode, str(sessions),
+                                   *(["--count"] if args.count else [])], capture_output=True, text=True)
             if done.returncode != 0:
                 sys.exit(f"{mode} at {label(millions)} failed:\n{done.stderr}")
             f = json.loads(done.stdout.strip().splitlines()[-1])
@@ -372,13 +408,19 @@ def main() -> None:
             marginal = "" if previous is None else \
                 f"{(f['engine'] - previous['engine']) / ((f['tokens'] - previous['tokens']) / 1e6):.2f}"
             previous = f
-            per_million.setdefault(mode, []).append(rate / f["loop"])  # each child's own loop: the hour's speed
+            if args.count:  # calls per million tokens: the same whatever the machine's load
+                per_million.setdefault(mode, []).append(f["python_calls"] / (f["tokens"] / 1e6))
+            else:  # each child's own loop: the hour's speed
+                per_million.setdefault(mode, []).append(rate / f["loop"])
             peaks.append(f["peak_gb"])
             print(f"{mode:<10} {label(millions):>5} {f['tokens']:>11,} {f['messages']:>9,} {f['calls']:>6,} "
                   f"{f.get('observations', 0):>5} {f.get('reflections', 0):>4} {f.get('deferred', 0):>5} "
                   f"{f.get('observation_tokens', 0):>8,} {f['engine']:>9.2f} {rate:>6.2f} {rate / f['loop']:>7.1f} "
                   f"{marginal:>6} {f['engine_cpu']:>7.2f} {f['context']:>6.3f} {f['peak_gb']:>7.2f} "
                   f"{time.perf_counter() - start:>7.1f}", flush=True)
+            if args.count:
+                print(f"{'':<10} work: {f['python_calls']:,} Python calls, {per_million[mode][-1]:,.0f} per million "
+                      "tokens (the times above are slowed by counting)", flush=True)
             if "index_chunks" in f:
                 print(f"{'':<10} rag index: {f['index_chunks']:,} chunks, {f['index_mb']:.1f} MB of vectors "
                       f"({RAG_DIMENSIONS} dimensions; x{1536 / RAG_DIMENSIONS:.0f} at 1536)", flush=True)
@@ -387,11 +429,12 @@ def main() -> None:
     ratios = {mode: rates[-1] / rates[0] for mode, rates in per_million.items()}
     for mode, ratio in ratios.items():
         verdict = "flat" if ratio <= TARGET_RATIO else "GROWS"
-        print(f"{mode}: {span} time per million tokens {ratio:.2f} in loop units ({verdict}; target <= "
-              f"{TARGET_RATIO})")
+        unit = "Python calls" if args.count else "time in loop units"
+        print(f"{mode}: {span} per million tokens, {unit}: {ratio:.2f} ({verdict}; target <= {TARGET_RATIO})")
     print(f"targets: ratio <= {TARGET_RATIO}, peak < {TARGET_PEAK_GB} GB at 10M tokens; the line below takes the "
           "worst mode's ratio and the largest peak")
-    print(f"scale: {span} time per million tokens {max(ratios.values()):.2f}, peak {max(peaks):.2f} GB")
+    measure = "work" if args.count else "time"
+    print(f"scale: {span} {measure} per million tokens {max(ratios.values()):.2f}, peak {max(peaks):.2f} GB")
 
 
 if __name__ == "__main__":
