@@ -393,6 +393,7 @@ def main() -> None:
           f"{'obs tok':>8} {'engine s':>9} {'s/M':>6} {'loops/M':>7} {'marg/M':>6} {'cpu s':>7} {'ctx s':>6} "
           f"{'peak GB':>7} {'child s':>7}")
     per_million: dict[str, list[float]] = {}
+    added: dict[str, list[float]] = {}  # with --count: calls per million tokens added since the previous size
     peaks: list[float] = []
     for mode in modes:
         previous: dict | None = None
@@ -407,6 +408,9 @@ def main() -> None:
             rate = f["engine"] / (f["tokens"] / 1e6)
             marginal = "" if previous is None else \
                 f"{(f['engine'] - previous['engine']) / ((f['tokens'] - previous['tokens']) / 1e6):.2f}"
+            if args.count and previous is not None:
+                added.setdefault(mode, []).append(
+                    (f["python_calls"] - previous["python_calls"]) / ((f["tokens"] - previous["tokens"]) / 1e6))
             previous = f
             if args.count:  # calls per million tokens: the same whatever the machine's load
                 per_million.setdefault(mode, []).append(f["python_calls"] / (f["tokens"] / 1e6))
@@ -431,6 +435,11 @@ def main() -> None:
         verdict = "flat" if ratio <= TARGET_RATIO else "GROWS"
         unit = "Python calls" if args.count else "time in loop units"
         print(f"{mode}: {span} per million tokens, {unit}: {ratio:.2f} ({verdict}; target <= {TARGET_RATIO})")
+    for mode, rates in added.items():
+        if len(rates) > 1:
+            print(f"{mode}: marginal Python calls per million tokens {rates[0]:,.0f} ({label(sizes[0])} to "
+                  f"{label(sizes[1])}) and {rates[-1]:,.0f} ({label(sizes[-2])} to {label(sizes[-1])}): "
+                  f"{rates[-1] / rates[0]:.2f} (the memory's filling up left out)")
     print(f"targets: ratio <= {TARGET_RATIO}, peak < {TARGET_PEAK_GB} GB at 10M tokens; the line below takes the "
           "worst mode's ratio and the largest peak")
     measure = "work" if args.count else "time"

@@ -68,6 +68,9 @@ def test_the_readmes_commands_run_in_order_and_the_report_fits_80_columns(tmp_pa
     text = done.stdout + done.stderr
     lines = text.splitlines()
     assert [line for line in lines if len(line) > 80] == []
+    # The cost tables once came out as markdown, each row wrapped mid-row: every table is a fitted one now.
+    assert [line for line in lines if line.lstrip().startswith("|")] == []
+    assert "Cost per 1,000 turns" in text and "ratio = no cache / $/1k" in " ".join(text.split())
     assert "Warning" not in text and "warnings.warn" not in text
     rows = {match.group(1).strip() for line in lines if (match := ROW.match(line))}
     # A wrapped row name continues on the next line with the first cell empty: none may be wrapped.
