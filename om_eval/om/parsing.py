@@ -423,24 +423,13 @@ class ReplyReading:
     hint_tags: tuple[str, ...] = ()
 
     def observer(self, text: str) -> ObserverOutput:
-        return _read_observer(text, self.degenerate_strategy, self.hint_tags)
+        return parse_observer_output(text, degenerate_strategy=self.degenerate_strategy, hint_tags=self.hint_tags)
 
     def multi_thread(self, text: str) -> MultiThreadOutput:
-        return _read_multi_thread(text, self.degenerate_strategy, self.hint_tags)
+        return parse_multi_thread_output(text, degenerate_strategy=self.degenerate_strategy, hint_tags=self.hint_tags)
 
     def reflector(self, text: str) -> ReflectorOutput:
         return parse_reflector_output(text, degenerate_strategy=self.degenerate_strategy, hint_tags=self.hint_tags)
-
-
-# One reply is read several times in one call (its checks, its suspicion, then its use); the results are frozen.
-@lru_cache(maxsize=32)
-def _read_observer(text: str, strategy: DegenerateStrategy, hint_tags: tuple[str, ...]) -> ObserverOutput:
-    return parse_observer_output(text, degenerate_strategy=strategy, hint_tags=hint_tags)
-
-
-@lru_cache(maxsize=32)
-def _read_multi_thread(text: str, strategy: DegenerateStrategy, hint_tags: tuple[str, ...]) -> MultiThreadOutput:
-    return parse_multi_thread_output(text, degenerate_strategy=strategy, hint_tags=hint_tags)
 
 
 #: 1.10's reading: its repetition detector and the first-match hints.
