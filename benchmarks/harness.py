@@ -166,7 +166,7 @@ def main() -> None:
           f"of which scripted model {figures['model_s']:.1f} s; CPU time of the measuring process "
           f"{figures['cpu_s']:.1f} s (imports included; less sensitive to other load on the machine)")
     print(f"peak memory (max RSS of the measuring process): {figures['peak_rss_gb']:.2f} GB   <- target < "
-          f"{target_gb:.0f} GB  (after imports {figures['rss_start_gb']:.2f} GB, after loading the index "
+          f"{target_gb:.1f} GB  (after imports {figures['rss_start_gb']:.2f} GB, after loading the index "
           f"{figures['rss_loaded_gb']:.2f} GB)")
     print(f"CPU time: {figures['cpu_s']:.1f} s = {figures['cpu_s'] / loop:,.1f} loop units")
     if work is not None:

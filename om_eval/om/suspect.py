@@ -68,7 +68,7 @@ def _words(lowered: str) -> list[str]:
     return _TOKEN.findall(lowered)
 
 
-@lru_cache(maxsize=1 << 16)
+@lru_cache(maxsize=1 << 12)  # a call's reply and previous lines; word sets are large, so few are kept
 def line_tokens(line: str) -> frozenset[str]:
     """The words of one observation line, without its priority emoji, time, bullet, anchor id or punctuation.
 

@@ -133,7 +133,7 @@ def _ascii_line_tokens(line: bytes) -> int:
             + sum(map(_ascii_punctuation_tokens, line.translate(_PUNCTUATION_ONLY).split())))
 
 
-@lru_cache(maxsize=200_000)
+@lru_cache(maxsize=1 << 16)  # words repeat; a bigger cache held more memory than it saved time
 def _ascii_word_tokens(piece: bytes) -> int:
     """A run of ASCII letters, digits and other non-punctuation (:func:`segment_tokens`'s rules)."""
     if piece.isdigit() or len(piece) <= _SHORT_UNITS:
