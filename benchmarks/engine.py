@@ -39,33 +39,22 @@ from om_eval.testing.scripted.model import ScriptedModel
 
 
 class TimedModel(ScriptedModel):
-    """The scripted model, with the time spent answering accumulated in ``model_seconds`` (and, while calls are
-    counted, the model's own Python calls in ``model_calls``)."""
+    """The scripted model, with the time spent answering accumulated in ``model_seconds``; while calls are counted
+    (``work``), the counting pauses inside the model, whose own calls are not the engine's work."""
 
     model_seconds: float = 0.0
-    model_calls: int = 0
     work = None
 
     async def complete(self, messages, *, stage, settings):
         start = time.perf_counter()
-        before = _counted(self.work)
+        if self.work is not None:
+            self.work.profiles[0].disable()
         try:
             return self.reply(messages, stage=stage, model=settings.model)
         finally:
+            if self.work is not None:
+                self.work.profiles[0].enable()
             self.model_seconds += time.perf_counter() - start
-            self.model_calls += _counted(self.work) - before
-
-
-def _counted(work) -> int:
-    """Python calls counted so far (0 when not counting): read mid-run by disabling and re-enabling the profiler."""
-    if work is None:
-        return 0
-    profile = work.profiles[0]
-    profile.disable()
-    try:
-        return work.python_calls
-    finally:
-        profile.enable()
 
 
 def run_once(sessions: list, buffering: bool = False, scope: str = "resource", counter=None,
@@ -119,7 +108,6 @@ def run_once(sessions: list, buffering: bool = False, scope: str = "resource", c
         "activations": sum(e.kind == "observation_activated" for e in memory.events),
         "calls": model.total_calls,
         "context_chars": sum(len(m["content"]) for m in context.messages),
-        "model_python_calls": model.model_calls,
     }
 
 
@@ -153,8 +141,8 @@ def main() -> None:
             for _ in range(args.repeats)]
     median = {key: statistics.median(r[key] for r in runs) for key in runs[0]}
     with counting() as work:
-        counted = run_once(sessions, args.buffering, scope, counter, args.release, args.accounting, work)
-    engine_calls = work.python_calls - counted["model_python_calls"]
+        run_once(sessions, args.buffering, scope, counter, args.release, args.accounting, work)
+    engine_calls = work.python_calls
     print(f"conversation: {len(sessions)} sessions, {len(messages) // 2} pairs, {tokens:,} tokens (o200k_base), "
           f"{estimated:,} by {counter.name}")
     print(f"tokenizer load (once per process, not counted): {load:.3f} s")
@@ -176,8 +164,8 @@ def main() -> None:
           f"model calls {median['calls']:.0f}, context {median['context_chars']:,.0f} chars")
     if args.buffering:
         print(f"  buffered passes {median['buffered']:.0f}, activations {median['activations']:.0f}")
-    print(f"  work: {engine_calls:,} Python function calls in the engine's part of one more run (the model's "
-          f"{counted['model_python_calls']:,} left out)")
+    print(f"  work: {engine_calls:,} Python function calls in the engine's part of one more run (the model's own "
+          "left out)")
     print(f"engine: {mode}, {median['engine'] / loop:.3f} loops, CPU {median['engine_cpu'] / loop:.3f} loops, "
           f"work {engine_calls:,} calls")
 

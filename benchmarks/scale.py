@@ -179,12 +179,10 @@ class Clock:
 
 
 def python_calls(profile: cProfile.Profile) -> int:
-    """Calls of functions written in Python that ``profile`` counted (built-ins left out, as :mod:`measure` does)."""
-    import pstats
+    """Calls of functions written in Python that ``profile`` counted (:attr:`measure.WorkCount.python_calls`)."""
+    from measure import WorkCount
 
-    stats = pstats.Stats(profile)
-    return sum(calls for (file, _, _), (_, calls, _, _, _) in stats.stats.items()  # type: ignore[attr-defined]
-               if file != "~")
+    return WorkCount([profile]).python_calls
 
 
 async def feed_om(mode: str, sessions: int) -> dict:
