@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from om_eval.om.config import ModelSettings, ReplyChecks
 from om_eval.om.js.text import utf16_len, utf16_prefix
@@ -375,7 +375,24 @@ def _usable_single(output: ObserverOutput, raw: str) -> bool:
     return not output.degenerate and (bool(output.observations) or "<observations>" in raw)
 
 
-def _single_problem(raw: str, reading: ReplyReading) -> str | None:
+class _Reads(Protocol):
+    """What the checks below ask of a reading: :class:`ReplyReading`, or one call's :class:`_ReadOnce`."""
+
+    def observer(self, text: str) -> ObserverOutput: ...
+
+    def multi_thread(self, text: str) -> MultiThreadOutput: ...
+
+
+class _ReadOnce:
+    """One call's reading, each reply parsed once: its check, its repeat check and its use ask about the same reply
+    (a parse is frozen, and lives only as long as the call, so an engine change never meets an old reading)."""
+
+    def __init__(self, reading: _Reads) -> None:
+        self.observer = functools.cache(reading.observer)
+        self.multi_thread = functools.cache(reading.multi_thread)
+
+
+def _single_problem(raw: str, reading: _Reads) -> str | None:
     """What makes a single-thread answer unusable, or ``None``."""
     if not raw.strip():
         return "empty reply"
@@ -387,7 +404,7 @@ def _single_problem(raw: str, reading: ReplyReading) -> str | None:
     return None
 
 
-def _multi_problem(raw: str, thread_ids: Sequence[str], reading: ReplyReading) -> str | None:
+def _multi_problem(raw: str, thread_ids: Sequence[str], reading: _Reads) -> str | None:
     """What makes a multi-thread answer unusable, or ``None``."""
     if not raw.strip():
         return "empty reply"
@@ -398,7 +415,7 @@ def _multi_problem(raw: str, thread_ids: Sequence[str], reading: ReplyReading) -
     return "no <observations> for any thread of the batch"
 
 
-def _read_multi(raw: str, thread_ids: Sequence[str], reading: ReplyReading) -> MultiThreadOutput | None:
+def _read_multi(raw: str, thread_ids: Sequence[str], reading: _Reads) -> MultiThreadOutput | None:
     """The multi-thread answer, or None when it is unusable.
 
     Usable: at least one thread of the batch answered; or an explicit, empty ``<observations>`` block (nothing
@@ -418,7 +435,7 @@ def _read_multi(raw: str, thread_ids: Sequence[str], reading: ReplyReading) -> M
     return multi if "<observations>" in raw and not multi.threads else None
 
 
-def _observations_of(raw: str, *, multi_thread: bool, thread_ids: Sequence[str], reading: ReplyReading) -> str:
+def _observations_of(raw: str, *, multi_thread: bool, thread_ids: Sequence[str], reading: _Reads) -> str:
     """The observation text of a usable answer; every thread's observations joined for a multi-thread one."""
     if not multi_thread:
         return reading.observer(raw).observations
@@ -427,7 +444,7 @@ def _observations_of(raw: str, *, multi_thread: bool, thread_ids: Sequence[str],
 
 
 def _parsed(
-    raw: str, *, multi_thread: bool, thread_ids: Sequence[str], reading: ReplyReading
+    raw: str, *, multi_thread: bool, thread_ids: Sequence[str], reading: _Reads
 ) -> ObserverOutput | MultiThreadOutput:
     if multi_thread:
         multi = _read_multi(raw, thread_ids, reading)
@@ -463,11 +480,12 @@ async def call_observer(
     repetition-loop detector and hint rule the replies are read with.
     """
     messages: list[ChatMessage] = [{"role": "system", "content": system_prompt}, *user_messages]
+    once = _ReadOnce(reading)
     if checks == "mastra":
-        return await _call_observer_as_mastra(model, settings, messages, multi_thread=multi_thread, reading=reading)
+        return await _call_observer_as_mastra(model, settings, messages, multi_thread=multi_thread, reading=once)
 
     def problem(raw: str) -> str | None:
-        return _multi_problem(raw, thread_ids, reading) if multi_thread else _single_problem(raw, reading)
+        return _multi_problem(raw, thread_ids, once) if multi_thread else _single_problem(raw, once)
 
     # What a reply must not merely copy: the previous observations and the instructions' own example lines (a
     # 1.5B Observer answered a whole LoCoMo session with the example's bakery).
@@ -475,12 +493,12 @@ async def call_observer(
 
     @functools.cache  # the cache check and the loop below both ask about the same reply
     def suspicion(raw: str) -> Suspicion | None:
-        whole = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
+        whole = _observations_of(raw, multi_thread=multi_thread, thread_ids=thread_ids, reading=once)
         found = find_repetition(whole, seen, new_messages)
         if found is not None or not multi_thread:
             return found
         # One thread's section copied while the others are honest is still a copy: its lines are judged alone.
-        multi = _read_multi(raw, thread_ids, reading)
+        multi = _read_multi(raw, thread_ids, once)
         threads = multi.threads.values() if multi else ()
         return next((f for out in threads if (f := find_repetition(out.observations, seen, new_messages))), None)
 
@@ -505,10 +523,10 @@ async def call_observer(
         if found is not None:
             kept = (reply.text, found)
             continue
-        output = _parsed(reply.text, multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
+        output = _parsed(reply.text, multi_thread=multi_thread, thread_ids=thread_ids, reading=once)
         return ObserverCall(output, tuple(replies))
     if kept is not None:
-        output = _parsed(kept[0], multi_thread=multi_thread, thread_ids=thread_ids, reading=reading)
+        output = _parsed(kept[0], multi_thread=multi_thread, thread_ids=thread_ids, reading=once)
         return ObserverCall(output, tuple(replies), suspect=kept[1])
     kind = "multi-thread " if multi_thread else ""
     raise ObserverOutputError(
@@ -524,7 +542,7 @@ async def _call_observer_as_mastra(
     messages: Sequence[ChatMessage],
     *,
     multi_thread: bool,
-    reading: ReplyReading,
+    reading: _Reads,
 ) -> ObserverCall:
     """1.10's Observer call: a degenerate reply is retried once and a second one raises; any other reply, even an
     empty one or one naming none of the batch's threads, is applied as parsed (no repeat check)."""

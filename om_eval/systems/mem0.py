@@ -56,6 +56,15 @@ _EMBED_LIMIT: contextvars.ContextVar[int | None] = contextvars.ContextVar("om_ev
 #: Vectors already paid for, by text: the per-turn searches embed a session's user messages in one request.
 _KNOWN_VECTORS: contextvars.ContextVar[Mapping[str, list[float]] | None] = contextvars.ContextVar(
     "om_eval_mem0_vectors", default=None)
+#: Whether this build asks for mem0's reply shape as a JSON schema (``memory.extraction_schema``).
+_SCHEMA: contextvars.ContextVar[bool] = contextvars.ContextVar("om_eval_mem0_schema", default=False)
+#: mem0's extraction reply (``{"memory": [{"id", "text"}, ...]}``, what its prompt's examples show) as a JSON schema
+#: asking for at least one memory: under llama.cpp's grammar a small model can then write nothing else.
+EXTRACTION_SCHEMA: dict[str, Any] = {"type": "json_schema", "json_schema": {"name": "mem0_extraction", "schema": {
+    "type": "object", "additionalProperties": False, "required": ["memory"],
+    "properties": {"memory": {"type": "array", "minItems": 1, "items": {
+        "type": "object", "additionalProperties": False, "required": ["id", "text"],
+        "properties": {"id": {"type": "string"}, "text": {"type": "string", "minLength": 1}}}}}}}}
 #: mem0 logs this when it cannot parse an extraction reply, then stores nothing for the session.
 _PARSE_ERROR = "Error parsing extraction response"
 _USER = "user"
@@ -137,6 +146,8 @@ def _hooks() -> tuple[type, type]:
         def generate_response(self, messages: list[dict[str, Any]], response_format: Any = None,
                               tools: list[dict[str, Any]] | None = None, tool_choice: str = "auto",
                               **kwargs: Any) -> Any:
+            if response_format == {"type": "json_object"} and not tools and _SCHEMA.get():
+                response_format = EXTRACTION_SCHEMA
             reply = current_services().complete(messages, response_format=response_format, tools=tools,
                                                 tool_choice=tool_choice if tools else None)
             if not tools:
@@ -205,7 +216,8 @@ class Mem0System(MemorySystemBase):
     uses_observer_model = True
     uses_embedding_model = True
     packages = ("mem0ai", "qdrant-client")
-    default_options: ClassVar[Mapping[str, Any]] = {"top_k": 20, "threshold": 0.1, "infer": True}
+    default_options: ClassVar[Mapping[str, Any]] = {"top_k": 20, "threshold": 0.1, "infer": True,
+                                                    "extraction_schema": False}
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         super().__init__({**self.default_options, **(options or {})})
@@ -217,6 +229,9 @@ class Mem0System(MemorySystemBase):
         if not isinstance(self.options["infer"], bool):
             raise ValueError(f"memory.infer={self.options['infer']!r} is invalid: true (mem0 extracts facts) or "
                              "false (every message stored as it is)")
+        if not isinstance(self.options["extraction_schema"], bool):
+            raise ValueError(f"memory.extraction_schema={self.options['extraction_schema']!r} is invalid: true (ask "
+                             "for mem0's reply shape as a JSON schema) or false (mem0's own JSON mode)")
 
     def identity(self) -> Mapping[str, Any]:
         return {"mem0ai": installed_version("mem0ai"), "adapter": 1}
@@ -239,6 +254,7 @@ class Mem0System(MemorySystemBase):
         from qdrant_client import QdrantClient
 
         _EMBED_LIMIT.set(limit)  # this run_sync call's context only
+        _SCHEMA.set(self.options["extraction_schema"])
 
         library = mem0.Memory.from_config({
             "llm": {"provider": "om_eval"}, "embedder": {"provider": "om_eval"},
@@ -316,7 +332,10 @@ class Mem0System(MemorySystemBase):
             warnings.append(f"{memory.parse_errors} extraction replies mem0 could not parse (nothing stored from "
                             "those sessions)")
         if memory.stored == 0:
-            warnings.append("0 memories stored")
+            hint = "" if self.options["extraction_schema"] or not self.options["infer"] else (
+                " (a small local model answers mem0's instructions with an empty list; memory.extraction_schema=true "
+                "asks for at least one memory in mem0's reply shape)")
+            warnings.append("0 memories stored" + hint)
         return warnings
 
     def offline_responder(self) -> Any:
@@ -346,7 +365,8 @@ def mem0_offline_reply(messages: Sequence[Mapping[str, Any]], request: Mapping[s
     """The scripted model's answer to mem0's extraction prompt: one memory per user message of its "New Messages"
     section, in mem0's reply format, so the library stores something offline (other prompts: not ours)."""
     prompt = str(messages[-1].get("content") or "") if messages else ""
-    if request.get("response_format") != {"type": "json_object"} or "## New Messages" not in prompt:
+    if request.get("response_format") not in ({"type": "json_object"}, EXTRACTION_SCHEMA) or \
+            "## New Messages" not in prompt:
         return None
     section = prompt.split("## New Messages", 1)[1].split("\n## ", 1)[0]
     said = [line.split(":", 1)[1].strip() for line in section.strip().splitlines()
