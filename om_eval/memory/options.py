@@ -32,3 +32,9 @@ def one_of(name: str, value: Any, allowed: Iterable[str]) -> str:
         raise ConfigError(f"memory.{name}={value!r} is invalid: allowed values are {', '.join(choices)}",
                           option=f"memory.{name}")
     return str(value)
+
+
+def top_k_text(budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """``, top k`` of a retrieving run's name (its stored budget's ``top_k``, else its option's); ``""`` without."""
+    k = budget.get("top_k", options.get("top_k"))
+    return "" if k is None else f", top {k}"

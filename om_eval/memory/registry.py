@@ -84,6 +84,39 @@ def plugin_defaults(name: str) -> dict[str, Any]:
     return dict(defaults) if isinstance(defaults, Mapping) else {}
 
 
+#: What a report says of a plugin that declares no :attr:`~MemorySystemBase.about`.
+PLUGIN_ABOUT = "a plugin memory system (om_eval.memory_systems entry point)"
+
+
+def _naming(name: str) -> tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], str] | None, str]:
+    target = BUILT_IN.get(name) or plugin_targets().get(name)
+    try:
+        factory = _load(target) if target else None
+    except (ImportError, AttributeError):  # a plugin uninstalled since its run: named by its name
+        factory = None
+    if factory is None:
+        return None, PLUGIN_ABOUT
+    return _declared(factory, "label"), str(_declared(factory, "about") or PLUGIN_ABOUT)
+
+
+def system_label(name: str, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+    """How a run of ``name`` with this stored budget and these options is named in reports (the system's
+    :meth:`~MemorySystemBase.label`, read from its class); its name when it gives none or cannot be loaded."""
+    label, _ = _naming(name)
+    if label is None:
+        return name
+    try:
+        text = label(budget, options)
+    except (TypeError, KeyError, ValueError, AttributeError):  # a plugin's label that fails must not fail a report
+        return name
+    return str(text) if text else name
+
+
+def system_about(name: str) -> str:
+    """What ``name`` shows the actor, in a few words (:attr:`~MemorySystemBase.about`), for the report's note."""
+    return _naming(name)[1]
+
+
 def available_systems() -> list[str]:
     """Every name ``memory=`` accepts."""
     return sorted({OM, *BUILT_IN, *plugin_targets()})

@@ -311,6 +311,9 @@ class MemorySystemBase:
       scripted model's own script (a library whose prompts the scripted model does not speak).
     * :attr:`packages`: the distributions the system runs on (its library), whose versions the run records
       (``runs.packages``); a plugin's own distribution and its requirements are recorded without it.
+    * :attr:`about` and :meth:`label`: what the system shows the actor, in a few words, and how a run of it is named
+      in tables, legends and the HTML view (from the budget and options it stored): read from the class by
+      ``om-eval report``, ``plot`` and ``view``, so a report names a system without building it.
     * :meth:`close`: called once on every memory the system built or restored, after the last question answered
       from it (a LoCoMo conversation's once its questions are done, at the latest when the run ends), even when
       answering failed: free what the memory holds outside Python (a database, threads). Its scratch folder
@@ -330,6 +333,7 @@ class MemorySystemBase:
     history_scope: str = "all"
     config_groups: tuple[str, ...] = ()
     packages: ClassVar[tuple[str, ...]] = ()
+    about: ClassVar[str] = ""
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """The registry builds a system from its ``memory.*`` options; this keeps them as :attr:`options`."""
@@ -340,6 +344,12 @@ class MemorySystemBase:
 
     def budget(self) -> Mapping[str, Any]:
         return {}
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        """How a run is named in tables, legends and the HTML view, from the :meth:`budget` it stored and its options
+        (the run's ``memory`` group): its name by default."""
+        return cls.name
 
     async def ingest(self, history: HistoryView, services: MemoryServices) -> Any:
         raise NotImplementedError(f"{type(self).__name__} must define ingest(history, services)")
@@ -443,4 +453,4 @@ class PinnedIdentity:
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
          "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore", "own_models", "config_groups",
          "build_figures", "build_events", "trace_turns", "forecast", "build_warnings", "offline_responder", "packages",
-         "uses_small_model", "close")
+         "uses_small_model", "close", "about", "label")

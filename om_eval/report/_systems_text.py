@@ -12,16 +12,12 @@ from typing import Any
 
 from om_eval.bench.benchmark import Benchmark
 from om_eval.report import _format as fmt
-from om_eval.report.systems import ANSWER, INGEST, OM, READERS, STAGE_GROUPS, memory_about
+from om_eval.report.systems import ANSWER, INGEST, STAGE_GROUPS, memory_about
 from om_eval.report.tables import _BASELINE_PREFIX, ReportTable, RunSummary, Section
 
 __all__ = ["RECALL_NOTE", "SYSTEMS_NOTE", "memory_fields", "memory_note", "retrieval_table", "retrieval_title",
            "system_fields", "system_rows"]
 
-_OM_NOTE = "OM = answered through Observational Memory"
-_BASELINE_NOTE = ("baseline = LongMemEval's own reader, answering from the raw sessions with no memory built (full "
-                  "context: the whole haystack, cut to the reader's context window; oracle: the evidence sessions "
-                  "only)")
 SYSTEMS_NOTE = ("context tokens = mean tokens of the memory the actor was shown (the run's tokenizer); ingest $ = "
                 "known spend building the memory (observer, reflector, retrieval embeddings; a cache hit costs $0); "
                 "answer $ = the actor's calls (and its recall rounds); judging is counted apart. Calls and tokens of "
@@ -35,16 +31,14 @@ RECALL_NOTE = ("recall_any@k = the share of questions with at least one evidence
 
 
 def memory_note(table: ReportTable) -> str:
-    """What each memory system of the table showed the actor (OM, the baseline readers, the seam's systems)."""
-    parts = [_OM_NOTE] if any(row.system == OM for row in table.rows) else []
-    if table.has_baselines:
-        parts.append(_BASELINE_NOTE)
+    """What each memory system of the table showed the actor, in the systems' own words (their ``about``), with
+    the names its runs go by, in the order the table first shows each system."""
     names: dict[str, list[str]] = {}
     for row in table.rows:
-        if row.system != OM and row.system not in READERS and row.memory not in names.get(row.system, []):
-            names.setdefault(row.system, []).append(row.memory)
-    parts += [f"{', '.join(sorted(found))} = {memory_about(system)}" for system, found in sorted(names.items())]
-    return "memory: " + "; ".join(parts) + "."
+        if row.memory not in names.setdefault(row.system, []):
+            names[row.system].append(row.memory)
+    return "memory: " + "; ".join(f"{', '.join(sorted(found))} = {memory_about(system)}"
+                                  for system, found in names.items()) + "."
 
 
 def _stage_cell(row: RunSummary, group: str) -> str:

@@ -5,10 +5,11 @@ of the memory seam (:mod:`om_eval.memory`: the simple OM layer, RAG, a plugin). 
 accuracies side by side has to say, per run, what answered and what it cost; this module reads that from the
 store's rows, and :mod:`om_eval.report.tables` puts it in the table.
 
-**Names** (:func:`memory_name_of`) come from ``runs.memory_system``, ``runs.memory_budget`` and the run's
-``memory`` config group: ``OM``, ``baseline: full context``, ``simple OM``, ``RAG (Mastra recall, top 10)``,
-``RAG (LongMemEval BM25, session, top 10)``; a plugin is shown by its name. Runs stored before the seam have no
-``memory_system``: theirs is the reader of a ``baseline:<reader>`` memory key, else ``om``.
+**Names** (:func:`memory_name_of`) are each system's own (its ``label`` hook, read from its class by
+:func:`om_eval.memory.registry.system_label`) given ``runs.memory_budget`` and the run's ``memory`` config group:
+``OM``, ``baseline: full context``, ``simple OM``, ``RAG (Mastra recall, top 10)``, ``RAG (LongMemEval BM25,
+session, top 10)``; a plugin that gives none, or is no longer installed, is shown by its name. Runs stored
+before the seam have no ``memory_system``: theirs is the reader of a ``baseline:<reader>`` memory key, else ``om``.
 
 **Cost by stage group** (:func:`stage_group`). A model call's ``llm_calls.stage`` says what it did: the stages of
 :data:`om_eval.memory.system.INGEST_STAGES` (observer, reflector, retrieval embeddings) built the memory
@@ -32,12 +33,13 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
 from om_eval.bench.benchmark import Benchmark, benchmark_of_run
 from om_eval.llm.ledger import REJECTED_PREFIX
+from om_eval.memory.registry import system_about, system_label
 from om_eval.memory.system import INGEST_STAGES
 from om_eval.store.writer import UNPRICED_CALL
 
@@ -99,47 +101,6 @@ def memory_budget_of(run: Mapping[str, Any]) -> dict[str, Any]:
     return dict(budget) if isinstance(budget, Mapping) else {}
 
 
-def _top(budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
-    k = budget.get("top_k", options.get("top_k"))
-    return "" if k is None else f", top {k}"
-
-
-def _rag_lme(budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
-    retriever = {"bm25": "BM25", "embedding": "embeddings"}.get(str(options.get("retriever")),
-                                                                 str(options.get("retriever") or "retrieval"))
-    granularity = budget.get("granularity", options.get("granularity"))
-    return f"RAG (LongMemEval {retriever}" + (f", {granularity}" if granularity else "") + f"{_top(budget, options)})"
-
-
-def _fixed(name: str) -> Callable[[Mapping[str, Any], Mapping[str, Any]], str]:
-    return lambda budget, options: name
-
-
-#: How each known system is named, from its budget and options; a system not listed is shown by its name.
-_NAMES: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any]], str]] = {
-    OM: _fixed("OM"),
-    **{reader: _fixed(f"baseline: {name}") for reader, name in READERS.items()},
-    "simple_om": _fixed("simple OM"),
-    "rag_mastra": lambda budget, options: f"RAG (Mastra recall{_top(budget, options)})",
-    "rag_lme": _rag_lme,
-    "mem0": lambda budget, options: "mem0" + (f" (top {budget['top_k']})" if "top_k" in budget else ""),
-    "graphiti": lambda budget, options: "Graphiti" + (f" ({budget['edges']} facts, {budget['nodes']} entities)"
-                                                      if {"edges", "nodes"} <= set(budget) else ""),
-}
-
-#: What each known system shows the actor, for the report's memory note.
-_ABOUT = {
-    "simple_om": "om-eval's simple observational-memory layer (a capped list of facts distilled from the history)",
-    "rag_mastra": "Mastra's semantic recall (the top k messages by embedding similarity to the question, each with "
-                  "its neighbouring messages)",
-    "rag_lme": "the LongMemEval paper's flat retrieval (the top k sessions or turns by BM25 or embedding score, "
-               "read as the long-context reader reads sessions)",
-    "mem0": "the open-source mem0 library (the memories its own search returns for the question, with their dates)",
-    "graphiti": "Graphiti, Zep's open-source engine (the facts its search returns, with the dates they held, and "
-                "entity summaries)",
-}
-
-
 def memory_name_of(run: Mapping[str, Any]) -> str:
     """How a ``runs`` row's memory system is named in tables, legends and the HTML view.
 
@@ -149,17 +110,14 @@ def memory_name_of(run: Mapping[str, Any]) -> str:
     ('my_plugin', 'baseline: full context')
     """
     system = memory_system_of(run)
-    name = _NAMES.get(system)
-    if name is None:
-        return system
     config = _config(run)
     options = config.get("memory") if system not in READERS else config.get("baseline")
-    return name(memory_budget_of(run), options if isinstance(options, Mapping) else {})
+    return system_label(system, memory_budget_of(run), options if isinstance(options, Mapping) else {})
 
 
 def memory_about(system: str) -> str:
-    """A few words on what ``system`` shows the actor (a plugin: that it is one)."""
-    return _ABOUT.get(system, "a plugin memory system (om_eval.memory_systems entry point)")
+    """A few words on what ``system`` shows the actor (the system's own ``about``; a plugin's: that it is one)."""
+    return system_about(system)
 
 
 # --------------------------------------------------------------------------------------------------- budgets

@@ -57,7 +57,7 @@ from om_eval.report import _format as fmt
 from om_eval.report.agreement import JudgePair, agreement_rows, clip
 from om_eval.report.detail import EVIDENCE_STATUS_TEXT, find_run, run_details
 from om_eval.report.plots import variant_colors
-from om_eval.report.systems import ANSWER, INGEST, OM, budget_warnings, memory_system_of, stage_usage
+from om_eval.report.systems import ANSWER, INGEST, budget_warnings, memory_about, memory_system_of, stage_usage
 from om_eval.report.tables import (
     CAVEAT_MARK,
     Accuracy,
@@ -421,13 +421,9 @@ def _acc(acc: Accuracy, row: RunSummary) -> dict[str, str]:
 
 
 def _memory_title(row: RunSummary) -> str:
-    """What the memory badge of a run says when pointed at."""
-    if row.reader is not None:
-        return "answered from the raw sessions, no memory built"
-    if row.system == OM:
-        return "answered through Observational Memory"
+    """What the memory badge of a run says when pointed at: the system's own words, and its budget."""
     budget = ", ".join(f"{key} {value}" for key, value in sorted(row.budget.items()))
-    return f"memory system {row.system}" + (f" (budget: {budget})" if budget else "")
+    return memory_about(row.system) + (f" (budget: {budget})" if budget else "")
 
 
 def _run_row(row: RunSummary, run: Mapping[str, Any], color: str, shows_memory: bool) -> dict[str, Any]:

@@ -180,6 +180,8 @@ class GraphitiSystem(MemorySystemBase):
     uses_embedding_model = True
     uses_small_model = True
     packages = ("graphiti-core", "kuzu")
+    about = ("Graphiti, Zep's open-source engine (the facts its search returns, with the dates they held, and entity "
+             "summaries)")
     default_options: ClassVar[Mapping[str, Any]] = {"edges": 20, "nodes": 20, "reranker": "rrf"}
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
@@ -198,6 +200,11 @@ class GraphitiSystem(MemorySystemBase):
 
     def budget(self) -> Mapping[str, Any]:
         return {"edges": self.options["edges"], "nodes": self.options["nodes"]}
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        shown = f" ({budget['edges']} facts, {budget['nodes']} entities)" if {"edges", "nodes"} <= set(budget) else ""
+        return "Graphiti" + shown
 
     def prepare(self) -> None:
         _clients()

@@ -216,6 +216,7 @@ class Mem0System(MemorySystemBase):
     uses_observer_model = True
     uses_embedding_model = True
     packages = ("mem0ai", "qdrant-client")
+    about = "the open-source mem0 library (the memories its own search returns for the question, with their dates)"
     default_options: ClassVar[Mapping[str, Any]] = {"top_k": 20, "threshold": 0.1, "infer": True,
                                                     "extraction_schema": False}
 
@@ -238,6 +239,10 @@ class Mem0System(MemorySystemBase):
 
     def budget(self) -> Mapping[str, Any]:
         return {"top_k": self.options["top_k"]}
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        return "mem0" + (f" (top {budget['top_k']})" if "top_k" in budget else "")
 
     def prepare(self) -> None:
         _require_mem0()

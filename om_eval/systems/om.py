@@ -79,6 +79,11 @@ class ObservationalMemorySystem(MemorySystemBase):
     name = "om"
     uses_observer_model = False  # its models are its own settings (own_models), not the seam's default observer
     config_groups = ("om", "prompt", "baseline")  # baseline=none chooses OM over a reader
+    about = "answered through Observational Memory"
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        return "OM"
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         options = dict(options or {})

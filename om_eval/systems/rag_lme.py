@@ -52,7 +52,7 @@ from om_eval.memory import (
     QuestionView,
     SessionView,
 )
-from om_eval.memory.options import one_of, reject_unknown, whole_number
+from om_eval.memory.options import one_of, reject_unknown, top_k_text, whole_number
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import TokenCounter
 
@@ -83,6 +83,16 @@ class LongMemEvalRetrievalSystem(MemorySystemBase):
 
     name = "rag_lme"
     uses_observer_model = False
+    about = ("the LongMemEval paper's flat retrieval (the top k sessions or turns by BM25 or embedding score, read as "
+             "the long-context reader reads sessions)")
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        retriever = {"bm25": "BM25", "embedding": "embeddings"}.get(str(options.get("retriever")),
+                                                                     str(options.get("retriever") or "retrieval"))
+        granularity = budget.get("granularity", options.get("granularity"))
+        return f"RAG (LongMemEval {retriever}" + (f", {granularity}" if granularity else "") + \
+            f"{top_k_text(budget, options)})"
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         reject_unknown(self.name, options, _OPTIONS)

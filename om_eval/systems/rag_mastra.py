@@ -36,7 +36,7 @@ from om_eval.memory import (
     PromptPart,
     QuestionView,
 )
-from om_eval.memory.options import reject_unknown, whole_number
+from om_eval.memory.options import reject_unknown, top_k_text, whole_number
 from om_eval.om.prompts import fill
 
 #: Longest message embedded whole; a longer one is embedded in chunks of at most this many characters.
@@ -130,6 +130,12 @@ class MastraRecallSystem(MemorySystemBase):
     name = "rag_mastra"
     uses_observer_model = False
     uses_embedding_model = True
+    about = ("Mastra's semantic recall (the top k messages by embedding similarity to the question, each with its "
+             "neighbouring messages)")
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        return f"RAG (Mastra recall{top_k_text(budget, options)})"
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         reject_unknown(self.name, options, _OPTIONS)

@@ -128,6 +128,12 @@ class FullContextReader(_Reader):
     """The reader shown the whole haystack, oldest session first, cut to its budget."""
 
     name = "full_context"
+    about = ("LongMemEval's own reader, answering from the raw sessions with no memory built: the whole haystack, cut "
+             "to the reader's context window")
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        return "baseline: full context"
 
     def _record_turns(self, sessions: list[SessionView], services: MemoryServices) -> None:
         """Each user turn as an agent shown its whole history so far would send it: the actor's instructions, the
@@ -160,3 +166,9 @@ class OracleReader(_Reader):
 
     name = "oracle"
     history_scope = "evidence"
+    about = ("LongMemEval's own reader, answering from the evidence sessions only (an upper bound, not a memory "
+             "system)")
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        return "baseline: oracle"

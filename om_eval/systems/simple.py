@@ -68,6 +68,11 @@ class SimpleOMSystem(MemorySystemBase):
     """The simple observational-memory layer, replayed over a question's haystack."""
 
     name = "simple_om"
+    about = "om-eval's simple observational-memory layer (a capped list of facts distilled from the history)"
+
+    @classmethod
+    def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
+        return "simple OM"
 
     def __init__(self, options: Mapping[str, Any]) -> None:
         reject_unknown(self.name, options, _OPTIONS)

@@ -370,3 +370,36 @@ def test_the_systems_doctests_hold() -> None:
     import om_eval.report.systems as systems
 
     assert doctest.testmod(systems).failed == 0
+
+
+class _SelfNamed:
+    """A plugin class that names its runs and says what it shows, as the base class declares (no report table)."""
+
+    name = "self_named"
+    about = "the newest facts a test wrote down"
+
+    @classmethod
+    def label(cls, budget: dict[str, Any], options: dict[str, Any]) -> str:
+        return f"self-named (keeps {budget.get('keep', '?')}, mode {options.get('mode', '?')})"
+
+
+def test_a_plugin_names_its_runs_and_says_what_it_shows_in_its_own_words(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    from om_eval.memory import registry
+    from om_eval.report._systems_text import memory_note
+
+    module = types.ModuleType("self_named_plugin")
+    module.SelfNamed = _SelfNamed  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "self_named_plugin", module)
+    monkeypatch.setattr(registry, "plugin_targets", lambda: {"self_named": "self_named_plugin:SelfNamed",
+                                                             "gone": "no_such_module_anywhere:Gone"})
+    run = {"memory_system": "self_named", "memory_budget": '{"keep": 5}', "config_json": '{"memory": {"mode": "x"}}'}
+    assert memory_name_of(run) == "self-named (keeps 5, mode x)"
+    assert memory_name_of({"memory_system": "gone"}) == "gone"  # uninstalled since its run: named by its name
+    rows = [types.SimpleNamespace(system="self_named", memory="self-named (keeps 5, mode x)"),
+            types.SimpleNamespace(system="gone", memory="gone"), types.SimpleNamespace(system="om", memory="OM")]
+    note = memory_note(types.SimpleNamespace(rows=rows))  # type: ignore[arg-type]
+    assert note == ("memory: self-named (keeps 5, mode x) = the newest facts a test wrote down; gone = a plugin memory "
+                    "system (om_eval.memory_systems entry point); OM = answered through Observational Memory.")
