@@ -68,3 +68,15 @@ def test_the_scale_benchmarks_reflector_keeps_its_newest_lines_within_the_budget
     assert len(inner) <= 100 and inner.endswith("line 39") and body.endswith(inner)
     assert kept.endswith("\n</observations>\n<current-task>x</current-task>")
     assert scale._newest(reply, 10_000) == reply and scale._newest("no tags", 5) == "no tags"
+
+
+def test_the_model_call_benchmark_sends_distinct_requests_through_each_layer(tmp_path: Path) -> None:
+    import asyncio
+
+    bench = _script("model_call")
+    layers = bench._layers(str(tmp_path))
+    assert list(layers) == ["litellm", "client", "client+cache"]
+    replies = [asyncio.run(call(i)) for i, call in enumerate(layers.values())]
+    assert all(replies)
+    assert bench._messages(1) != bench._messages(2)  # every timed call misses the cache
+    assert len(list((tmp_path / "entries").rglob("*.json"))) == 1  # only the cached layer wrote its reply
