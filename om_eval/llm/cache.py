@@ -327,11 +327,14 @@ class ResponseCache:
         request: LLMRequest | None = None,
         stage: str | None = None,
         scope: Any = None,
+        durable: bool = True,
     ) -> None:
         """Store ``response`` under ``key``, replacing any entry (valid or corrupt) atomically.
 
         ``request``, ``stage`` and ``scope`` only feed a short readable summary kept in the entry for debugging.
-        They do not change the key.
+        They do not change the key. ``durable=False`` skips this entry's fsync (the cache's ``fsync`` setting
+        otherwise): for a reply that costs nothing to make again. The rename is atomic either way, so a process
+        killed at any moment leaves the whole entry or none; only a power cut can lose a recent one.
         """
         if not isinstance(response, CachedResponse):
             raise TypeError(f"put expects a CachedResponse, got {type(response).__name__}")
@@ -344,7 +347,7 @@ class ResponseCache:
         }
         body = json.dumps(payload, indent=1, ensure_ascii=False, default=repr).encode("utf-8")
         header = _MAGIC + hashlib.sha256(body).hexdigest().encode("ascii") + b"\n"
-        atomic_write(path, header + body, fsync=self._fsync)
+        atomic_write(path, header + body, fsync=self._fsync and durable)
 
     def discard(self, key: str) -> bool:
         """Remove the entry for ``key`` (a reply its caller found unusable). Returns whether there was one."""

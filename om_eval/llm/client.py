@@ -52,6 +52,9 @@ log = logging.getLogger(__name__)
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429})
 #: Mastra names Gemini models ``google/...``; litellm calls the AI Studio provider ``gemini/...``.
 GEMINI_PROVIDERS = ("gemini", "vertex_ai")
+#: Models whose replies cost nothing to make again, identically: their cache entries skip the fsync (the local model
+#: is free too, but its replies take minutes to remake).
+FREE_MODEL_PREFIXES = ("scripted/",)
 
 
 class LLMCallError(RuntimeError):
@@ -495,11 +498,15 @@ class LLMClient:
     async def _store(
         self, key: str, entry: CachedResponse, request: LLMRequest, stage: str, scope: Any
     ) -> None:
-        """Write a paid answer (fsynced, off the event loop). A failed write is a warning: the answer stands."""
+        """Write a paid answer (fsynced, off the event loop). A failed write is a warning: the answer stands.
+
+        The scripted stand-in's replies are not fsynced: they cost nothing and come back the same, so the disk's
+        wait (a third of a scripted call's cost in the harness) buys nothing for them."""
         cache = self.cache
         assert cache is not None
+        durable = not request.model.startswith(FREE_MODEL_PREFIXES)
         try:
-            await asyncio.to_thread(cache.put, key, entry, request=request, stage=stage, scope=scope)
+            await asyncio.to_thread(cache.put, key, entry, request=request, stage=stage, scope=scope, durable=durable)
         except OSError as error:
             log.warning("could not store the %s reply of %s in the cache at %s (%s: %s); the reply is used but "
                         "will be paid for again next time", stage, request.model, cache.root,

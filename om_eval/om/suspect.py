@@ -95,14 +95,27 @@ def _stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=16)
+def _is_content(word: str) -> bool:
+    return len(word) >= 3 and not word.isdigit() and word not in _STOPWORDS
+
+
 def _content_words(text: str) -> frozenset[str]:
-    # Distinct words first: a batch of new messages repeats most of its words, and stemming is the slow part.
-    # Remembered: one Observer call asks about the same batch for the whole reply and again for each thread.
-    return frozenset({
-        _stem(word) for word in set(_words(text.lower()))
-        if len(word) >= 3 and not word.isdigit() and word not in _STOPWORDS
-    })
+    """The stems of ``text``'s content words (distinct words first: stemming is the slow part)."""
+    return frozenset({_stem(word) for word in set(_words(text.lower())) if _is_content(word)})
+
+
+@lru_cache(maxsize=16)
+def _distinct_words(text: str) -> frozenset[str]:
+    """``text``'s distinct words, lowercased, unstemmed. Remembered: one Observer call asks about the same batch
+    for the whole reply and again for each thread."""
+    return frozenset(_words(text.lower()))
+
+
+def _occurs(stem: str, words: frozenset[str]) -> bool:
+    """Whether a content word of ``words`` has ``stem`` as its stem: only the stem itself or the stem with one of
+    :func:`_stem`'s suffixes can, so a batch's thousands of words need no stemming for a reply's few dozen."""
+    return any(word in words and _is_content(word) and _stem(word) == stem
+               for word in (stem, stem + "s", stem + "es", stem + "ed", stem + "ing"))
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -170,7 +183,8 @@ def find_repetition(
     if not words:
         grounding = 0.0
     else:
-        grounding = len(words & _content_words(new_messages)) / len(words)
+        batch = _distinct_words(new_messages)
+        grounding = sum(_occurs(word, batch) for word in words) / len(words)
     if grounding >= max_grounding:
         return None
     previous_lines = [line_tokens(line) for line in _observation_lines(previous)]

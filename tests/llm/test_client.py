@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -273,3 +274,31 @@ def test_a_model_with_no_temperature_sends_none() -> None:
     assert "temperature" not in request.litellm_kwargs()
     assert build_request([{"role": "user", "content": "hi"}], ModelSettings(model="openai/gpt-4o")).params[
         "temperature"] == 0.3
+
+
+def test_a_paid_reply_is_fsynced_before_it_is_kept_and_a_scripted_one_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import litellm
+
+    import om_eval.common.files as files
+
+    synced: list[int] = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(files.os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+
+    async def answer(**_kwargs: object) -> litellm.ModelResponse:
+        choice = {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "Lisbon"}}
+        return litellm.ModelResponse(model="m", choices=[choice], usage=litellm.Usage(prompt_tokens=5,
+                                                                                      completion_tokens=1))
+
+    llm, _ = client(tmp_path)
+    run(llm.complete(QUESTION, stage="actor", settings=scripted("free")))
+    assert synced == []  # costs nothing to make again: written atomically, not waited for
+    monkeypatch.setattr(litellm, "acompletion", answer)
+    paid = ModelSettings(model="openai/m", temperature=0, provider_options={"api_key": "none"})
+    run(llm.complete(QUESTION, stage="actor", settings=paid))
+    assert len(synced) == 1
+    again, _ = client(tmp_path)  # both were kept
+    assert run(again.complete(QUESTION, stage="actor", settings=scripted("free"))).cached
+    assert run(again.complete(QUESTION, stage="actor", settings=paid)).cached

@@ -317,3 +317,21 @@ def test_words_are_the_regexs_words_whatever_the_text(text: str) -> None:
 
     lowered = text.lower()
     assert _words(lowered) == re.findall(r"\w+", lowered)
+
+
+_STEMMY_WORDS = st.builds(
+    lambda root, suffix: root + suffix,
+    st.sampled_from(["glass", "make", "bak", "run", "go", "ship", "the", "user", "ss", "e", "12", "es", "kiss"]),
+    st.sampled_from(["", "s", "es", "ed", "ing", "ings", "e", "ss"]),
+)
+
+
+@given(st.lists(_STEMMY_WORDS, max_size=12), st.lists(_STEMMY_WORDS, max_size=40))
+def test_grounding_counts_the_reply_stems_the_batch_has_without_stemming_the_batch(reply: list[str],
+                                                                                   batch: list[str]) -> None:
+    from om_eval.om.suspect import _content_words, _distinct_words, _occurs
+
+    reply_text, batch_text = " ".join(reply).upper(), ", ".join(batch)
+    stems = _content_words(reply_text)
+    found = {stem for stem in stems if _occurs(stem, _distinct_words(batch_text))}
+    assert found == stems & _content_words(batch_text)
