@@ -95,13 +95,12 @@ def _stem(word: str) -> str:
     return word
 
 
-def _is_content(word: str) -> bool:
-    return len(word) >= 3 and not word.isdigit() and word not in _STOPWORDS
-
-
 def _content_words(text: str) -> frozenset[str]:
     """The stems of ``text``'s content words (distinct words first: stemming is the slow part)."""
-    return frozenset({_stem(word) for word in set(_words(text.lower())) if _is_content(word)})
+    return frozenset({
+        _stem(word) for word in set(_words(text.lower()))
+        if len(word) >= 3 and not word.isdigit() and word not in _STOPWORDS
+    })
 
 
 @lru_cache(maxsize=16)
@@ -111,11 +110,17 @@ def _distinct_words(text: str) -> frozenset[str]:
     return frozenset(_words(text.lower()))
 
 
-def _occurs(stem: str, words: frozenset[str]) -> bool:
-    """Whether a content word of ``words`` has ``stem`` as its stem: only the stem itself or the stem with one of
-    :func:`_stem`'s suffixes can, so a batch's thousands of words need no stemming for a reply's few dozen."""
-    return any(word in words and _is_content(word) and _stem(word) == stem
-               for word in (stem, stem + "s", stem + "es", stem + "ed", stem + "ing"))
+def _grounded(stems: frozenset[str], words: frozenset[str]) -> int:
+    """How many of ``stems`` are the stem of a content word of ``words``. Only a stem itself or the stem with one of
+    :func:`_stem`'s suffixes can have it, so a batch's thousands of words need no stemming for a reply's few dozen
+    (a loop, not a generator per stem: this runs on every Observer reply)."""
+    found = 0
+    for stem in stems:
+        for word in (stem, stem + "s", stem + "es", stem + "ed", stem + "ing"):
+            if word in words and word not in _STOPWORDS and not word.isdigit() and _stem(word) == stem:
+                found += 1
+                break
+    return found
 
 
 def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
@@ -183,8 +188,7 @@ def find_repetition(
     if not words:
         grounding = 0.0
     else:
-        batch = _distinct_words(new_messages)
-        grounding = sum(_occurs(word, batch) for word in words) / len(words)
+        grounding = _grounded(words, _distinct_words(new_messages)) / len(words)
     if grounding >= max_grounding:
         return None
     previous_lines = [line_tokens(line) for line in _observation_lines(previous)]
