@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
-from om_eval.common.run_identity import MEMORY_KEY_RULE
+from om_eval.common.run_identity import LATER_MEMORY_OPTIONS, MEMORY_KEY_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.data.records import Question
 from om_eval.llm.request import canonical_json
@@ -61,7 +61,9 @@ def seam_memory_key(spec: Any, system: Any, counter_name: str) -> str:
     for settings in models.values():
         for unsent in ("price", "request"):  # what a call costs and how long it is waited for: not what it answers
             settings.get("provider_options", {}).pop(unsent, None)
-    payload = {"system": system.name, "options": dict(spec.memory_options), "identity": dict(system.identity()),
+    later = LATER_MEMORY_OPTIONS.get(system.name, {})
+    options = {k: v for k, v in spec.memory_options.items() if k not in later or later[k] != v}
+    payload = {"system": system.name, "options": options, "identity": dict(system.identity()),
                "models": models, "tokens": counter_name}
     return short_hash(canonical_json(payload))
 

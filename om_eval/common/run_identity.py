@@ -48,6 +48,12 @@ _LATER_OM_SETTINGS = {
 #: and a run an engine change would answer differently is a new run instead of the old one continued.
 RUN_ID_ENGINE_REVISION = 1
 
+#: Options of seam systems added after their runs were first stored, by system: at these values they enter neither
+#: the run id nor the memory key, so earlier runs keep both.
+LATER_MEMORY_OPTIONS: dict[str, dict[str, object]] = {
+    "mem0": {"extraction_schema": False},
+}
+
 RUN_ID_RULE = IdentityRule(
     name="run id",
     hashed=frozenset({
@@ -69,6 +75,7 @@ RUN_ID_RULE = IdentityRule(
         # prompt=mastra_exact's release (its resolved value: naming it or not is one run) and Observer variant.
         "prompt.mastra_version": None,
         "prompt.mastra_variant": "current",
+        **{f"memory.{option}": value for options in LATER_MEMORY_OPTIONS.values() for option, value in options.items()},
     },
     # Nothing here changes results: the data file is pinned by its sha256 (hashed instead of ``verify``), the
     # official judge file likewise (``source``), and a panel only re-judges.

@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from om_eval.bench.replay import ReplayConfig
 from om_eval.common.identity import IdentityRule, leaf_paths, lookup
-from om_eval.common.run_identity import MEMORY_KEY_RULE, RUN_ID_RULE
+from om_eval.common.run_identity import LATER_MEMORY_OPTIONS, MEMORY_KEY_RULE, RUN_ID_RULE
 from om_eval.experiment.schema import Config
 from om_eval.om.config import OMConfig
 from tests.runs import compose_run
@@ -48,7 +48,10 @@ def test_every_setting_is_classed(rule: IdentityRule, defaults) -> None:
                                                 (MEMORY_KEY_RULE, engine_defaults)], ids=["run id", "memory key"])
 def test_every_pinned_value_is_the_live_default(rule: IdentityRule, defaults) -> None:
     live = defaults()
+    one_systems = {f"memory.{option}" for options in LATER_MEMORY_OPTIONS.values() for option in options}
     for path, pinned in rule.omitted_at.items():
+        if path in one_systems:  # one system's option: checked against that system's config below
+            continue
         default = lookup(live, path)
         if (type(default), default) == (type(pinned), pinned):
             assert path not in ACKNOWLEDGED_DEFAULT_MOVES, f"{path} is back at its pin: drop its acknowledgement"
@@ -59,6 +62,16 @@ def test_every_pinned_value_is_the_live_default(rule: IdentityRule, defaults) ->
             f"presets at that default move. Leave the pin at {pinned!r} (it stands for every run stored before), "
             "record the move old -> new in CHANGELOG.md, update the pins in tests/experiment/test_identity_pins.py "
             f"and acknowledge it in ACKNOWLEDGED_DEFAULT_MOVES ({__name__})")
+
+
+@pytest.mark.parametrize("system", sorted(LATER_MEMORY_OPTIONS))
+def test_a_systems_later_options_are_pinned_at_its_live_defaults(tmp_path: Path, system: str) -> None:
+    memory = OmegaConf.to_container(compose_run(tmp_path, f"memory={system}"), resolve=True)["memory"]
+    for option, pinned in LATER_MEMORY_OPTIONS[system].items():
+        assert RUN_ID_RULE.omitted_at[f"memory.{option}"] == pinned
+        assert (type(memory[option]), memory[option]) == (type(pinned), pinned), (
+            f"memory={system}'s {option} now defaults to {memory[option]!r}, not the pinned {pinned!r}: its runs' "
+            "ids move; record the move in CHANGELOG.md")
 
 
 @pytest.mark.parametrize("experiment", ["smoke", "quickstart", "locomo_quickstart", "mastra_gpt4o",

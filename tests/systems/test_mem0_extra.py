@@ -17,3 +17,24 @@ def test_a_missing_extra_is_named_with_its_install_command(monkeypatch: pytest.M
     monkeypatch.setitem(sys.modules, "mem0", None)  # as if it were not installed
     with pytest.raises(ConfigError, match=r"memory=mem0 needs the mem0 extra .*pip install 'om-eval\[mem0\]'"):
         system.prepare()
+
+
+def test_extraction_schema_at_its_default_keeps_earlier_runs_ids_and_set_moves_them(tmp_path) -> None:
+    import copy
+
+    from omegaconf import OmegaConf
+
+    from om_eval.bench.pipeline import seam_memory_key
+    from om_eval.experiment.spec import spec_from_config
+    from tests.runs import compose_run
+
+    def ids(config: dict) -> tuple[str, str]:
+        spec = spec_from_config(config)
+        return spec.config_hash, seam_memory_key(spec, make_system(spec.memory_system, spec.memory_options), "t")
+
+    now = OmegaConf.to_container(compose_run(tmp_path, "memory=mem0"), resolve=True)
+    before = copy.deepcopy(now)
+    del before["memory"]["extraction_schema"]  # a config from before the option existed
+    on = OmegaConf.to_container(compose_run(tmp_path, "memory=mem0", "memory.extraction_schema=true"), resolve=True)
+    assert ids(now) == ids(before)
+    assert all(a != b for a, b in zip(ids(on), ids(now), strict=True))
