@@ -67,6 +67,11 @@ def plugin_targets() -> dict[str, str]:
     return {point.name: point.value for point in entry_points(group=ENTRY_POINT_GROUP)}
 
 
+def _target(name: str) -> str | None:
+    """Where the factory of system ``name`` lives (a built-in first, then an installed plugin), or ``None``."""
+    return BUILT_IN.get(name) or plugin_targets().get(name)
+
+
 def _declared(source: object, hook: str) -> Any:
     """The hook ``source`` (a plain plugin class or instance) declares, or :class:`MemorySystemBase`'s default.
     The one place hooks are looked up by name: everything past the registry reads them as attributes."""
@@ -89,7 +94,7 @@ PLUGIN_ABOUT = "a plugin memory system (om_eval.memory_systems entry point)"
 
 
 def _naming(name: str) -> tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], str] | None, str]:
-    target = BUILT_IN.get(name) or plugin_targets().get(name)
+    target = _target(name)
     try:
         factory = _load(target) if target else None
     except (ImportError, AttributeError):  # a plugin uninstalled since its run: named by its name
@@ -236,7 +241,7 @@ def make_system(name: str, options: Mapping[str, Any]) -> MemorySystemBase:
     Raises:
         ConfigError: no such system, or it rejected its options (the message names the option).
     """
-    target = BUILT_IN.get(name) or plugin_targets().get(name)
+    target = _target(name)
     if target is None:
         raise ConfigError(f"memory={name!r} is not a memory system: choose one of {', '.join(available_systems())}, "
                           f"or install a plugin that declares it in the {ENTRY_POINT_GROUP!r} entry-point group",
