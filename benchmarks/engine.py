@@ -30,11 +30,11 @@ from datetime import timedelta
 
 from measure import counting, loop_seconds
 
-from om_eval.bench.accounting import PENDING_ACCOUNTINGS, PendingCounter
-from om_eval.bench.replay import check_unit
 from om_eval.data.conversation import make_conversation
 from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.tokens import count_message, default_counter, make_counter
+from om_eval.systems.om.accounting import PENDING_ACCOUNTINGS, PendingCounter
+from om_eval.systems.om.replay import check_unit
 from om_eval.testing.scripted.model import ScriptedModel
 
 

@@ -186,9 +186,9 @@ def python_calls(profile: cProfile.Profile) -> int:
 
 
 async def feed_om(mode: str, sessions: int) -> dict:
-    from om_eval.bench.accounting import PendingCounter
-    from om_eval.bench.replay import check_unit
     from om_eval.om import ObservationalMemory, ObservationConfig, OMConfig
+    from om_eval.systems.om.accounting import PendingCounter
+    from om_eval.systems.om.replay import check_unit
 
     buffering = mode == "buffered"
     model = TimedModel()

@@ -34,13 +34,13 @@ def main() -> None:
     args = parser.parse_args()
 
     from om_eval.bench.answer import actor_prompts
-    from om_eval.bench.replay import replay_question
     from om_eval.bench.turn_costs import PartRecorder, TurnRecorder
     from om_eval.data import load_dataset
     from om_eval.data.synth import iter_generate, write_dataset
     from om_eval.memory.view import history_view
     from om_eval.om import OMConfig
     from om_eval.om.tokens import default_counter
+    from om_eval.systems.om.replay import replay_question
     from om_eval.testing.scripted.model import ScriptedModel
 
     with tempfile.TemporaryDirectory() as folder:

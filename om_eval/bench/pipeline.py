@@ -1,10 +1,8 @@
-"""What a run keeps of one question, and how its memories are named and shared.
+"""What a run keeps of one question, and how the memories several questions share are built once.
 
-A memory is named by its build: a system's memory key (OM's is the *memory hash* of its config, replay protocol,
-prompt wording and token estimator) and the hash of the history it was built from, so every answering variant of
-the same memory (another actor, another judge) finds it again; memories several questions share (a LoCoMo
-conversation's) are built once per job (:class:`SharedBuilds`). The answer and its figures land in one flat
-:class:`QuestionRun` row.
+A memory is named by its build (:mod:`om_eval.memory.identity`), so every answering variant of the same memory
+(another actor, another judge) finds it again; memories several questions share (a LoCoMo conversation's) are built
+once per job (:class:`SharedBuilds`). The answer and its figures land in one flat :class:`QuestionRun` row.
 """
 
 from __future__ import annotations
@@ -16,64 +14,9 @@ import zlib
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
-from om_eval.common.run_identity import LATER_MEMORY_OPTIONS, MEMORY_KEY_RULE
-from om_eval.common.secrets import redact_secrets
-from om_eval.data.records import Question
-from om_eval.llm.request import canonical_json
-from om_eval.om.config import OMConfig
-from om_eval.om.prompts import PROMPT_FILES, prompt_set_hash
-from om_eval.om.revision import ENGINE_REVISION
-
-if TYPE_CHECKING:
-    pass
-
-#: The prompt files whose wording shapes a memory: every OM prompt file but the context text, which only shapes
-#: what the actor sees (a new variant's file joins by itself).
-MEMORY_PROMPTS = tuple(name for name in PROMPT_FILES if name != "context")
-
-
-def memory_hash(om_config: OMConfig, replay: ReplayConfig, counter_name: str, prompts: str | None = None) -> str:
-    """Identity of a memory build: same hash, same memory (given a deterministic, cached observer).
-
-    The settings that enter are chosen by :data:`~om_eval.common.run_identity.MEMORY_KEY_RULE`; credentials never do.
-    ``prompts``: the identity of the prompts the models read when they are not om-eval's own (a Mastra pack's,
-    :func:`~om_eval.om.wording.pack_identity`); om-eval's own are hashed from their files.
-    """
-    payload = {
-        **MEMORY_KEY_RULE.view({"om": redact_secrets(om_config.to_dict()), "replay": asdict(replay)}),
-        "prompts": prompts or prompt_set_hash(MEMORY_PROMPTS),
-        "tokens": counter_name,
-        "engine_revision": ENGINE_REVISION,
-    }
-    return short_hash(canonical_json(payload))
-
-
-def seam_memory_key(spec: Any, system: Any, counter_name: str) -> str:
-    """Identity of a seam system's memory build: its name, options and own identity, the models it calls, the
-    token counter. Credentials never enter."""
-    roles = spec.role_models()
-    models = {role: redact_secrets(asdict(settings)) for role, settings in roles.items()
-              if role in ("models.observer", "models.embedding")}
-    for settings in models.values():
-        for unsent in ("price", "request"):  # what a call costs and how long it is waited for: not what it answers
-            settings.get("provider_options", {}).pop(unsent, None)
-    later = LATER_MEMORY_OPTIONS.get(system.name, {})
-    options = {k: v for k, v in spec.memory_options.items() if k not in later or later[k] != v}
-    payload = {"system": system.name, "options": options, "identity": dict(system.identity()),
-               "models": models, "tokens": counter_name}
-    return short_hash(canonical_json(payload))
-
-
-def haystack_hash(question: Question) -> str:
-    """Identity of a question's haystack: the same question id in another file (oracle vs S) differs here."""
-    sessions = [
-        [s.session_id, s.date_text, [[t.role, t.content] for t in s.turns]] for s in question.sessions
-    ]
-    return short_hash(canonical_json(sessions), 12)
 
 
 class SharedBuildFailed(RuntimeError):
@@ -212,7 +155,7 @@ class QuestionRun:
     tool_calls: int | None = None
     """Retrieval mode: how many recall calls the actor made (``None``: it had no tool)."""
     recall_steps: str | None = None
-    """Retrieval mode: JSON of those calls (:class:`~om_eval.bench.recall_actor.ToolStep`)."""
+    """Retrieval mode: JSON of those calls (:class:`~om_eval.bench.tool_loop.ToolStep`)."""
     context_tokens: int | None = None
     """Tokens of the memory the actor was shown (instructions and question left out), with the run's tokenizer."""
     retrieval: str | None = None

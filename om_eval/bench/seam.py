@@ -19,7 +19,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from om_eval.bench.answer import ask_actor, ask_actor_with_tools
-from om_eval.bench.recall_actor import steps_json
+from om_eval.bench.tool_loop import steps_json
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
 from om_eval.common.secrets import scrub_secrets
@@ -540,10 +540,10 @@ def _retrieval_turns(system: MemorySystemBase, graded: GradedRanking | None, que
     if graded is None or not context_tokens:
         return None
     from om_eval.bench.answer import actor_prompts
-    from om_eval.bench.replay import haystack_messages
+    from om_eval.bench.history import lived_messages
     from om_eval.bench.turn_costs import retrieval_turns, shared_table
 
     key = ("retrieval", system.name, question.haystack_id, getattr(counter, "name", "")) \
         if question.haystack_id else None
-    return shared_table(key, lambda: retrieval_turns(haystack_messages(question), counter,
+    return shared_table(key, lambda: retrieval_turns(lived_messages(question), counter,
                                                      actor_prompts()["instructions"], context_tokens))

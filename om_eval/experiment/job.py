@@ -27,11 +27,7 @@ from om_eval.bench.metrics import (
     write_eval_results_jsonl,
     write_hypotheses_jsonl,
 )
-from om_eval.bench.pipeline import (
-    SharedBuilds,
-    haystack_hash,
-    seam_memory_key,
-)
+from om_eval.bench.pipeline import SharedBuilds
 from om_eval.bench.scoring import benchmark_columns, run_metrics
 from om_eval.bench.seam import BUILD_WARNINGS, figure_columns
 from om_eval.common.files import atomic_write, open_lock, safe_file_name, short_hash, try_lock
@@ -42,6 +38,7 @@ from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.ledger import CallRecord, Ledger, LedgerTotals
 from om_eval.llm.stand_in import clear_responders, register_responder
+from om_eval.memory.identity import haystack_hash, seam_memory_key
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import make_counter
 

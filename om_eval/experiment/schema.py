@@ -24,7 +24,6 @@ from hydra.core.config_store import ConfigStore
 from omegaconf import MISSING
 
 from om_eval.bench.baseline import BaselineConfig
-from om_eval.bench.replay import ReplayConfig
 from om_eval.experiment.run_options import RunOptions
 from om_eval.om.config import (
     ModelSettings,
@@ -32,6 +31,7 @@ from om_eval.om.config import (
     OMConfig,
     ReflectionConfig,
 )
+from om_eval.systems.om.replay import ReplayConfig
 
 # --------------------------------------------------------------------------------- OM: made from the engine's own
 

@@ -25,12 +25,12 @@ from typing import Any, cast
 
 from om_eval.bench.baseline import BaselineConfig, baseline_from
 from om_eval.bench.benchmark import DEFAULT_BENCHMARK
-from om_eval.bench.replay import ReplayConfig
 from om_eval.common.files import short_hash
 from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.experiment.run_options import RunOptions
 from om_eval.llm.request import canonical_json
+from om_eval.memory.registry import system_trait
 from om_eval.om.config import (
     ConfigError,
     ModelSettings,
@@ -43,6 +43,7 @@ from om_eval.om.exact import RELEASES
 from om_eval.om.mastra_prompts import MastraPrompts
 from om_eval.om.provider_options import IN_PROCESS_PREFIXES
 from om_eval.om.wording import release_conflicts, release_for
+from om_eval.systems.om.replay import ReplayConfig
 
 #: Keys of the ``run`` group that never change results, so they stay out of the config hash.
 NON_RESULT_KEYS = ("results_dir", "concurrency", "budget_usd", "progress", "label", "cache_dir")
@@ -221,16 +222,14 @@ def _for_baseline(cfg: Mapping[str, Any], baseline: BaselineConfig) -> dict[str,
     return kept
 
 
-#: Baseline readers selectable as ``memory=<reader>`` (the ``baseline`` group's readers).
-READERS = ("full_context", "oracle")
+def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None, dict[str, Any]]:
+    """The memory system, its options (``None``: read from its own config groups), and the config as stored and
+    hashed before the baseline rule.
 
-
-def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """The memory system, its options, and the config as stored and hashed before the baseline rule.
-
-    ``memory=om`` and ``memory=<reader>`` leave a config that is the one of the form they replace (no ``memory``
-    group; a reader's options under ``baseline``), so their run ids are those of ``baseline=``; the embedding
-    model is dropped unless a seam system calls it.
+    Where a system's options are stored is its own :attr:`~om_eval.memory.system.MemorySystemBase.options_group`.
+    ``memory=om`` (its own groups) and ``memory=<reader>`` (``baseline``) leave a config that is the one of the form
+    they replace (no ``memory`` group; a reader's options under ``baseline``), so their run ids are those of
+    ``baseline=``; the embedding model is dropped unless a system whose options are its ``memory`` group calls it.
     """
     memory = dict(cfg.get("memory") or {"system": "om"})
     name = str(memory.pop("system", "om"))
@@ -241,9 +240,10 @@ def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any], dict[st
     embedding = models.pop("embedding", None)
     small = models.pop("small", None)
     kept["models"] = models
-    if name == "om":
-        return name, {}, kept
-    if name in READERS:
+    group = system_trait(name, "options_group")
+    if group not in ("memory", "baseline"):  # its options are its own config groups (OM's om and prompt), read below
+        return name, None, kept
+    if group == "baseline":
         if chosen_reader not in ("none", name):
             raise ConfigError(f"memory={name} and baseline={chosen_reader} both choose a reader: keep one (memory=)",
                               option="memory")
@@ -323,7 +323,7 @@ def _spec_from_config(cfg: Mapping[str, Any]) -> RunSpec:
         memory_options={k: v for k, v in asdict(baseline).items() if k != "reader"} if baseline.enabled
         # OM's options are its own config groups (``om``, ``prompt``), read into the engine's types above.
         else {"config": om_config, "replay": replay, "prompts": mastra_prompts,
-              "token_estimator": om["token_estimator"]} if memory_system == "om" else memory_options,
+              "token_estimator": om["token_estimator"]} if memory_options is None else memory_options,
         embedding=_model(cfg["models"]["embedding"], "embedding") if "embedding" in cfg["models"] else None,
         small=_model(cfg["models"]["small"], "small") if cfg["models"].get("small") is not None else None,
         mastra_prompts=mastra_prompts,

@@ -37,8 +37,9 @@ from om_eval.om.config import ConfigError, ModelSettings
 
 ENTRY_POINT_GROUP = "om_eval.memory_systems"
 
-#: Observational Memory, the default system.
+#: Observational Memory, the default system (``memory=`` unset).
 OM = "om"
+DEFAULT_SYSTEM = OM
 
 #: Built-in systems, by name: where their factory lives.
 BUILT_IN = {
@@ -93,12 +94,26 @@ def plugin_defaults(name: str) -> dict[str, Any]:
 PLUGIN_ABOUT = "a plugin memory system (om_eval.memory_systems entry point)"
 
 
-def _naming(name: str) -> tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], str] | None, str]:
+def _factory(name: str) -> Any:
+    """The factory of system ``name``, or ``None`` when it is unknown or cannot be loaded (a plugin uninstalled since
+    its run)."""
     target = _target(name)
     try:
-        factory = _load(target) if target else None
-    except (ImportError, AttributeError):  # a plugin uninstalled since its run: named by its name
-        factory = None
+        return _load(target) if target else None
+    except (ImportError, AttributeError):
+        return None
+
+
+def system_trait(name: str, hook: str) -> Any:
+    """A hook system ``name`` declares on its class (:attr:`~MemorySystemBase.options_group`,
+    :attr:`~MemorySystemBase.records_turns`...), or :class:`MemorySystemBase`'s default when it declares none or
+    cannot be loaded: how a report reads what a system is without building it."""
+    factory = _factory(name)
+    return getattr(MemorySystemBase, hook) if factory is None else _declared(factory, hook)
+
+
+def _naming(name: str) -> tuple[Callable[[Mapping[str, Any], Mapping[str, Any]], str] | None, str]:
+    factory = _factory(name)
     if factory is None:
         return None, PLUGIN_ABOUT
     return _declared(factory, "label"), str(_declared(factory, "about") or PLUGIN_ABOUT)

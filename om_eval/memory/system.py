@@ -314,6 +314,12 @@ class MemorySystemBase:
     * :attr:`about` and :meth:`label`: what the system shows the actor, in a few words, and how a run of it is named
       in tables, legends and the HTML view (from the budget and options it stored): read from the class by
       ``om-eval report``, ``plot`` and ``view``, so a report names a system without building it.
+    * :attr:`options_group`: the run-config group its options are stored under (``memory``; a baseline reader's
+      ``baseline``, OM's its own groups, as their runs stored them before the seam): reports read its options there.
+    * :attr:`reads_history`: it is shown the raw history rather than a memory it built (a baseline reader): reports
+      mark its runs as readers.
+    * :attr:`records_turns` and :attr:`no_turns_reason`: it records its turns (:meth:`MemoryServices.record_turn`),
+      so a run of it without a turn table predates them or turned them off; or why it has no turns to record.
     * :meth:`close`: called once on every memory the system built or restored, after the last question answered
       from it (a LoCoMo conversation's once its questions are done, at the latest when the run ends), even when
       answering failed: free what the memory holds outside Python (a database, threads). Its scratch folder
@@ -334,6 +340,10 @@ class MemorySystemBase:
     config_groups: tuple[str, ...] = ()
     packages: ClassVar[tuple[str, ...]] = ()
     about: ClassVar[str] = ""
+    options_group: ClassVar[str] = "memory"
+    reads_history: ClassVar[bool] = False
+    records_turns: ClassVar[bool] = False
+    no_turns_reason: ClassVar[str] = ""
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
         """The registry builds a system from its ``memory.*`` options; this keeps them as :attr:`options`."""
@@ -453,4 +463,5 @@ class PinnedIdentity:
 HOOKS = ("default_options", "uses_observer_model", "uses_embedding_model", "max_output_tokens", "prepare",
          "memory_digest", "history_scope", "pinned_identity", "snapshot", "restore", "own_models", "config_groups",
          "build_figures", "build_events", "trace_turns", "forecast", "build_warnings", "offline_responder", "packages",
-         "uses_small_model", "close", "about", "label")
+         "uses_small_model", "close", "about", "label", "options_group", "reads_history", "records_turns",
+         "no_turns_reason")

@@ -39,7 +39,7 @@ from typing import Any
 
 from om_eval.bench.benchmark import Benchmark, benchmark_of_run
 from om_eval.llm.ledger import REJECTED_PREFIX
-from om_eval.memory.registry import system_about, system_label
+from om_eval.memory.registry import DEFAULT_SYSTEM, system_about, system_label, system_trait
 from om_eval.memory.system import INGEST_STAGES
 from om_eval.store.writer import UNPRICED_CALL
 
@@ -47,8 +47,6 @@ __all__ = ["ANSWER", "INGEST", "JUDGE", "STAGE_GROUPS", "RecallAtK", "StageUsage
            "memory_about", "memory_budget_of", "memory_name_of", "memory_system_of", "recall_at_k", "retrieval_text",
            "stage_group", "stage_usage", "usage_by_run"]
 
-OM = "om"
-READERS = {"full_context": "full context", "oracle": "oracle"}
 _BASELINE_PREFIX = "baseline:"
 
 INGEST, ANSWER, JUDGE = "ingest", "answer", "judge"
@@ -83,7 +81,7 @@ def memory_system_of(run: Mapping[str, Any]) -> str:
     group = _config(run).get("memory")
     if isinstance(group, Mapping) and group.get("system"):
         return str(group["system"])
-    return OM
+    return DEFAULT_SYSTEM
 
 
 def memory_budget_of(run: Mapping[str, Any]) -> dict[str, Any]:
@@ -111,7 +109,7 @@ def memory_name_of(run: Mapping[str, Any]) -> str:
     """
     system = memory_system_of(run)
     config = _config(run)
-    options = config.get("memory") if system not in READERS else config.get("baseline")
+    options = config.get(system_trait(system, "options_group"))
     return system_label(system, memory_budget_of(run), options if isinstance(options, Mapping) else {})
 
 

@@ -74,11 +74,10 @@ from om_eval.bench.benchmark import (
 )
 from om_eval.bench.metrics import metric_report, wilson_interval
 from om_eval.bench.scoring import answerable_metrics
+from om_eval.memory.registry import DEFAULT_SYSTEM, system_trait
 from om_eval.report import _format as fmt
 from om_eval.report.labels import display_labels, label_key, short_ids
 from om_eval.report.systems import (
-    OM,
-    READERS,
     RecallAtK,
     StageUsage,
     memory_budget_of,
@@ -89,7 +88,6 @@ from om_eval.report.systems import (
 )
 
 __all__ = [
-    "BASELINE_READERS",
     "CAVEAT_MARK",
     "Accuracy",
     "Answerable",
@@ -124,8 +122,6 @@ _CAVEAT_NOTES = {
 }
 
 
-#: How a baseline reader is named in tables and plots (``runs.memory_key`` is ``baseline:<reader>``).
-BASELINE_READERS = READERS
 _BASELINE_PREFIX = "baseline:"
 
 
@@ -134,7 +130,7 @@ def _reader_of(run: Mapping[str, Any]) -> str | None:
     if isinstance(key, str) and key.startswith(_BASELINE_PREFIX):
         return key[len(_BASELINE_PREFIX):]
     system = memory_system_of(run)
-    return system if system in READERS else None
+    return system if system_trait(system, "reads_history") else None
 
 
 def memory_name(row: RunSummary) -> str:
@@ -267,7 +263,7 @@ class RunSummary:
     """The aggregate over the answerable categories (LoCoMo's categories 1-4); ``None`` for a benchmark without."""
     corrected_answerable: Answerable | None = None
     """The same against the corrected gold answers (``None`` without corrections)."""
-    system: str = OM
+    system: str = DEFAULT_SYSTEM
     """The memory system it answered through (``om``, ``full_context``, ``rag_mastra``, a plugin's name...)."""
     memory: str = "OM"
     """That system's name as shown (:func:`memory_name`)."""
@@ -356,7 +352,7 @@ class ReportTable:
     @property
     def shows_memory(self) -> bool:
         """True when a run did not answer through OM (the tables then name each run's memory system)."""
-        return any(row.system != OM for row in self.rows)
+        return any(row.system != DEFAULT_SYSTEM for row in self.rows)
 
     @property
     def compares_memory(self) -> bool:

@@ -22,6 +22,7 @@ from typing import Any
 
 from om_eval.bench.turn_costs import TurnCosts, TurnTable, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, CacheProfile, profile_rates
+from om_eval.memory.registry import system_trait
 from om_eval.report.systems import memory_name_of, memory_system_of
 
 #: The columns of the cost-per-turn table, in report and view alike.
@@ -135,14 +136,6 @@ def turn_rows(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, An
     return rows
 
 
-#: The built-in systems that record their turns (a run of theirs without a table predates it or turned it off).
-_RECORDING = frozenset({"om", "simple_om", "rag_mastra", "rag_lme", "full_context"})
-
-#: Why a reader's run has no turn table: it is shown the history, not a memory built turn by turn.
-_READER_REASON = {"oracle": "the oracle reader is shown only the evidence sessions, so no conversation is replayed "
-                            "turn by turn"}
-
-
 def unrecorded_runs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[str, Any]]) -> list[str]:
     """The runs of ``runs`` with no turn table, as ``label (memory): why``: a comparison must say they are left
     out rather than show them as if cheaper (a system that records no turns, a reader whose turns are the
@@ -154,15 +147,15 @@ def unrecorded_runs(runs: Sequence[Mapping[str, Any]], items: Sequence[Mapping[s
 
 def _unrecorded_reason(run: Mapping[str, Any]) -> str:
     system = memory_system_of(run)
-    if system in _READER_REASON:
-        return _READER_REASON[system]
+    if reason := system_trait(system, "no_turns_reason"):
+        return str(reason)
     try:
         config = json.loads(run.get("config_json") or "{}")
     except (TypeError, ValueError):
         config = {}
     if isinstance(config, dict) and (config.get("run") or {}).get("turn_costs") is False:
         return "made with run.turn_costs=false"
-    if system in _RECORDING:
+    if system_trait(system, "records_turns"):
         return "made before turns were recorded, or with run.turn_costs=false"
     return "its memory system records no turns (a plugin is counted when it calls services.record_turn)"
 

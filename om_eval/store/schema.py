@@ -93,7 +93,7 @@ TABLES: dict[str, str] = {
             corrected_score DOUBLE,            -- the benchmark's score against corrected_answer
             corrected_label BOOLEAN,           -- the judge's verdict against corrected_answer
             tool_calls INTEGER,                -- retrieval mode: recall calls the actor made; NULL: it had no tool
-            recall_steps VARCHAR,              -- JSON list of those calls (bench.recall_actor.ToolStep)
+            recall_steps VARCHAR,              -- JSON list of those calls (bench.tool_loop.ToolStep)
             context_tokens INTEGER,            -- tokens of the memory the actor was shown (the run's tokenizer)
             retrieval VARCHAR,                 -- JSON: a retrieval system's ranking and its recall@k (bench.seam)
             turns VARCHAR,                     -- JSON: per user turn, what an agent would send (bench.turn_costs)

@@ -176,6 +176,7 @@ class GraphitiSystem(MemorySystemBase):
     """Graphiti's temporal knowledge graph behind the seam (see the module docstring)."""
 
     name = "graphiti"
+    records_turns = True
     uses_observer_model = True
     uses_embedding_model = True
     uses_small_model = True

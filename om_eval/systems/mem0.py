@@ -213,6 +213,7 @@ class Mem0System(MemorySystemBase):
     """mem0's open-source ``Memory`` behind the seam (see the module docstring)."""
 
     name = "mem0"
+    records_turns = True
     uses_observer_model = True
     uses_embedding_model = True
     packages = ("mem0ai", "qdrant-client")

@@ -82,6 +82,7 @@ class LongMemEvalRetrievalSystem(MemorySystemBase):
     """Flat retrieval over user-text keys, read as the paper's reader reads it."""
 
     name = "rag_lme"
+    records_turns = True
     uses_observer_model = False
     about = ("the LongMemEval paper's flat retrieval (the top k sessions or turns by BM25 or embedding score, read as "
              "the long-context reader reads sessions)")

@@ -128,6 +128,7 @@ class MastraRecallSystem(MemorySystemBase):
     """Per-message embeddings, cosine top-k, neighbours widened, laid out by day."""
 
     name = "rag_mastra"
+    records_turns = True
     uses_observer_model = False
     uses_embedding_model = True
     about = ("Mastra's semantic recall (the top k messages by embedding similarity to the question, each with its "

@@ -65,6 +65,8 @@ class _Reader(MemorySystemBase):
     """A reader of the raw sessions (LongMemEval's baselines); subclasses name the sessions it is shown."""
 
     default_options: ClassVar[Mapping[str, Any]] = {option: getattr(BaselineConfig(), option) for option in _OPTIONS}
+    options_group = "baseline"  # where a reader's options were stored before the seam
+    reads_history = True
     uses_observer_model = False
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
@@ -128,6 +130,7 @@ class FullContextReader(_Reader):
     """The reader shown the whole haystack, oldest session first, cut to its budget."""
 
     name = "full_context"
+    records_turns = True
     about = ("LongMemEval's own reader, answering from the raw sessions with no memory built: the whole haystack, cut "
              "to the reader's context window")
 
@@ -165,6 +168,8 @@ class OracleReader(_Reader):
     """The reader shown only the sessions that hold the answer (picked by the harness from the gold)."""
 
     name = "oracle"
+    no_turns_reason = ("the oracle reader is shown only the evidence sessions, so no conversation is replayed turn "
+                       "by turn")
     history_scope = "evidence"
     about = ("LongMemEval's own reader, answering from the evidence sessions only (an upper bound, not a memory "
              "system)")

@@ -68,6 +68,7 @@ class SimpleOMSystem(MemorySystemBase):
     """The simple observational-memory layer, replayed over a question's haystack."""
 
     name = "simple_om"
+    records_turns = True
     about = "om-eval's simple observational-memory layer (a capped list of facts distilled from the history)"
 
     @classmethod

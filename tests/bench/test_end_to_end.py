@@ -15,18 +15,19 @@ from om_eval.bench.metrics import (
     write_eval_results_jsonl,
     write_hypotheses_jsonl,
 )
-from om_eval.bench.pipeline import QuestionRun, haystack_hash
+from om_eval.bench.pipeline import QuestionRun
 from om_eval.bench.seam import SystemBuild, system_answer_and_judge
-from om_eval.bench.trace import trace_evidence
 from om_eval.data import generate, load_dataset, mini_fixture_path
 from om_eval.data.loader import dataset_from_records
 from om_eval.data.records import Question
 from om_eval.llm import LLMClient
 from om_eval.llm.cache import ResponseCache
+from om_eval.memory.identity import haystack_hash
 from om_eval.memory.services import HarnessServices
 from om_eval.memory.view import history_view
 from om_eval.om import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
-from om_eval.systems.om import ObservationalMemorySystem
+from om_eval.systems.om.system import ObservationalMemorySystem
+from om_eval.systems.om.trace import trace_evidence
 
 SCRIPTED = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)
 

@@ -5,12 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from om_eval.bench.trace import (
-    MIN_LINE_COVERAGE,
-    MIN_SHARED_WORDS,
-    _words,
-    matching_lines,
-)
+from om_eval.bench.trace import MIN_LINE_COVERAGE, MIN_SHARED_WORDS, _words, matching_lines
 
 _word = st.sampled_from(["bees", "roof", "lisbon", "tram", "sister", "moved", "2023", "paint", "the", "user",
                          "it's", "red", "blue", "cat", "went", "a", "on"])

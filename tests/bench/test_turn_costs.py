@@ -11,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.bench.answer import actor_prompts
-from om_eval.bench.replay import ReplayConfig, replay_question, session_messages
 from om_eval.bench.turn_costs import PartRecorder, PromptPart, TurnRecorder, TurnTable, turn_costs
 from om_eval.llm.cache_profiles import PROFILES, profile_rates
 from om_eval.om.dates import annotate_observations
+from om_eval.systems.om.replay import ReplayConfig, replay_question, session_messages
 from om_eval.testing.scripted.model import ScriptedModel
-from tests.bench.test_replay import om_config, question
+from tests.systems.om.test_replay import om_config, question
 
 
 class CountingCounter:

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from omegaconf import OmegaConf
 
-from om_eval.bench.replay import ReplayConfig
 from om_eval.common.identity import IdentityRule, leaf_paths, lookup
 from om_eval.common.run_identity import LATER_MEMORY_OPTIONS, MEMORY_KEY_RULE, RUN_ID_RULE
 from om_eval.experiment.schema import Config
 from om_eval.om.config import OMConfig
+from om_eval.systems.om.replay import ReplayConfig
 from tests.runs import compose_run
 
 #: Defaults deliberately moved away from their pin, path -> (pinned, new default). An entry says the move was

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from omegaconf import OmegaConf
 
-from om_eval.bench.pipeline import memory_hash
 from om_eval.experiment.spec import spec_from_config
 from om_eval.om.tokens import make_counter
+from om_eval.systems.om.identity import memory_hash
 from tests.runs import compose_run
 
 PINS = {

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from om_eval.bench.baseline import BaselineConfig
-from om_eval.bench.replay import ReplayConfig
 from om_eval.common.identity import IdentityRule
 from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.experiment.run_options import RunOptions
@@ -29,6 +28,7 @@ from om_eval.om.config import (
     OMConfig,
     ReflectionConfig,
 )
+from om_eval.systems.om.replay import ReplayConfig
 
 PAIRS = [(ObservationConfig, ObservationSchema), (ReflectionConfig, ReflectionSchema), (OMConfig, OMSchema),
          (ReplayConfig, ReplaySchema), (BaselineConfig, BaselineSchema), (RunOptions, RunSchema),

@@ -53,6 +53,17 @@ def test_a_plain_class_is_seen_through_the_base_with_the_hooks_it_declares(with_
     assert isinstance(make_system("ranker", {}), probes.Ranker)  # a subclass is used as it is
 
 
+def test_what_a_system_is_is_read_from_its_class_and_defaults_for_a_plugin(with_probes: None) -> None:
+    names = [*registry.BUILT_IN, "gold_probe", "uninstalled_plugin"]
+    groups = {name: registry.system_trait(name, "options_group") for name in names}
+    assert groups == {**dict.fromkeys(names, "memory"), "om": "om", "full_context": "baseline", "oracle": "baseline"}
+    assert [name for name in names if registry.system_trait(name, "reads_history")] == ["full_context", "oracle"]
+    assert [name for name in names if not registry.system_trait(name, "records_turns")] == [
+        "oracle", "gold_probe", "uninstalled_plugin"]
+    assert "evidence sessions" in registry.system_trait("oracle", "no_turns_reason")
+    assert registry.system_trait("uninstalled_plugin", "no_turns_reason") == ""
+
+
 @pytest.mark.parametrize("name", ["simple_om", "rag_mastra", "rag_lme"])
 def test_the_built_in_systems_subclass_the_base(name: str) -> None:
     assert isinstance(make_system(name, {}), MemorySystemBase)

@@ -9,7 +9,7 @@ Three pieces, each mirrored by ``scripts/mastra_engine_replay.mjs`` on the Node 
   ``<thread id>`` block the tag sits in), and a Reflector that keeps every fourth fact it is shown. Both
   implementations follow the same rule, so identical inputs give identical replies and identical token counts.
 * **The replay**: each user/assistant pair is added and checked as one agent turn by the benchmark replay's own
-  :func:`~om_eval.bench.replay.check_unit`, and the record is read after every pair; finally the actor's messages
+  :func:`~om_eval.systems.om.replay.check_unit`, and the record is read after every pair; finally the actor's messages
   before a question.
 """
 
@@ -22,8 +22,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from om_eval.bench.accounting import PendingCounter
-from om_eval.bench.replay import check_question_turn, check_unit
 from om_eval.om.config import (
     ModelSettings,
     ObservationConfig,
@@ -35,6 +33,8 @@ from om_eval.om.memory import ObservationalMemory
 from om_eval.om.model import ChatMessage, ModelReply
 from om_eval.om.records import Message
 from om_eval.om.tokens import make_counter
+from om_eval.systems.om.accounting import PendingCounter
+from om_eval.systems.om.replay import check_question_turn, check_unit
 
 TAG = re.compile(r"«(m\d+)\|([^|»]+)\|(\d\d:\d\d)»((?: [a-z]+){0,6})")
 THREAD_OPEN = re.compile(r'<thread id="([^"]+)">')
@@ -198,7 +198,7 @@ class Setting:
     max_tokens_per_batch: int = 10_000
     obscure_thread_ids: bool = False
     pending_accounting: str = "exact"
-    """How om-eval decides that observation is due after a pair (:mod:`om_eval.bench.accounting`)."""
+    """How om-eval decides that observation is due after a pair (:mod:`om_eval.systems.om.accounting`)."""
     buffer_candidates: str = "unbuffered"
     """Which messages om-eval's buffer passes take (``after_cursor`` is 1.10's rule)."""
     activation_counts_reminder: bool = False

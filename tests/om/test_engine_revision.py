@@ -20,13 +20,13 @@ import pytest
 from omegaconf import OmegaConf
 
 import tests.golden as golden
-from om_eval.bench.replay import replay_question
 from om_eval.data.loader import load_dataset
 from om_eval.data.synth import mini_fixture_path
 from om_eval.experiment.spec import spec_from_config
 from om_eval.llm.request import canonical_json
 from om_eval.om.revision import ENGINE_REVISION
 from om_eval.om.tokens import make_counter
+from om_eval.systems.om.replay import replay_question
 from om_eval.testing.scripted.model import ScriptedModel
 from tests.golden import GOLDEN_DIR, assert_golden
 from tests.runs import compose_run

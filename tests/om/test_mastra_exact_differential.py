@@ -33,8 +33,6 @@ from typing import Any
 
 import pytest
 
-from om_eval.bench.accounting import PendingCounter
-from om_eval.bench.replay import check_question_turn, check_unit
 from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.context import ContextInputs
 from om_eval.om.exact import PromptPack
@@ -47,6 +45,8 @@ from om_eval.om.records import Message
 from om_eval.om.threads import obscure_thread_id
 from om_eval.om.tokens import make_counter
 from om_eval.om.wording import MastraWording
+from om_eval.systems.om.accounting import PendingCounter
+from om_eval.systems.om.replay import check_question_turn, check_unit
 from tests.npm_oracle import NodeFolder, differential_size, node_folder
 from tests.om.engine_replay import Setting, observer_reply, reflector_reply, replay
 from tests.om.exact.packs import real_pack, real_package
@@ -320,7 +320,7 @@ async def replay_v1_3(conversation: dict[str, Any], config: OMConfig, wording: R
     await check_question_turn(memory, asked, buffering=False, accounting=accounting)
     now = datetime.strptime(question["now"], "%Y-%m-%dT%H:%M:%S.000Z")
     memory.build_context(now, asked)
-    # The thread-scope actor of the benchmark reads every thread's memory as one (om_eval.bench.answer): the last
+    # The thread-scope actor of the benchmark reads every thread's memory as one (om_eval.systems.om.answer): the last
     # thread's view is the one the engine builds; each thread's is compared too.
     for thread in [s["thread"] for s in conversation["sessions"]] if config.scope == "thread" else []:
         memory.build_context(now, thread)

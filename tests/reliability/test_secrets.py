@@ -87,10 +87,10 @@ def test_secrets_on_the_command_line_leak_nowhere(tmp_path: Path) -> None:
 
 
 def test_rotated_credentials_keep_memory_and_cache_keys() -> None:
-    from om_eval.bench.pipeline import memory_hash
-    from om_eval.bench.replay import ReplayConfig
     from om_eval.llm.request import LLMRequest, cache_key
     from om_eval.om.config import ModelSettings, ObservationConfig, OMConfig
+    from om_eval.systems.om.identity import memory_hash
+    from om_eval.systems.om.replay import ReplayConfig
 
     def om(key: str) -> OMConfig:
         model = ModelSettings(model="openai/gpt-4o", provider_options={"api_key": key})

@@ -85,13 +85,13 @@ def test_the_calls_cached_share_and_saving_per_stage() -> None:
 
 
 def test_a_run_without_turn_tables_is_named_as_left_out_never_shown_as_free() -> None:
-    runs = [*RUNS, {"run_id": "m0-run", "label": "memory=mem0", "memory_system": "mem0"}]
+    runs = [*RUNS, {"run_id": "m0-run", "label": "memory=my_plugin", "memory_system": "my_plugin"}]
     items = [{"run_id": "om-run", "question_id": "q0", "turns": table(2000, 2600).to_json()},
              {"run_id": "fc-run", "question_id": "q0", "turns": table(9000).to_json()},
              {"run_id": "m0-run", "question_id": "q0", "turns": None}]
     missing = unrecorded_runs(runs, items)
-    assert missing == ["memory=mem0 (mem0): its memory system records no turns (a plugin is counted when it calls "
-                       "services.record_turn)"]
+    assert missing == ["memory=my_plugin (my_plugin): its memory system records no turns (a plugin is counted when "
+                       "it calls services.record_turn)"]
     text = turn_section(turn_rows(runs, items), missing)
     assert "| memory=mem0 |" not in text and f"Not in this table: {missing[0]}." in text
     assert "not a cost of zero" in text

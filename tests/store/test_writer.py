@@ -273,7 +273,7 @@ def test_a_memory_kept_in_the_run_store_is_restored_without_a_model_call(tmp_pat
     from om_eval.memory.services import HarnessServices
     from om_eval.memory.view import history_view
     from om_eval.om import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
-    from om_eval.systems.om import ObservationalMemorySystem
+    from om_eval.systems.om.system import ObservationalMemorySystem
 
     scripted = ModelSettings(model="scripted/om-eval", temperature=0, max_output_tokens=None)
     config = OMConfig(scope="resource", observation=ObservationConfig(message_tokens=100, model=scripted),

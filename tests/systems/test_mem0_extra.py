@@ -24,8 +24,8 @@ def test_extraction_schema_at_its_default_keeps_earlier_runs_ids_and_set_moves_t
 
     from omegaconf import OmegaConf
 
-    from om_eval.bench.pipeline import seam_memory_key
     from om_eval.experiment.spec import spec_from_config
+    from om_eval.memory.identity import seam_memory_key
     from tests.runs import compose_run
 
     def ids(config: dict) -> tuple[str, str]:

@@ -24,11 +24,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from om_eval.bench.benchmark import Benchmark
+from om_eval.memory.registry import DEFAULT_SYSTEM
 from om_eval.report import _format as fmt
 from om_eval.report.plotting.canvas import safe_text
 from om_eval.report.plotting.colours import variant_colors
-from om_eval.report.systems import OM
-from om_eval.report.tables import BASELINE_READERS, CAVEAT_MARK, Accuracy, ReportTable, RunSummary
+from om_eval.report.tables import CAVEAT_MARK, Accuracy, ReportTable, RunSummary
 
 __all__ = ["BASELINE_HATCH", "CAVEAT_HATCH", "Marks", "Panel", "legend_columns", "legend_name", "marks_notes",
            "panels", "percent_err", "regime_note", "run_colours", "wrap_label"]
@@ -116,7 +116,7 @@ def legend_name(row: RunSummary, panel: Panel, marks: Marks) -> str:
     elif panel.mixed:
         name += f" ({_regime_name(row.official, row.judge_mode or 'unrecorded')})"
     if row.reader is not None:
-        name += f" [{BASELINE_READERS.get(row.reader, row.reader).replace(' ', '-')} reader]"
+        name += f" [{row.reader.replace('_', '-')} reader]"
     elif marks.memory_suffix:
         name += f" [{row.memory}]"
     if row.caveat and marks.caveat_suffix:
@@ -167,7 +167,7 @@ def marks_notes(table: ReportTable, marks: Marks, *, bars: bool) -> list[str]:
     if marks.memory_suffix:
         notes.append("[…] after a label = the memory system the run answered through")
     elif table.shows_memory and not table.has_baselines:
-        systems = sorted({r.memory for r in rows if r.system != OM})
+        systems = sorted({r.memory for r in rows if r.system != DEFAULT_SYSTEM})
         notes.append(f"every run answered through {', '.join(systems)}")
     return notes
 

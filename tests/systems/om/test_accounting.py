@@ -11,13 +11,13 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from om_eval.bench.accounting import PendingCounter
-from om_eval.bench.replay import ReplayConfig, check_question_turn, replay_question
 from om_eval.om import Message, ObservationalMemory, ObservationConfig, OMConfig
 from om_eval.om.config import ConfigError
 from om_eval.om.tokens import CharRatioCounter, count_messages
+from om_eval.systems.om.accounting import PendingCounter
+from om_eval.systems.om.replay import ReplayConfig, check_question_turn, replay_question
 from om_eval.testing.scripted.model import ScriptedModel
-from tests.bench.test_replay import om_config, question
+from tests.systems.om.test_replay import om_config, question
 
 START = datetime(2025, 5, 1, 9, 0)
 WORDS = " ".join(f"w{i:03d}" for i in range(80))  # distinct words, so no reply looks like a repetition loop

@@ -17,11 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from om_eval.bench.answer import actor_messages, actor_prompt_hash, actor_prompts, raw_tail_tokens
-from om_eval.bench.pipeline import MEMORY_PROMPTS, memory_hash
-from om_eval.bench.recall_actor import RecallTools
-from om_eval.bench.replay import ReplayConfig, ReplayStats, history_thread_id, replay_history, session_messages
-from om_eval.bench.trace import turn_status
+from om_eval.bench.answer import actor_prompt_hash, actor_prompts
+from om_eval.bench.history import history_thread_id
+from om_eval.bench.trace import line_index
 from om_eval.bench.turn_costs import TurnRecorder
 from om_eval.common.files import short_hash
 from om_eval.common.run_identity import RUN_ID_ENGINE_REVISION
@@ -46,6 +44,11 @@ from om_eval.om.prompts import RETRIEVAL_PROMPT_FILES, prompt_set_hash, text_has
 from om_eval.om.revision import ENGINE_REVISION
 from om_eval.om.rules import rules_for
 from om_eval.om.tokens import TokenCounter, make_counter
+from om_eval.systems.om.answer import actor_messages, raw_tail_tokens
+from om_eval.systems.om.identity import MEMORY_PROMPTS, memory_hash
+from om_eval.systems.om.recall import RecallTools
+from om_eval.systems.om.replay import ReplayConfig, ReplayStats, replay_history, session_messages
+from om_eval.systems.om.trace import turn_status
 
 #: The options: the engine's config (an :class:`OMConfig` or its dict), the replay protocol (a
 #: :class:`ReplayConfig` or its dict), Mastra's own prompts (``prompt=mastra_exact``) and the token estimator.
@@ -77,8 +80,10 @@ class ObservationalMemorySystem(MemorySystemBase):
     """Observational Memory, replayed over a history and read at the question's date."""
 
     name = "om"
+    records_turns = True
     uses_observer_model = False  # its models are its own settings (own_models), not the seam's default observer
     config_groups = ("om", "prompt", "baseline")  # baseline=none chooses OM over a reader
+    options_group = "om"  # its options are its own config groups, as before the seam
     about = "answered through Observational Memory"
 
     @classmethod
@@ -248,13 +253,14 @@ class ObservationalMemorySystem(MemorySystemBase):
     def trace_turns(self, memory: OMBuild, history: HistoryView, turn_ids: Sequence[str]) -> Mapping[str, TurnTrace]:
         """Where each turn went: ``in_raw_tail`` (never observed), ``in_memory`` (observation lines carry it),
         ``lost_at_reflection`` (an earlier generation's lines did) or ``not_captured``; lines are matched by shared
-        content words (:func:`~om_eval.bench.trace.turn_status`), a reading aid, not a metric."""
+        content words (:func:`~om_eval.systems.om.trace.turn_status`), a reading aid, not a metric."""
         om = memory.memory
         wanted = set(turn_ids)
         unobserved = {m.id for m in om.unobserved_messages()}
         histories = [om.generations()] if om.resource_scope else [om.generations(t) for t in om.thread_ids]
-        active = "\n".join(generations[-1].active_observations for generations in histories)
-        earlier = [g.active_observations for generations in histories for g in generations[:-1]]
+        # Indexed once: every turn is matched against every generation.
+        active = line_index("\n".join(generations[-1].active_observations for generations in histories))
+        earlier = [line_index(g.active_observations) for generations in histories for g in generations[:-1]]
         shown_raw = not om.config.obscure_thread_ids
         traces: dict[str, TurnTrace] = {}
         for session in history.sessions:

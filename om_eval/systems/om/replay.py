@@ -15,17 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
 from typing import Any, Literal
 
-from om_eval.bench.accounting import (
-    PENDING_ACCOUNTINGS,
-    PendingAccounting,
-    PendingCounter,
-)
+from om_eval.bench.history import history_thread_id, turn_messages
 from om_eval.bench.turn_costs import TurnRecorder
-from om_eval.data.records import HaystackSession, Question, Turn
-from om_eval.memory.view import HistoryView, QuestionView, SessionView, TurnView, history_view
+from om_eval.data.records import HaystackSession, Question
+from om_eval.memory.view import HistoryView, QuestionView, SessionView, history_view
 from om_eval.om.config import ConfigError, OMConfig, option_error
 from om_eval.om.exact.pack import PromptPack
 from om_eval.om.memory import ObservationalMemory
@@ -33,8 +28,11 @@ from om_eval.om.model import ChatModel
 from om_eval.om.outcomes import ObservationOutcome
 from om_eval.om.records import Message
 from om_eval.om.tokens import TokenCounter, default_counter
-
-ROLES = ("user", "assistant")
+from om_eval.systems.om.accounting import (
+    PENDING_ACCOUNTINGS,
+    PendingAccounting,
+    PendingCounter,
+)
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,7 @@ class ReplayConfig:
     1.10 has no async buffering in resource scope; with ``scope="resource"`` this turns on om-eval's extension
     (``OMConfig.resource_buffering``)."""
     pending_accounting: PendingAccounting = "exact"
-    """What counts toward the observation threshold after each unit (:mod:`om_eval.bench.accounting`): ``exact``
+    """What counts toward the observation threshold after each unit (:mod:`om_eval.systems.om.accounting`): ``exact``
     (om-eval), ``mastra_dev`` (the code behind Mastra's published runs) or ``mastra_step`` (1.1-1.31). Buffering
     needs ``exact``: the engine's own per-step pipeline decides there."""
 
@@ -88,42 +86,12 @@ class ReplayConfig:
         return {"scope": self.scope, "resource_buffering": self.buffering and self.scope == "resource"}
 
 
-def thread_id_for(session: HaystackSession, *, shown_raw: bool = False) -> str:
-    """The thread id of a benchmark session (its history is the one its ``question_id`` names)."""
-    return history_thread_id(session.question_id, session.index, shown_raw=shown_raw)
-
-
-def history_thread_id(history_id: str, index: int, *, shown_raw: bool = False) -> str:
-    """A thread id that is unique per (history, session index) and says nothing about the session's role.
-
-    With ``shown_raw`` (``om.obscure_thread_ids=false``, so models see the id itself) it names only the session's
-    position: the history id could tell a model the answer key (an ``_abs`` suffix marks an unanswerable
-    question). Obscured ids keep the history id (the question's, or its shared haystack's), so their hashes, and
-    every cached call, stay as they were.
-    """
-    return f"session-{index:04d}" if shown_raw else f"{history_id}:{index:04d}"
-
-
 def session_messages(session: HaystackSession | SessionView, config: ReplayConfig, thread_id: str | None = None
                      ) -> list[Message]:
-    """The session's turns as OM messages (``has_answer`` dropped; unknown roles become ``user``)."""
-    if thread_id is None:
-        if not isinstance(session, HaystackSession):
-            raise TypeError("a session view's messages need its thread_id (history_thread_id)")
-        thread_id = thread_id_for(session)
-    messages = []
-    turns: tuple[Turn | TurnView, ...] = session.turns
-    for index, turn in enumerate(turns):
-        if config.skip_empty_turns and not turn.content.strip():
-            continue
-        messages.append(Message(
-            id=f"{thread_id}:{index:04d}",
-            thread_id=thread_id,
-            role=turn.role if turn.role in ROLES else "user",
-            content=turn.content,
-            created_at=session.date + timedelta(seconds=config.turn_spacing_seconds * index),
-        ))
-    return messages
+    """The session's turns as OM messages, timed and filtered as ``config`` says (:func:`~om_eval.bench.history.
+    turn_messages`)."""
+    return turn_messages(session, thread_id, spacing_seconds=config.turn_spacing_seconds,
+                         skip_empty=config.skip_empty_turns)
 
 
 def haystack_messages(question: Question, config: ReplayConfig | None = None) -> list[Message]:

@@ -8,8 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from om_eval.bench.pipeline import memory_hash
-from om_eval.bench.replay import history_thread_id
+from om_eval.bench.history import history_thread_id
 from om_eval.bench.turn_costs import PartRecorder
 from om_eval.memory import MemoryContext, MemorySystemBase
 from om_eval.memory.registry import make_system
@@ -17,7 +16,8 @@ from om_eval.memory.view import history_view, question_view, turn_id_of
 from om_eval.om.config import ConfigError, ModelSettings, OMConfig
 from om_eval.om.records import Message
 from om_eval.om.tokens import make_counter
-from om_eval.systems.om import ObservationalMemorySystem, OMBuild
+from om_eval.systems.om.identity import memory_hash
+from om_eval.systems.om.system import ObservationalMemorySystem, OMBuild
 from om_eval.testing.scripted.model import ScriptedModel
 from tests.systems.helpers import FakeServices, question, session
 

@@ -10,9 +10,7 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from om_eval.bench.answer import answer_question
-from om_eval.bench.recall_actor import RecallLoopError
-from om_eval.bench.replay import ReplayConfig, eval_thread_id, replay_question
+from om_eval.bench.tool_loop import RecallLoopError
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.llm.cache import ResponseCache
 from om_eval.llm.client import LLMClient
@@ -20,6 +18,8 @@ from om_eval.llm.ledger import Ledger
 from om_eval.llm.providers import register_scripted
 from om_eval.om import ModelSettings, ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.recall.tool import RecallError, recall, result_json
+from om_eval.systems.om.answer import answer_question
+from om_eval.systems.om.replay import ReplayConfig, eval_thread_id, replay_question
 from om_eval.testing.scripted.model import ScriptedModel
 
 GOLD = "Zanzibarquux"
@@ -146,8 +146,8 @@ def test_retrieval_off_offers_no_tool(tmp_path) -> None:
 
 @pytest.mark.parametrize("search", ["bm25", "embedding"])
 def test_a_search_call_returns_groups_of_the_conversation_that_holds_the_answer(tmp_path, search: str) -> None:
-    from om_eval.bench.recall_actor import _prepare_search, _run_call, _search_index
     from om_eval.om.model import ToolCall
+    from om_eval.systems.om.recall import _prepare_search, _run_call, _search_index
 
     settings = {"retrieval_search": search, "retrieval_embedding_model": "scripted/om-eval"}
     client = LLMClient(cache=ResponseCache(tmp_path / "cache"), ledger=Ledger())

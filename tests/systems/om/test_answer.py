@@ -9,13 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from om_eval.bench.answer import (
-    AnswerError,
-    actor_messages,
-    answer_problem,
-    answer_question,
-    raw_tail_tokens,
-)
+from om_eval.bench.answer import AnswerError, answer_problem
 from om_eval.data import load_dataset, mini_fixture_path
 from om_eval.data.records import Question
 from om_eval.llm.cache import ResponseCache
@@ -23,6 +17,7 @@ from om_eval.llm.client import LLMClient
 from om_eval.llm.providers import register_scripted
 from om_eval.om import ModelSettings, ObservationalMemory, OMConfig
 from om_eval.om.records import Message
+from om_eval.systems.om.answer import actor_messages, answer_question, raw_tail_tokens
 from om_eval.testing.scripted.model import ScriptedModel
 from tests.om.fakes import QueueModel
 
@@ -94,7 +89,7 @@ def test_1_31_shows_the_unobserved_haystack_as_chat_history(release: str) -> Non
 
 
 def test_questions_sharing_a_memory_render_it_once_per_date(monkeypatch: pytest.MonkeyPatch) -> None:
-    import om_eval.bench.answer as answer_module
+    import om_eval.systems.om.answer as answer_module
 
     memory = ObservationalMemory(OMConfig(scope="resource"), observer=ScriptedModel())
     said = question().question_date.replace(year=2020)

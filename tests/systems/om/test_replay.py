@@ -9,17 +9,19 @@ from unittest.mock import patch
 
 import pytest
 
-from om_eval.bench.answer import actor_messages, answer_question
-from om_eval.bench.pipeline import haystack_hash, memory_hash
-from om_eval.bench.replay import ReplayConfig, replay_question, session_messages, thread_id_for
-from om_eval.bench.trace import render_question_report, trace_evidence
+from om_eval.bench.history import thread_id_for
 from om_eval.common.run_identity import MEMORY_KEY_RULE
 from om_eval.data.records import HaystackSession, Question, Turn, parse_lme_date
+from om_eval.memory.identity import haystack_hash
 from om_eval.memory.services import HarnessServices
 from om_eval.memory.view import history_view
 from om_eval.om import ObservationConfig, OMConfig, ReflectionConfig
 from om_eval.om.config import ConfigError, ModelSettings
-from om_eval.systems.om import ObservationalMemorySystem
+from om_eval.systems.om.answer import actor_messages, answer_question
+from om_eval.systems.om.identity import memory_hash
+from om_eval.systems.om.replay import ReplayConfig, replay_question, session_messages
+from om_eval.systems.om.system import ObservationalMemorySystem
+from om_eval.systems.om.trace import render_question_report, trace_evidence
 from om_eval.testing.scripted.model import ScriptedModel
 
 FILLER = "Could you explain how sourdough starters work and how often they need feeding in a warm kitchen?"
@@ -149,7 +151,7 @@ def test_a_memory_restored_from_its_snapshot_calls_no_model_and_keys_name_the_bu
     assert memory_hash(om_config(), replace(ReplayConfig(), final_flush=True), "tiktoken/o200k_base") != base
     # Every key carries the engine's revision, so a memory built by an earlier engine is not reused.
     buffered = replace(ReplayConfig(), buffering=True, scope="thread")
-    with patch("om_eval.bench.pipeline.ENGINE_REVISION", 0):
+    with patch("om_eval.systems.om.identity.ENGINE_REVISION", 0):
         earlier = memory_hash(om_config(), buffered, "tiktoken/o200k_base")
         assert memory_hash(om_config(), ReplayConfig(), "tiktoken/o200k_base") != base
     assert memory_hash(om_config(), buffered, "tiktoken/o200k_base") not in (earlier, base)

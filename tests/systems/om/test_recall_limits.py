@@ -10,16 +10,9 @@ from typing import Any
 
 import pytest
 
-import om_eval.bench.recall_actor as recall_actor
-from om_eval.bench.answer import actor_messages, answer_problem
-from om_eval.bench.recall_actor import (
-    DEFAULT_BUDGET,
-    DEFAULT_TOKEN_BUDGET,
-    LoopResult,
-    RecallLoopError,
-    _prepare_search,
-    run_recall_loop,
-)
+import om_eval.systems.om.recall as recall_module
+from om_eval.bench.answer import answer_problem
+from om_eval.bench.tool_loop import DEFAULT_BUDGET, DEFAULT_TOKEN_BUDGET, LoopResult, RecallLoopError
 from om_eval.llm.client import LLMCallError
 from om_eval.om.config import ModelSettings
 from om_eval.om.js.tokenx import estimate_tokens
@@ -27,9 +20,11 @@ from om_eval.om.model import ModelReply, ToolCall
 from om_eval.om.recall.limits import MAX_ARGUMENTS_CHARS, MAX_ECHO_CHARS, RESULT_TOKEN_CAP
 from om_eval.om.recall.tool import result_json
 from om_eval.om.tokens import make_counter
+from om_eval.systems.om.answer import actor_messages
+from om_eval.systems.om.recall import _prepare_search, run_recall_loop
 from om_eval.testing.scripted.model import ScriptedModel
-from tests.bench.test_recall_actor import SCRIPTED, haystack, setup
 from tests.om.recall.test_tool import ask, history
+from tests.systems.om.test_recall import SCRIPTED, haystack, setup
 
 Plan = Callable[[int], Sequence[ToolCall]]
 
@@ -71,7 +66,7 @@ def test_any_exception_of_the_tool_is_the_calls_error_and_the_loop_goes_on(tmp_p
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise failure
 
-    monkeypatch.setattr(recall_actor, "recall", broken)
+    monkeypatch.setattr(recall_module, "recall", broken)
     result, _ = loop(tmp_path, lambda n: [call('{"mode":"threads"}')] if n == 0 else [])
     (step,) = result.steps
     assert step.error == f"tool_failure: {type(failure).__name__}"
