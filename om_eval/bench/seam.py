@@ -22,11 +22,12 @@ from om_eval.bench.answer import ask_actor, ask_actor_with_tools
 from om_eval.bench.tool_loop import steps_json
 from om_eval.bench.trace import EvidenceTrace
 from om_eval.common.files import short_hash
+from om_eval.common.recent import by_identity
 from om_eval.common.secrets import scrub_secrets
 from om_eval.data.records import HaystackSession, Question, Turn
 from om_eval.llm.models import chat_window
 from om_eval.memory.system import MemoryContext, MemorySystemBase, TurnTrace
-from om_eval.memory.view import HistoryView, QuestionView, question_view, turn_id_of
+from om_eval.memory.view import HistoryView, QuestionView, SessionView, question_view, turn_id_of
 from om_eval.om.config import ModelSettings
 from om_eval.om.prompts import fill, text_hash
 from om_eval.om.tokens import TokenCounter
@@ -176,6 +177,12 @@ def as_context(value: MemoryContext | str | None) -> MemoryContext:
     if problems:
         raise TypeError("a memory system's context() returned a MemoryContext whose " + "; ".join(problems))
     return value
+
+
+@by_identity(maxsize=4096)  # a shared history's sessions are the same views for each of its questions
+def session_tokens(session: SessionView, counter: TokenCounter) -> int:
+    """The tokens of ``session``'s turns, as ``counter`` counts them."""
+    return sum(counter.count_text(t.content) for t in session.turns)
 
 
 def _plain(text: str) -> str:
@@ -497,7 +504,7 @@ async def system_answer_and_judge(
     verdict = await judge_answer(judge, client, question, hypothesis)
     calls = ingest_calls or {}
     # The history the system was given (the oracle reader is given the evidence sessions only).
-    history_tokens = sum(counter.count_text(t.content) for s in history.sessions for t in s.turns)
+    history_tokens = sum(session_tokens(s, counter) for s in history.sessions)
     if graded is not None:
         traces = retrieval_traces(graded, question, k)
     elif context.shown_ids is not None:

@@ -11,9 +11,10 @@ from dataclasses import asdict
 from typing import Any
 
 from om_eval.common.files import short_hash
+from om_eval.common.recent import by_identity
 from om_eval.common.run_identity import LATER_MEMORY_OPTIONS
 from om_eval.common.secrets import redact_secrets
-from om_eval.data.records import Question
+from om_eval.data.records import HaystackSession, Question
 from om_eval.llm.request import canonical_json
 
 
@@ -34,8 +35,12 @@ def seam_memory_key(spec: Any, system: Any, counter_name: str) -> str:
 
 
 def haystack_hash(question: Question) -> str:
-    """Identity of a question's haystack: the same question id in another file (oracle vs S) differs here."""
-    sessions = [
-        [s.session_id, s.date_text, [[t.role, t.content] for t in s.turns]] for s in question.sessions
-    ]
-    return short_hash(canonical_json(sessions), 12)
+    """Identity of a question's haystack: the same question id in another file (oracle vs S) differs here. The
+    hash of the canonical JSON list of its sessions, each ``[id, date, [[role, content], ...]]``; a list's JSON is
+    its items' joined, so each session's is made once however many questions share it."""
+    return short_hash("[" + ",".join(_session_json(s) for s in question.sessions) + "]", 12)
+
+
+@by_identity(maxsize=4096)
+def _session_json(session: HaystackSession) -> str:
+    return canonical_json([session.session_id, session.date_text, [[t.role, t.content] for t in session.turns]])

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from om_eval.common.recent import by_identity
 from om_eval.data.records import HaystackSession, Question
 
 #: What of a question's history a system is shown (:attr:`~om_eval.memory.system.MemorySystemBase.history_scope`).
@@ -86,6 +87,7 @@ def turn_id_of(session: HaystackSession, position: int) -> str:
     return f"{session_id_of(session)}:{position}"
 
 
+@by_identity(maxsize=4096)  # the sessions questions share (a LoCoMo conversation's) are viewed once
 def session_view(session: HaystackSession) -> SessionView:
     """``session`` without its evidence flags."""
     prefix = session_id_of(session)
