@@ -179,7 +179,7 @@ def as_context(value: MemoryContext | str | None) -> MemoryContext:
     return value
 
 
-@by_identity(maxsize=4096)  # a shared history's sessions are the same views for each of its questions
+@by_identity(maxsize=256)  # a shared history's sessions are the same views for each of its questions
 def session_tokens(session: SessionView, counter: TokenCounter) -> int:
     """The tokens of ``session``'s turns, as ``counter`` counts them."""
     return sum(counter.count_text(t.content) for t in session.turns)

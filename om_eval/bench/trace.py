@@ -34,15 +34,11 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
 
 
-#: A text's lines that have content words, and for each word the lines holding it (:func:`line_index`).
+#: A text's lines that have content words, and for each word the lines holding it.
 LineIndex = tuple[list[tuple[str, frozenset[str]]], dict[str, list[int]]]
 
 
-@lru_cache(maxsize=8)  # an index costs about ten times its text
-def line_index(observations: str) -> LineIndex:
-    """The text's lines that have content words, and for each word the lines holding it. A caller matching many
-    turns against several texts (every generation of a memory) keeps their indexes: cycling through more texts than
-    this cache holds would rebuild every index for every turn."""
+def _index(observations: str) -> LineIndex:
     lines: list[tuple[str, frozenset[str]]] = []
     holders: dict[str, list[int]] = {}
     for line in observations.splitlines():
@@ -54,22 +50,45 @@ def line_index(observations: str) -> LineIndex:
     return lines, holders
 
 
-def matching_lines(observations: str | LineIndex, content: str, limit: int = 3) -> list[str]:
-    """Observation lines whose content words mostly occur in ``content``, best first (ties in text order);
-    ``observations`` is the text or its :func:`line_index`."""
-    lines, holders = line_index(observations) if isinstance(observations, str) else observations
+# Every question of a shared memory traces its evidence through the same observations; an index costs about ten
+# times its text.
+_line_index = lru_cache(maxsize=8)(_index)
+
+
+def _matches(index: LineIndex, content: str, limit: int) -> list[str]:
+    lines, holders = index
     shared_by_line: dict[int, int] = {}
     for word in _words(content):
-        for index in holders.get(word, ()):
-            shared_by_line[index] = shared_by_line.get(index, 0) + 1
+        for position in holders.get(word, ()):
+            shared_by_line[position] = shared_by_line.get(position, 0) + 1
     scored = []
-    for index in sorted(i for i, shared in shared_by_line.items() if shared >= MIN_SHARED_WORDS):
-        line, words = lines[index]
-        shared = shared_by_line[index]
+    for position in sorted(i for i, shared in shared_by_line.items() if shared >= MIN_SHARED_WORDS):
+        line, words = lines[position]
+        shared = shared_by_line[position]
         if shared / len(words) >= MIN_LINE_COVERAGE:
             scored.append((shared / len(words), shared, line))
     scored.sort(key=lambda item: (-item[0], -item[1]))
     return [line for _, _, line in scored[:limit]]
+
+
+def matching_lines(observations: str, content: str, limit: int = 3) -> list[str]:
+    """Observation lines whose content words mostly occur in ``content``, best first (ties in text order)."""
+    return _matches(_line_index(observations), content, limit)
+
+
+class LineIndexes:
+    """:func:`matching_lines` for many turns traced through the same texts (every generation of a memory): each
+    text's index is built on first use and kept while this object lives. A shared cache of a few would cycle, and
+    rebuild every index for every turn, once a memory has more generations than it holds."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, LineIndex] = {}
+
+    def matching(self, observations: str, content: str, limit: int = 3) -> list[str]:
+        index = self._made.get(observations)
+        if index is None:
+            index = self._made[observations] = _index(observations)
+        return _matches(index, content, limit)
 
 
 @dataclass(frozen=True)

@@ -38,9 +38,15 @@ def haystack_hash(question: Question) -> str:
     """Identity of a question's haystack: the same question id in another file (oracle vs S) differs here. The
     hash of the canonical JSON list of its sessions, each ``[id, date, [[role, content], ...]]``; a list's JSON is
     its items' joined, so each session's is made once however many questions share it."""
+    if question.haystack_id is None:  # the question's own history: made once
+        return short_hash(canonical_json([_session_entry(s) for s in question.sessions]), 12)
     return short_hash("[" + ",".join(_session_json(s) for s in question.sessions) + "]", 12)
 
 
-@by_identity(maxsize=4096)
+def _session_entry(session: HaystackSession) -> list[Any]:
+    return [session.session_id, session.date_text, [[t.role, t.content] for t in session.turns]]
+
+
+@by_identity(maxsize=256)
 def _session_json(session: HaystackSession) -> str:
-    return canonical_json([session.session_id, session.date_text, [[t.role, t.content] for t in session.turns]])
+    return canonical_json(_session_entry(session))

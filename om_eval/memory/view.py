@@ -87,7 +87,7 @@ def turn_id_of(session: HaystackSession, position: int) -> str:
     return f"{session_id_of(session)}:{position}"
 
 
-@by_identity(maxsize=4096)  # the sessions questions share (a LoCoMo conversation's) are viewed once
+@by_identity(maxsize=256)  # the sessions questions share (a LoCoMo conversation's) are viewed once
 def session_view(session: HaystackSession) -> SessionView:
     """``session`` without its evidence flags."""
     prefix = session_id_of(session)

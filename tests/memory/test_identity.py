@@ -17,15 +17,17 @@ _TURNS = st.lists(st.builds(Turn, st.sampled_from(["user", "assistant", "tool"])
 _SESSIONS = st.lists(st.tuples(_TEXT, _TEXT, _TURNS), max_size=4)
 
 
-def _question(sessions: list[tuple[str, str, list[Turn]]]) -> Question:
+def _question(sessions: list[tuple[str, str, list[Turn]]], shared: bool) -> Question:
     made = tuple(HaystackSession("h", index, session_id, datetime(2023, 5, 1), date_text, tuple(turns), False)
                  for index, (session_id, date_text, turns) in enumerate(sessions))
-    return Question("q", "single-session-user", "what?", "x", datetime(2023, 5, 2), "2023/05/02 (Tue) 10:00", made, ())
+    return Question("q", "single-session-user", "what?", "x", datetime(2023, 5, 2), "2023/05/02 (Tue) 10:00", made, (),
+                    haystack_id="conversation" if shared else None)
 
 
-@given(_SESSIONS)
-def test_the_history_hash_is_the_hash_of_its_sessions_canonical_json(sessions: list[tuple[str, str, list[Turn]]]
-                                                                      ) -> None:
-    question = _question(sessions)
+@given(_SESSIONS, st.booleans())
+def test_the_history_hash_is_the_hash_of_its_sessions_canonical_json(sessions: list[tuple[str, str, list[Turn]]],
+                                                                      shared: bool) -> None:
+    """Shared or not (made per session, or at once), the same hash."""
+    question = _question(sessions, shared)
     whole = [[s.session_id, s.date_text, [[t.role, t.content] for t in s.turns]] for s in question.sessions]
     assert haystack_hash(question) == haystack_hash(question) == short_hash(canonical_json(whole), 12)

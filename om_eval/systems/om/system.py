@@ -19,7 +19,7 @@ from typing import Any
 
 from om_eval.bench.answer import actor_prompt_hash, actor_prompts
 from om_eval.bench.history import history_thread_id
-from om_eval.bench.trace import line_index
+from om_eval.bench.trace import LineIndexes
 from om_eval.bench.turn_costs import TurnRecorder
 from om_eval.common.files import short_hash
 from om_eval.common.run_identity import RUN_ID_ENGINE_REVISION
@@ -258,9 +258,9 @@ class ObservationalMemorySystem(MemorySystemBase):
         wanted = set(turn_ids)
         unobserved = {m.id for m in om.unobserved_messages()}
         histories = [om.generations()] if om.resource_scope else [om.generations(t) for t in om.thread_ids]
-        # Indexed once: every turn is matched against every generation.
-        active = line_index("\n".join(generations[-1].active_observations for generations in histories))
-        earlier = [line_index(g.active_observations) for generations in histories for g in generations[:-1]]
+        active = "\n".join(generations[-1].active_observations for generations in histories)
+        earlier = [g.active_observations for generations in histories for g in generations[:-1]]
+        indexes = LineIndexes()  # every turn may be matched against every generation: each is indexed once
         shown_raw = not om.config.obscure_thread_ids
         traces: dict[str, TurnTrace] = {}
         for session in history.sessions:
@@ -271,6 +271,7 @@ class ObservationalMemorySystem(MemorySystemBase):
             for position, turn in enumerate(session.turns):
                 if turn.id not in wanted:
                     continue
-                status, lines = turn_status(messages.get(f"{position:04d}"), turn.content, unobserved, active, earlier)
+                status, lines = turn_status(messages.get(f"{position:04d}"), turn.content, unobserved, active, earlier,
+                                            indexes)
                 traces[turn.id] = TurnTrace(status, tuple(lines))
         return traces

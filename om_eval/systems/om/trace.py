@@ -16,25 +16,26 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from om_eval.bench.history import thread_id_for
-from om_eval.bench.trace import EvidenceTrace, LineIndex, line_index, matching_lines
+from om_eval.bench.trace import EvidenceTrace, LineIndexes, matching_lines
 from om_eval.data.records import Question
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.records import Message
 from om_eval.systems.om.replay import ReplayConfig, session_messages
 
 
-def turn_status(message: Message | None, content: str, unobserved: set[str], active: str | LineIndex,
-                earlier: Sequence[str | LineIndex]) -> tuple[str, list[str]]:
+def turn_status(message: Message | None, content: str, unobserved: set[str], active: str, earlier: Sequence[str],
+                indexes: LineIndexes | None = None) -> tuple[str, list[str]]:
     """Where a turn went (its replayed ``message``, ``None`` when none was kept) and the lines that carry it, given
-    the ids never observed, the active observations and earlier generations' texts (or their :func:`~om_eval.bench.
-    trace.line_index`, when many turns are traced)."""
+    the ids never observed, the active observations and earlier generations' texts; ``indexes`` keeps the texts'
+    line indexes when many turns are traced."""
+    match = indexes.matching if indexes is not None else matching_lines
     lines: list[str] = []
     if message is None or message.id in unobserved:
         return "in_raw_tail", lines
-    if lines := matching_lines(active, content):
+    if lines := match(active, content):
         return "in_memory", lines
     for text in earlier:
-        if lines := matching_lines(text, content):
+        if lines := match(text, content):
             return "lost_at_reflection", lines
     return "not_captured", []
 
@@ -46,8 +47,9 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
     replay = replay or ReplayConfig()
     unobserved = {m.id for m in memory.unobserved_messages()}
     histories = [memory.generations()] if memory.resource_scope else [memory.generations(t) for t in memory.thread_ids]
-    active = line_index("\n".join(history[-1].active_observations for history in histories))
-    earlier = [line_index(g.active_observations) for history in histories for g in history[:-1]]
+    active = "\n".join(history[-1].active_observations for history in histories)
+    earlier = [g.active_observations for history in histories for g in history[:-1]]
+    indexes = LineIndexes()
     traces = []
     for session in question.sessions:
         if not any(turn.has_answer for turn in session.turns):
@@ -57,7 +59,8 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
         for turn_index, turn in enumerate(session.turns):
             if not turn.has_answer:
                 continue
-            status, lines = turn_status(messages.get(f"{turn_index:04d}"), turn.content, unobserved, active, earlier)
+            status, lines = turn_status(messages.get(f"{turn_index:04d}"), turn.content, unobserved, active, earlier,
+                                        indexes)
             answer = question.answer_text.lower()
             traces.append(EvidenceTrace(
                 session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],
