@@ -100,9 +100,17 @@ class TiktokenCounter:
         """Tokens in ``text``. A long text is counted as the sum of its line pieces (:data:`_ADDITIVE_CUT`), each
         remembered: observations are counted again and again as they grow by a few lines, and the Observer's
         truncation counts candidates rebuilt from the same lines, so nearly every piece is already known."""
-        if len(text) <= self.REMEMBERED_CHARS or self.encoding_name not in PIECEWISE_ENCODINGS:
+        if len(text) <= self.REMEMBERED_CHARS:
+            # The common case (a line, a message) answered here, without a further call.
+            known = self._remembered.get(text)
+            return known if known is not None else self._count_piece(text)
+        if self.encoding_name not in PIECEWISE_ENCODINGS:
             return self._count_piece(text)
-        return sum(self._count_piece(piece) for piece in _ADDITIVE_CUT.split(text))
+        remembered, total = self._remembered, 0
+        for piece in _ADDITIVE_CUT.split(text):
+            known = remembered.get(piece)
+            total += known if known is not None else self._count_piece(piece)
+        return total
 
     def _count_piece(self, text: str) -> int:
         if not text:

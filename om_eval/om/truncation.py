@@ -27,6 +27,7 @@ How the work is bounded (observations can be ~1500 lines / 40k tokens):
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -69,7 +70,11 @@ def is_important_line(line: str) -> bool:
     Returns:
         True for an important line.
     """
-    return any(marker in line for marker in IMPORTANT_MARKERS)
+    return _IMPORTANT.search(line) is not None
+
+
+# One search per line: the truncation marks every line of the observations at each Observer call.
+_IMPORTANT = re.compile("|".join(map(re.escape, IMPORTANT_MARKERS)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +91,10 @@ class _LineCosts:
 
     @classmethod
     def measure(cls, lines: list[str], count_tokens: TokenCountFn) -> _LineCosts:
-        costs = [count_tokens(line) for line in lines]
+        costs = list(map(count_tokens, lines))
         tail_cost = list(accumulate(reversed(costs), initial=0))[::-1]
-        important = [index for index, line in enumerate(lines) if is_important_line(line)]
+        search = _IMPORTANT.search
+        important = [index for index, line in enumerate(lines) if search(line) is not None]
         important_cost = list(accumulate((costs[index] for index in important), initial=0))
         return cls(lines, tail_cost, important, important_cost)
 
