@@ -32,7 +32,8 @@ from om_eval.om.tokens import TokenCounter
 DEFAULT_BUDGET = 8
 DEFAULT_TOKEN_BUDGET = 40_000
 """Tokens (the run's counter) the tool loop may add to one question's prompt: the calls echoed back and their
-results. The tool cuts each page, part chunk and search result to 2,000 tokens of its own estimate, which any
+results. Sized for OM's recall tool, the one built in: it cuts each page, part chunk and search result to 2,000
+tokens of its own estimate, which any
 shipped counter puts at 3,700 at most with the JSON (emoji-dense text in ``o200k_base``). So eight calls
 (:data:`DEFAULT_BUDGET`) of the largest results stay under 30,000 and never reach the budget, while a fifth result
 at :data:`~om_eval.om.recall.limits.RESULT_TOKEN_CAP` does not fit. Refusals past it add one short line per call."""

@@ -34,11 +34,13 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
 
 
-#: A text's lines that have content words, and for each word the lines holding it.
+#: A text's lines that have content words, and for each word the lines holding it (:func:`line_index`).
 LineIndex = tuple[list[tuple[str, frozenset[str]]], dict[str, list[int]]]
 
 
-def _index(observations: str) -> LineIndex:
+def line_index(observations: str) -> LineIndex:
+    """The text's lines that have content words, and for each word the lines holding it (about ten times the text's
+    size: a caller holds few at once)."""
     lines: list[tuple[str, frozenset[str]]] = []
     holders: dict[str, list[int]] = {}
     for line in observations.splitlines():
@@ -50,12 +52,12 @@ def _index(observations: str) -> LineIndex:
     return lines, holders
 
 
-# Every question of a shared memory traces its evidence through the same observations; an index costs about ten
-# times its text.
-_line_index = lru_cache(maxsize=8)(_index)
+# Every question of a shared memory traces its evidence through the same active observations.
+_cached_index = lru_cache(maxsize=8)(line_index)
 
 
-def _matches(index: LineIndex, content: str, limit: int) -> list[str]:
+def indexed_matches(index: LineIndex, content: str, limit: int = 3) -> list[str]:
+    """:func:`matching_lines` in a text already indexed."""
     lines, holders = index
     shared_by_line: dict[int, int] = {}
     for word in _words(content):
@@ -73,22 +75,7 @@ def _matches(index: LineIndex, content: str, limit: int) -> list[str]:
 
 def matching_lines(observations: str, content: str, limit: int = 3) -> list[str]:
     """Observation lines whose content words mostly occur in ``content``, best first (ties in text order)."""
-    return _matches(_line_index(observations), content, limit)
-
-
-class LineIndexes:
-    """:func:`matching_lines` for many turns traced through the same texts (every generation of a memory): each
-    text's index is built on first use and kept while this object lives. A shared cache of a few would cycle, and
-    rebuild every index for every turn, once a memory has more generations than it holds."""
-
-    def __init__(self) -> None:
-        self._made: dict[str, LineIndex] = {}
-
-    def matching(self, observations: str, content: str, limit: int = 3) -> list[str]:
-        index = self._made.get(observations)
-        if index is None:
-            index = self._made[observations] = _index(observations)
-        return _matches(index, content, limit)
+    return indexed_matches(_cached_index(observations), content, limit)
 
 
 @dataclass(frozen=True)

@@ -12,27 +12,30 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import wraps
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
+P = ParamSpec("P")
 R = TypeVar("R")
 
 
-def by_identity(maxsize: int) -> Callable[[Callable[..., R]], Callable[..., R]]:
+def by_identity(maxsize: int) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Cache a function of positional arguments by their identities, the ``maxsize`` most recently used."""
 
-    def wrap(function: Callable[..., R]) -> Callable[..., R]:
+    def wrap(function: Callable[P, R]) -> Callable[P, R]:
         kept: OrderedDict[tuple[int, ...], tuple[tuple[Any, ...], R]] = OrderedDict()
         lock = threading.Lock()
 
         @wraps(function)
-        def cached(*args: Any) -> R:
+        def cached(*args: P.args, **kwargs: P.kwargs) -> R:
+            if kwargs:
+                raise TypeError(f"{function.__name__} is cached by its positional arguments only")
             key = tuple(map(id, args))
             with lock:
                 hit = kept.get(key)
                 if hit is not None and all(a is b for a, b in zip(hit[0], args)):
                     kept.move_to_end(key)
                     return hit[1]
-            value = function(*args)
+            value = function(*args, **kwargs)  # kwargs is empty: checked above
             with lock:
                 kept[key] = (args, value)
                 kept.move_to_end(key)

@@ -30,7 +30,7 @@ from om_eval.common.run_identity import RUN_ID_RULE
 from om_eval.common.secrets import redact_secrets
 from om_eval.experiment.run_options import RunOptions
 from om_eval.llm.request import canonical_json
-from om_eval.memory.registry import system_trait
+from om_eval.memory.registry import BUILT_IN, system_trait
 from om_eval.om.config import (
     ConfigError,
     ModelSettings,
@@ -241,6 +241,10 @@ def _memory_choice(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any] | None, 
     small = models.pop("small", None)
     kept["models"] = models
     group = system_trait(name, "options_group")
+    if group != "memory" and name not in BUILT_IN:
+        raise ConfigError(f"memory={name} declares options_group={group!r}: only om-eval's own systems keep their "
+                          "options elsewhere (OM, the baseline readers); a plugin's are its memory group, so remove "
+                          "options_group from it", option="memory")
     if group not in ("memory", "baseline"):  # its options are its own config groups (OM's om and prompt), read below
         return name, None, kept
     if group == "baseline":

@@ -358,7 +358,7 @@ class MemorySystemBase:
     @classmethod
     def label(cls, budget: Mapping[str, Any], options: Mapping[str, Any]) -> str:
         """How a run is named in tables, legends and the HTML view, from the :meth:`budget` it stored and its options
-        (the run's ``memory`` group): its name by default."""
+        (the run's :attr:`options_group`, ``memory`` for all but om-eval's oldest systems): its name by default."""
         return cls.name
 
     async def ingest(self, history: HistoryView, services: MemoryServices) -> Any:

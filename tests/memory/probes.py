@@ -202,3 +202,10 @@ class FailingClose(FolderLibrary):
     def close(self, memory: Any) -> None:
         CLOSED.append((str(memory), memory.exists()))
         raise RuntimeError("the database is already gone")
+
+
+class ElsewhereOptions(GoldProbe):
+    """A plugin that claims its options live outside its memory group, as only om-eval's own systems may."""
+
+    name = "elsewhere"
+    options_group = "om"

@@ -22,7 +22,7 @@ from tests.runs import compose_run
 
 PROBES = {name: f"tests.memory.probes:{cls}" for name, cls in
           (("gold_probe", "GoldProbe"), ("ranker", "Ranker"), ("appending", "Appending"),
-           ("silent_embedder", "SilentEmbedder"))}
+           ("silent_embedder", "SilentEmbedder"), ("elsewhere", "ElsewhereOptions"))}
 
 
 @pytest.fixture
@@ -54,14 +54,23 @@ def test_a_plain_class_is_seen_through_the_base_with_the_hooks_it_declares(with_
 
 
 def test_what_a_system_is_is_read_from_its_class_and_defaults_for_a_plugin(with_probes: None) -> None:
-    names = [*registry.BUILT_IN, "gold_probe", "uninstalled_plugin"]
+    names = [*registry.BUILT_IN, "gold_probe", "uninstalled_plugin"]  # "elsewhere" claims a group: see below
     groups = {name: registry.system_trait(name, "options_group") for name in names}
     assert groups == {**dict.fromkeys(names, "memory"), "om": "om", "full_context": "baseline", "oracle": "baseline"}
     assert [name for name in names if registry.system_trait(name, "reads_history")] == ["full_context", "oracle"]
     assert [name for name in names if not registry.system_trait(name, "records_turns")] == [
         "oracle", "gold_probe", "uninstalled_plugin"]
     assert "evidence sessions" in registry.system_trait("oracle", "no_turns_reason")
+    assert registry.system_trait("elsewhere", "options_group") == "om"
     assert registry.system_trait("uninstalled_plugin", "no_turns_reason") == ""
+
+
+def test_a_plugin_claiming_options_outside_its_memory_group_is_refused(with_probes: None) -> None:
+    from om_eval.experiment.spec import _memory_choice
+    from om_eval.om.config import ConfigError
+
+    with pytest.raises(ConfigError, match="memory=elsewhere declares options_group='om'.*remove options_group"):
+        _memory_choice({"memory": {"system": "elsewhere"}, "models": {"actor": {}, "judge": {}}})
 
 
 @pytest.mark.parametrize("name", ["simple_om", "rag_mastra", "rag_lme"])

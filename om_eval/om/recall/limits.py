@@ -2,8 +2,9 @@
 
 1.31 has none of these. Its agent loop parses the model's arguments in JavaScript, where ``1e400`` is ``Infinity``
 and deep nesting is cheap, and hands back whatever the tool returns. Python breaks on the same input instead
-(``OverflowError``, ``RecursionError``), and echoed text grows a prompt without limit, so the actor's loop
-(:mod:`om_eval.bench.tool_loop`) refuses such arguments before the tool runs, with an error the model reads.
+(``OverflowError``, ``RecursionError``), and echoed text grows a prompt without limit, so OM's recall tool
+(:mod:`om_eval.systems.om.recall`) refuses such arguments before the tool runs, with an error the model reads,
+and the actor's loop (:mod:`om_eval.bench.tool_loop`) cuts what it echoes and returns.
 Arguments within these limits reach the tool exactly as 1.31's would. So the port and the differential test of
 :mod:`om_eval.om.recall.tool` stay as they are, and normal calls are never touched.
 

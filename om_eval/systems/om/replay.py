@@ -88,8 +88,8 @@ class ReplayConfig:
 
 def session_messages(session: HaystackSession | SessionView, config: ReplayConfig, thread_id: str | None = None
                      ) -> list[Message]:
-    """The session's turns as OM messages, timed and filtered as ``config`` says (:func:`~om_eval.bench.history.
-    turn_messages`)."""
+    """The session's turns as OM messages, timed and filtered as ``config`` says
+    (:func:`~om_eval.bench.history.turn_messages`)."""
     return turn_messages(session, thread_id, spacing_seconds=config.turn_spacing_seconds,
                          skip_empty=config.skip_empty_turns)
 

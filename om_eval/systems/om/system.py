@@ -19,7 +19,6 @@ from typing import Any
 
 from om_eval.bench.answer import actor_prompt_hash, actor_prompts
 from om_eval.bench.history import history_thread_id
-from om_eval.bench.trace import LineIndexes
 from om_eval.bench.turn_costs import TurnRecorder
 from om_eval.common.files import short_hash
 from om_eval.common.run_identity import RUN_ID_ENGINE_REVISION
@@ -48,7 +47,7 @@ from om_eval.systems.om.answer import actor_messages, raw_tail_tokens
 from om_eval.systems.om.identity import MEMORY_PROMPTS, memory_hash
 from om_eval.systems.om.recall import RecallTools
 from om_eval.systems.om.replay import ReplayConfig, ReplayStats, replay_history, session_messages
-from om_eval.systems.om.trace import turn_status
+from om_eval.systems.om.trace import turn_statuses
 
 #: The options: the engine's config (an :class:`OMConfig` or its dict), the replay protocol (a
 #: :class:`ReplayConfig` or its dict), Mastra's own prompts (``prompt=mastra_exact``) and the token estimator.
@@ -253,25 +252,22 @@ class ObservationalMemorySystem(MemorySystemBase):
     def trace_turns(self, memory: OMBuild, history: HistoryView, turn_ids: Sequence[str]) -> Mapping[str, TurnTrace]:
         """Where each turn went: ``in_raw_tail`` (never observed), ``in_memory`` (observation lines carry it),
         ``lost_at_reflection`` (an earlier generation's lines did) or ``not_captured``; lines are matched by shared
-        content words (:func:`~om_eval.systems.om.trace.turn_status`), a reading aid, not a metric."""
+        content words (:func:`~om_eval.systems.om.trace.turn_statuses`), a reading aid, not a metric."""
         om = memory.memory
         wanted = set(turn_ids)
         unobserved = {m.id for m in om.unobserved_messages()}
         histories = [om.generations()] if om.resource_scope else [om.generations(t) for t in om.thread_ids]
         active = "\n".join(generations[-1].active_observations for generations in histories)
         earlier = [g.active_observations for generations in histories for g in generations[:-1]]
-        indexes = LineIndexes()  # every turn may be matched against every generation: each is indexed once
         shown_raw = not om.config.obscure_thread_ids
-        traces: dict[str, TurnTrace] = {}
+        asked = []
         for session in history.sessions:
             if not any(turn.id in wanted for turn in session.turns):
                 continue  # most sessions hold no turn asked about: their messages are not rebuilt
             thread = history_thread_id(history.id, session.index, shown_raw=shown_raw)
             messages = {m.id.rsplit(":", 1)[-1]: m for m in session_messages(session, self.replay, thread)}
-            for position, turn in enumerate(session.turns):
-                if turn.id not in wanted:
-                    continue
-                status, lines = turn_status(messages.get(f"{position:04d}"), turn.content, unobserved, active, earlier,
-                                            indexes)
-                traces[turn.id] = TurnTrace(status, tuple(lines))
-        return traces
+            asked += [(turn.id, messages.get(f"{position:04d}"), turn.content)
+                      for position, turn in enumerate(session.turns) if turn.id in wanted]
+        # All at once: each earlier generation is indexed once for every turn, one generation at a time.
+        statuses = turn_statuses(asked, unobserved, active, earlier)
+        return {str(turn_id): TurnTrace(status, tuple(lines)) for turn_id, (status, lines) in statuses.items()}

@@ -13,31 +13,51 @@ turn; :func:`~om_eval.bench.trace.matching_lines`); this is a heuristic made for
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 
 from om_eval.bench.history import thread_id_for
-from om_eval.bench.trace import EvidenceTrace, LineIndexes, matching_lines
+from om_eval.bench.trace import EvidenceTrace, indexed_matches, line_index, matching_lines
 from om_eval.data.records import Question
 from om_eval.om.memory import ObservationalMemory
 from om_eval.om.records import Message
 from om_eval.systems.om.replay import ReplayConfig, session_messages
 
 
-def turn_status(message: Message | None, content: str, unobserved: set[str], active: str, earlier: Sequence[str],
-                indexes: LineIndexes | None = None) -> tuple[str, list[str]]:
+def turn_status(message: Message | None, content: str, unobserved: set[str], active: str, earlier: Sequence[str]
+                ) -> tuple[str, list[str]]:
     """Where a turn went (its replayed ``message``, ``None`` when none was kept) and the lines that carry it, given
-    the ids never observed, the active observations and earlier generations' texts; ``indexes`` keeps the texts'
-    line indexes when many turns are traced."""
-    match = indexes.matching if indexes is not None else matching_lines
-    lines: list[str] = []
-    if message is None or message.id in unobserved:
-        return "in_raw_tail", lines
-    if lines := match(active, content):
-        return "in_memory", lines
+    the ids never observed, the active observations and earlier generations' texts."""
+    return turn_statuses([(None, message, content)], unobserved, active, earlier)[None]
+
+
+def turn_statuses(turns: Sequence[tuple[Hashable, Message | None, str]], unobserved: set[str], active: str,
+                  earlier: Sequence[str]) -> dict[Hashable, tuple[str, list[str]]]:
+    """:func:`turn_status` of many ``(key, message, content)`` turns at once, by key. The earlier generations are
+    read one at a time, oldest first, each indexed once and let go before the next (a long memory has hundreds);
+    a turn takes the first one that carries it, as it would alone."""
+    statuses: dict[Hashable, tuple[str, list[str]]] = {}
+    pending: list[tuple[Hashable, str]] = []
+    for key, message, content in turns:
+        if message is None or message.id in unobserved:
+            statuses[key] = ("in_raw_tail", [])
+        elif lines := matching_lines(active, content):
+            statuses[key] = ("in_memory", lines)
+        else:
+            pending.append((key, content))
     for text in earlier:
-        if lines := match(text, content):
-            return "lost_at_reflection", lines
-    return "not_captured", []
+        if not pending:
+            break
+        index = line_index(text)
+        left = []
+        for key, content in pending:
+            if lines := indexed_matches(index, content):
+                statuses[key] = ("lost_at_reflection", lines)
+            else:
+                left.append((key, content))
+        pending = left
+    for key, _ in pending:
+        statuses[key] = ("not_captured", [])
+    return statuses
 
 
 def trace_evidence(question: Question, memory: ObservationalMemory, replay: ReplayConfig | None = None) -> list[
@@ -49,23 +69,24 @@ def trace_evidence(question: Question, memory: ObservationalMemory, replay: Repl
     histories = [memory.generations()] if memory.resource_scope else [memory.generations(t) for t in memory.thread_ids]
     active = "\n".join(history[-1].active_observations for history in histories)
     earlier = [g.active_observations for history in histories for g in history[:-1]]
-    indexes = LineIndexes()
-    traces = []
+    found = []
     for session in question.sessions:
         if not any(turn.has_answer for turn in session.turns):
             continue  # most sessions of a long haystack hold no evidence: their messages are not rebuilt
         thread = thread_id_for(session, shown_raw=not memory.config.obscure_thread_ids)
         messages = {m.id.rsplit(":", 1)[-1]: m for m in session_messages(session, replay, thread)}
-        for turn_index, turn in enumerate(session.turns):
-            if not turn.has_answer:
-                continue
-            status, lines = turn_status(messages.get(f"{turn_index:04d}"), turn.content, unobserved, active, earlier,
-                                        indexes)
-            answer = question.answer_text.lower()
-            traces.append(EvidenceTrace(
-                session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],
-                status, tuple(lines), any(answer in line.lower() for line in lines),
-            ))
+        found += [(session, turn_index, turn, messages.get(f"{turn_index:04d}"))
+                  for turn_index, turn in enumerate(session.turns) if turn.has_answer]
+    statuses = turn_statuses([(n, message, turn.content) for n, (_, _, turn, message) in enumerate(found)],
+                             unobserved, active, earlier)
+    answer = question.answer_text.lower()
+    traces = []
+    for n, (session, turn_index, turn, _) in enumerate(found):
+        status, lines = statuses[n]
+        traces.append(EvidenceTrace(
+            session.session_id, session.index, turn_index, turn.role, " ".join(turn.content.split())[:160],
+            status, tuple(lines), any(answer in line.lower() for line in lines),
+        ))
     return traces
 
 
