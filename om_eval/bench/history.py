@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from om_eval.data.records import HaystackSession, Question, Turn
+from om_eval.memory.system import TURN_SPACING
 from om_eval.memory.view import SessionView, TurnView
 from om_eval.om.records import Message
 
@@ -30,8 +31,8 @@ def history_thread_id(history_id: str, index: int, *, shown_raw: bool = False) -
     return f"session-{index:04d}" if shown_raw else f"{history_id}:{index:04d}"
 
 
-def turn_messages(session: HaystackSession | SessionView, thread_id: str | None = None, *, spacing_seconds: int = 5,
-                  skip_empty: bool = True) -> list[Message]:
+def turn_messages(session: HaystackSession | SessionView, thread_id: str | None = None, *,
+                  spacing_seconds: int = int(TURN_SPACING.total_seconds()), skip_empty: bool = True) -> list[Message]:
     """The session's turns as OM messages (``has_answer`` dropped; unknown roles become ``user``), turn ``i`` timed
     at the session's date + ``spacing_seconds`` x ``i`` (skipped turns keep their index)."""
     if thread_id is None:
@@ -54,6 +55,7 @@ def turn_messages(session: HaystackSession | SessionView, thread_id: str | None 
 
 
 def lived_messages(question: Question) -> list[Message]:
-    """The question's haystack as an agent lived through it: sessions oldest first, turns 5 s apart, empty turns
-    left out (OM's default replay feeds the same messages)."""
+    """The question's haystack as an agent lived through it: sessions oldest first, turns
+    :data:`~om_eval.memory.system.TURN_SPACING` apart, empty turns left out (OM's default replay feeds the same
+    messages)."""
     return [m for session in question.sessions_by_date() for m in turn_messages(session)]
