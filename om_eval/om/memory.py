@@ -90,6 +90,7 @@ from om_eval.om.tokens import (
     TokenCounter,
     count_message,
     default_counter,
+    over_limit,
 )
 from om_eval.om.truncation import prepare_previous_observations
 from om_eval.om.wording import Wording, wording_for
@@ -423,7 +424,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         if budget is not False and seen and record.buffered_reflection and record.reflected_observation_line_count:
             rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
             text = record.buffered_reflection + ("\n\n" + rest if rest else "")
-        return prepare_previous_observations(text, budget, self.counter.count_text)
+        return prepare_previous_observations(text, budget, self.counter.count_text, exceeds=over_limit(self.counter))
 
     def _history(self, messages: Sequence[Message]) -> str:
         """The Observer's view of ``messages``: 1.10's blocks, or 1.15+'s lines (:attr:`EngineRules.history_lines`)."""

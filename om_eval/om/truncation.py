@@ -84,19 +84,43 @@ class _LineCosts:
     lines: list[str]
     #: ``tail_cost[t]`` = tokens of ``lines[t:]`` (length n + 1).
     tail_cost: list[int]
-    #: Indexes of the important lines, ascending.
+    #: Indexes of the important lines, ascending (from :meth:`measure`: those a candidate can keep).
     important: list[int]
     #: ``important_cost[j]`` = tokens of the first j important lines (length len(important) + 1).
     important_cost: list[int]
 
+    #: Split points before this one leave a tail over the budget (every earlier one is infeasible).
+    first_fitting_tail: int
+
     @classmethod
-    def measure(cls, lines: list[str], count_tokens: TokenCountFn) -> _LineCosts:
-        costs = list(map(count_tokens, lines))
-        tail_cost = list(accumulate(reversed(costs), initial=0))[::-1]
+    def measure(cls, lines: list[str], count_tokens: TokenCountFn, budget: int) -> _LineCosts:
+        """Count only the lines a candidate can hold: the newest lines until the tail passes ``budget``, then the
+        newest important lines before them until those alone pass it. Any candidate reaching further costs more
+        than the budget whatever the lines beyond cost, so they get ``budget + 1`` each and every search answer
+        is the one full counts would give, while a 40k-token memory has its 2k-token budget measured in a
+        tenth of the lines."""
         search = _IMPORTANT.search
-        important = [index for index, line in enumerate(lines) if search(line) is not None]
+        costs = [budget + 1] * len(lines)
+        start, tail = len(lines), 0
+        while start > 0 and tail <= budget:
+            start -= 1
+            costs[start] = count_tokens(lines[start])
+            tail += costs[start]
+        important = [index for index in range(start, len(lines)) if search(lines[index]) is not None]
+        # Older important lines, newest first; those older still are left out of ``important`` altogether (any
+        # candidate keeping one keeps all of these too, already over the budget), so they are not even searched.
+        older: list[int] = []
+        index, held = start, 0
+        while index > 0 and held <= budget:
+            index -= 1
+            if search(lines[index]) is not None:
+                older.append(index)
+                costs[index] = count_tokens(lines[index])
+                held += costs[index]
+        important[:0] = reversed(older)
+        tail_cost = list(accumulate(reversed(costs), initial=0))[::-1]
         important_cost = list(accumulate((costs[index] for index in important), initial=0))
-        return cls(lines, tail_cost, important, important_cost)
+        return cls(lines, tail_cost, important, important_cost, start + 1 if tail > budget else 0)
 
     def feasible_keep(self, tail_start: int, budget: int) -> int | None:
         """Most newest-important head lines (at most the tail length) whose lower bound fits, or None when
@@ -136,7 +160,7 @@ class _LineCosts:
 def _group_candidates(costs: _LineCosts, budget: int) -> dict[int, list[int]]:
     """Split points whose lower bound fits, grouped by the number of important lines kept (tails ascending)."""
     groups: dict[int, list[int]] = {}
-    for tail_start in range(1, len(costs.lines)):
+    for tail_start in range(max(1, costs.first_fitting_tail), len(costs.lines)):
         keep = costs.feasible_keep(tail_start, budget)
         if keep is not None:
             groups.setdefault(keep, []).append(tail_start)
@@ -194,7 +218,7 @@ def _likely_first_fit(costs: _LineCosts, tail_starts: Sequence[int], keep: int, 
 def _truncate(observations: str, budget: int, count_tokens: TokenCountFn) -> str:
     """The search itself, for text known to exceed a positive budget."""
     lines = observations.split("\n")
-    costs = _LineCosts.measure(lines, count_tokens)
+    costs = _LineCosts.measure(lines, count_tokens, budget)
     groups = _group_candidates(costs, budget)
     for keep in sorted(groups, reverse=True):
         tail_starts = groups[keep]
@@ -241,6 +265,8 @@ def prepare_previous_observations(
     observations: str,
     budget: int | Literal[False] | None,
     count_tokens: TokenCountFn,
+    *,
+    exceeds: Callable[[str, int], bool] | None = None,
 ) -> tuple[str, bool]:
     """Apply ``previousObserverTokens`` to the prior observations shown to the Observer (§1.14 steps 1, 3, 4).
 
@@ -251,6 +277,8 @@ def prepare_previous_observations(
         budget: ``False``/None: no limit (benchmark era); 0: omit them; otherwise the token budget. With no
             prior observations nothing is truncated, whatever the budget.
         count_tokens: The token counter.
+        exceeds: The same counter's "more than this many tokens" test, when it can answer without counting the
+            whole text (:func:`om_eval.om.tokens.over_limit`); by default a whole count.
 
     Returns:
         ``(text, was_truncated)``; ``was_truncated`` adds the truncation notice to the Observer prompt.
@@ -265,6 +293,6 @@ def prepare_previous_observations(
         return observations, False
     if budget == 0:
         return "", True
-    if count_tokens(observations) <= budget:
+    if not (exceeds(observations, budget) if exceeds is not None else count_tokens(observations) > budget):
         return observations, False
     return _truncate(observations, budget, count_tokens), True

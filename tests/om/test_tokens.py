@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import datetime
 
 import pytest
@@ -16,6 +17,7 @@ from om_eval.om.tokens import (
     count_messages,
     count_text,
     make_counter,
+    over_limit,
 )
 
 
@@ -89,6 +91,20 @@ def test_a_long_text_counted_by_line_pieces_counts_as_a_whole(encoding: str, tex
     whole = len(counter._encoding.encode(text, allowed_special="all"))
     assert counter.count_text(text) == whole
     assert counter.count_text(text) == whole  # and again from the remembered pieces
+
+
+@pytest.mark.parametrize("encoding", ["o200k_base", "cl100k_base"])
+@settings(max_examples=300, deadline=None)
+@given(text=_TRICKY_TEXT, limit=st.integers(min_value=0, max_value=80))
+@example(text="a\nb\n" * 40, limit=3)
+def test_whether_a_text_exceeds_a_limit_read_from_its_end_agrees_with_its_whole_count(
+    encoding: str, text: str, limit: int
+) -> None:
+    counter = TiktokenCounter(encoding)
+    counter.REMEMBERED_CHARS = 8  # suffixes counted piecewise too
+    whole = len(counter._encoding.encode(text, allowed_special="all"))
+    assert counter.exceeds(text, limit) == (whole > limit)
+    assert over_limit(CharRatioCounter())(text, limit) == (math.ceil(len(text) / 4) > limit)
 
 
 def test_observations_grown_by_a_line_count_as_a_whole() -> None:

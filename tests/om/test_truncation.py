@@ -12,6 +12,8 @@ from hypothesis import strategies as st
 
 from om_eval.om.truncation import (
     _first_fit,
+    _group_candidates,
+    _LineCosts,
     is_important_line,
     prepare_previous_observations,
     truncate_to_token_budget,
@@ -220,6 +222,36 @@ def test_first_fit_finds_the_boundary_from_any_guess(count: int, data: st.DataOb
     assert _first_fit(count, try_at, start) == (f"candidate {boundary}" if boundary < count else None)
     distance = abs(min(max(start, 0), max(count - 1, 0)) - boundary) + 1
     assert len(tried) <= 2 * distance.bit_length() + 2  # gallop out, then halve back
+
+
+@settings(max_examples=400, deadline=None)
+@given(_observations, st.integers(min_value=0, max_value=120), _counter)
+def test_counting_only_the_lines_a_candidate_can_hold_changes_no_search_answer(
+    text: str, budget: int, count: Callable[[str], int]
+) -> None:
+    lines = text.split("\n")
+    costs = [count(line) for line in lines]
+    important = [index for index, line in enumerate(lines) if is_important_line(line)]
+    full = _LineCosts(lines, [sum(costs[start:]) for start in range(len(lines) + 1)], important,
+                      [sum(costs[index] for index in important[:j]) for j in range(len(important) + 1)], 0)
+    lazy = _LineCosts.measure(lines, count, budget)
+    for start in range(len(lines) + 1):
+        assert lazy.feasible_keep(start, budget) == full.feasible_keep(start, budget)
+    assert _group_candidates(lazy, budget) == _group_candidates(full, budget)
+
+
+def test_a_long_memory_has_only_its_newest_lines_counted() -> None:
+    lines = [f"* {'🔴' if i % 3 == 0 else '🟡'} line {i} " + "word " * 10 for i in range(1000)]
+    counted: list[str] = []
+
+    def counting(line: str) -> int:
+        counted.append(line)
+        return words(line)
+
+    _LineCosts.measure(lines, counting, 200)
+    # 14 words a line: 15 tail lines pass 200, then 15 important lines before them pass it again.
+    assert len(counted) == 30
+    assert counted[:15] == lines[:-16:-1]
 
 
 # --------------------------------------------------------------------------- fidelity to Mastra's linear scan
