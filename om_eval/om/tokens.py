@@ -204,7 +204,7 @@ def default_counter() -> TokenCounter:
 def over_limit(counter: TokenCounter) -> Callable[[str, int], bool]:
     """``counter``'s test of "more than this many tokens": its own ``exceeds`` when it has one (it can stop
     early), else a whole count."""
-    own = getattr(counter, "exceeds", None)
+    own: Callable[[str, int], bool] | None = getattr(counter, "exceeds", None)
     if callable(own):
         return own
     return lambda text, limit: counter.count_text(text) > limit
