@@ -60,10 +60,20 @@ def should_anchor_line(line: str) -> bool:
         False for blank lines, already-anchored lines, ``Date:`` headers, lines that are only an XML tag, and
         retrieval-mode group headings / ``_range:`` lines; True otherwise.
     """
-    trimmed = js_trim(line)
-    if not trimmed or parse_anchor_id(trimmed) is not None:
+    return _anchorable(js_trim(line))
+
+
+#: The first characters a trimmed line that gets no id can start with (an anchor, ``Date:``, a tag, a group heading
+#: or range); any other line gets one without a pattern tried.
+_MAY_SKIP = frozenset("[D<#_")
+
+
+def _anchorable(trimmed: str) -> bool:
+    if not trimmed:
         return False
-    if _DATE_HEADER.match(trimmed) or _XML_TAG_ONLY.match(trimmed):
+    if trimmed[0] not in _MAY_SKIP:
+        return True
+    if parse_anchor_id(trimmed) is not None or _DATE_HEADER.match(trimmed) or _XML_TAG_ONLY.match(trimmed):
         return False
     return not (_GROUP_HEADING.match(trimmed) or _GROUP_RANGE.match(trimmed))
 
@@ -109,15 +119,15 @@ def inject_anchor_ids(text: str) -> str:
     top_level = 0
     nested = 0
     for index, line in enumerate(lines):
-        if not should_anchor_line(line):
+        if not _anchorable(js_trim(line)):
             continue
-        if anchor_depth(line) == 0:
+        indentation = _leading_whitespace(line)
+        if not indentation or len(indentation.replace("\t", "  ")) < 2:  # anchor_depth(line) == 0
             top_level += 1
             nested = 0
         else:
             top_level = max(top_level, 1)
             nested += 1
-        indentation = _leading_whitespace(line)
         lines[index] = f"{indentation}[{_format_anchor(top_level, nested)}] {line[len(indentation) :]}"
     return "\n".join(lines)
 

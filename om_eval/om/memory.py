@@ -69,6 +69,7 @@ from om_eval.om.records import (
     Message,
     OMRecord,
     ThreadState,
+    lines_after,
 )
 from om_eval.om.reflecting import Reflecting
 from om_eval.om.rules import rules_for
@@ -422,7 +423,7 @@ class ObservationalMemory(Buffering, Reflecting, ActorView, Snapshots):
         text = joint.join(t for t in (record.active_observations, chunks) if t)
         seen = record.buffered_reflection is not None and record.buffered_reflection != unseen_reflection
         if budget is not False and seen and record.buffered_reflection and record.reflected_observation_line_count:
-            rest = "\n".join(text.split("\n")[record.reflected_observation_line_count:]).strip()
+            rest = lines_after(text, record.reflected_observation_line_count).strip()
             text = record.buffered_reflection + ("\n\n" + rest if rest else "")
         return prepare_previous_observations(text, budget, self.counter.count_text, exceeds=over_limit(self.counter))
 

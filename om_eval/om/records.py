@@ -129,6 +129,17 @@ class BufferedChunk:
 _DATETIME_FIELDS = ("created_at", "updated_at", "last_observed_at", "last_buffered_at_time")
 
 
+def lines_after(text: str, count: int) -> str:
+    """``"\\n".join(text.split("\\n")[count:])`` without splitting the whole text: a buffered reflection stands in
+    for the first ``count`` lines of observations that run to thousands, at every buffering pass."""
+    position = 0
+    for _ in range(count):
+        position = text.find("\n", position) + 1
+        if not position:
+            return ""
+    return text[position:]
+
+
 @dataclass
 class OMRecord:
     """One generation of a memory: the active observations and the counters and cursors that go with them."""

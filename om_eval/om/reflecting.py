@@ -25,6 +25,7 @@ from om_eval.om.parsing import (
 )
 from om_eval.om.records import (
     OMRecord,
+    lines_after,
 )
 from om_eval.om.reflector import ReflectionResult, reflect_observations
 from om_eval.om.thresholds import (
@@ -193,7 +194,7 @@ class Reflecting(EngineState):
         """A new generation: the buffered reflection, then the lines it did not cover (§1.11 activation)."""
         record = self.record(key)
         assert record.buffered_reflection is not None
-        rest = "\n".join(record.active_observations.split("\n")[record.reflected_observation_line_count or 0:])
+        rest = lines_after(record.active_observations, record.reflected_observation_line_count or 0)
         text = record.buffered_reflection + ("\n\n" + rest.strip() if rest.strip() else "")
         tokens = self.counter.count_text(text)
         before = record.observation_token_count

@@ -8,13 +8,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from om_eval.om import anchors
 from om_eval.om.anchors import (
+    ANCHOR_ID_PATTERN,
     anchor_depth,
     inject_anchor_ids,
     parse_anchor_id,
     should_anchor_line,
     strip_anchor_ids,
 )
+from om_eval.om.js.text import js_trim
 
 ANCHOR_PREFIX = re.compile(r"^(\s*)\[(O\d+(?:-N\d+)?)\] ")
 ANCHOR_LIKE_START = re.compile(r"^\s*\[O\d+(?:-N\d+)?\]")
@@ -178,3 +181,11 @@ def test_every_qualifying_line_gets_exactly_one_anchor(text: str) -> None:
 def test_inject_is_idempotent(text: str) -> None:
     once = inject_anchor_ids(text)
     assert inject_anchor_ids(once) == once
+
+
+@given(st.one_of(_line, st.sampled_from(["[O3] x", "  [O1-N2] y", "Date:", "Dated", "<b>x", "#x", "_x", "D", "[x"])))
+def test_the_first_character_filter_agrees_with_every_pattern(line: str) -> None:
+    trimmed = js_trim(line)
+    skipped = (ANCHOR_ID_PATTERN, anchors._DATE_HEADER, anchors._XML_TAG_ONLY, anchors._GROUP_HEADING,
+               anchors._GROUP_RANGE)
+    assert should_anchor_line(line) == (bool(trimmed) and not any(p.match(trimmed) for p in skipped))
