@@ -39,9 +39,10 @@ timed in the child) and as CPU time.
 Targets: time per million tokens at the largest size at most 1.2 times that at the smallest, both in loop units
 (each child times the loop before and after its run and keeps the faster, so a busier minute for one size is not
 read as growth), and under 2 GB peak RSS at 10M tokens. The last line gives the worst ratio and the largest peak
-over the modes run. Each (mode, size) runs ``--repeats`` times (default 3) and the fastest run counts: on a shared
-machine the same run took 2.4 to 3.6 s per million tokens within minutes while the reference loop stayed within 6 %,
-so a neighbour's burst during one run, not growth, moved single-run ratios by 0.3 to 0.5.
+over the modes run. Each (mode, size) runs ``--repeats`` times (default 3): the fastest run counts, in units of the
+fastest loop of those runs. On a shared machine the same run took 2.4 to 3.6 s per million tokens within minutes
+while the reference loop stayed within 6 %, so a neighbour's burst during one run, not growth, moved single-run
+ratios by 0.3 to 0.5.
 
 With ``--count`` each child also counts the Python function calls of the timed parts (the model's own left out),
 and the ratios and the last line (``scale: ... work per million tokens``) are of calls per million tokens: a figure
@@ -414,10 +415,11 @@ def main() -> None:
             sessions = max(1, math.ceil(millions * 1e6 / (per_pair * PAIRS_PER_SESSION)))
             start = time.perf_counter()
             runs = [_run_child(mode, sessions, args.count, millions) for _ in range(1 if args.count else repeats)]
-            # The fastest run: the same work each time, and a busy neighbour only ever slows one down (the same run
-            # took 2.4 to 3.6 s per million tokens within minutes, its reference loop unchanged).
-            f = min(runs, key=lambda run: run["engine"] / run["loop"])
-            spread = [run["engine"] / (run["tokens"] / 1e6) / run["loop"] for run in runs]
+            # The fastest run and the fastest loop: the same work each time, and a busy neighbour only ever slows
+            # one down (the same run took 2.4 to 3.6 s per million tokens within minutes, its loop unchanged). Each
+            # is the machine's unhindered speed; their ratio across runs would favour a run whose loop was slowed.
+            f = dict(min(runs, key=lambda run: run["engine"]), loop=min(run["loop"] for run in runs))
+            spread = [f"{run['engine'] / (run['tokens'] / 1e6):.2f} s/M, loop {run['loop']:.3f} s" for run in runs]
             rate = f["engine"] / (f["tokens"] / 1e6)
             marginal = "" if previous is None else \
                 f"{(f['engine'] - previous['engine']) / ((f['tokens'] - previous['tokens']) / 1e6):.2f}"
@@ -436,7 +438,7 @@ def main() -> None:
                   f"{marginal:>6} {f['engine_cpu']:>7.2f} {f['context']:>6.3f} {f['peak_gb']:>7.2f} "
                   f"{time.perf_counter() - start:>7.1f}", flush=True)
             if len(runs) > 1:
-                print(f"{'':<10} loops/M of the {len(runs)} runs: {', '.join(f'{x:.1f}' for x in spread)}", flush=True)
+                print(f"{'':<10} the {len(runs)} runs: {'; '.join(spread)}", flush=True)
             if args.count:
                 print(f"{'':<10} work: {f['python_calls']:,} Python calls, {per_million[mode][-1]:,.0f} per million "
                       "tokens (the times above are slowed by counting)", flush=True)
