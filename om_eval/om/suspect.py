@@ -130,9 +130,12 @@ def _grounded(stems: frozenset[str], words: frozenset[str]) -> int:
     for stem in stems:
         grounded = known.get(stem)
         if grounded is None:
-            grounded = known[stem] = any(
-                word in words and word not in _STOPWORDS and not word.isdigit() and _stem(word) == stem
-                for word in (stem, stem + "s", stem + "es", stem + "ed", stem + "ing"))
+            grounded = False
+            for word in (stem, stem + "s", stem + "es", stem + "ed", stem + "ing"):
+                if word in words and word not in _STOPWORDS and not word.isdigit() and _stem(word) == stem:
+                    grounded = True
+                    break
+            known[stem] = grounded
         found += grounded
     return found
 
