@@ -27,10 +27,11 @@ MIN_SHARED_WORDS = 3
 MIN_LINE_COVERAGE = 0.6
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=8192)
 def _words(text: str) -> frozenset[str]:
     # Cached: a memory's observation lines are matched again for every question asked of it (a LoCoMo
-    # conversation's memory answers ~200 questions).
+    # conversation's memory answers ~200 questions). 8,192 texts hold a 40k-token memory's lines several times
+    # over; 65,536 held 90 MB more at 150 S-sized questions (a message's word set is about 9 KB).
     return frozenset(w for w in _WORD.findall(text.lower()) if len(w) > 2 and w not in _STOP)
 
 
