@@ -67,7 +67,8 @@ def _words(lowered: str) -> set[str]:
     no word character either), and only a distinct run holding one is searched again."""
     if lowered.isascii():
         return set(lowered.encode("ascii").translate(_NOT_WORD).decode("ascii").split())
-    runs = set(lowered.encode().translate(_NOT_WORD).decode().split())
+    # surrogatepass: a lone surrogate (JSON allows one) stays a character of its run, as the regex reads it.
+    runs = set(lowered.encode("utf-8", "surrogatepass").translate(_NOT_WORD).decode("utf-8", "surrogatepass").split())
     other = {run for run in runs if not run.isascii()}
     return (runs - other).union(*map(_TOKEN.findall, other))
 

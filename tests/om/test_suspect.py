@@ -308,7 +308,8 @@ def test_one_copied_thread_in_a_multi_thread_reply_is_flagged() -> None:
     assert call.suspect is not None and call.suspect.repeated_share == 1.0 and call.suspect.lines == 3
 
 
-_ODD = st.sampled_from("🔴🟡✅\ufe0f\xa0\u2028\u3000—’é日")  # emoji, a variation selector, odd spaces, letters
+# Emoji, a variation selector, odd spaces, letters and a lone surrogate.
+_ODD = st.sampled_from("🔴🟡✅\ufe0f\xa0\u2028\u3000—’é日\ud800")
 
 
 @given(st.text(alphabet=st.one_of(st.characters(max_codepoint=300), _ODD), max_size=200))
