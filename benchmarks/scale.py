@@ -405,7 +405,7 @@ def main() -> None:
           "previous size")
     print(f"{'mode':<10} {'size':>5} {'tokens':>11} {'messages':>9} {'calls':>6} {'obs':>5} {'refl':>4} {'defer':>5} "
           f"{'obs tok':>8} {'engine s':>9} {'s/M':>6} {'loops/M':>7} {'marg/M':>6} {'cpu s':>7} {'ctx s':>6} "
-          f"{'peak GB':>7} {'child s':>7}")
+          f"{'peak GB':>7} {'runs s':>7}")
     per_million: dict[str, list[float]] = {}
     added: dict[str, list[float]] = {}  # with --count: calls per million tokens added since the previous size
     peaks: list[float] = []
@@ -418,7 +418,8 @@ def main() -> None:
             # The fastest run and the fastest loop: the same work each time, and a busy neighbour only ever slows
             # one down (the same run took 2.4 to 3.6 s per million tokens within minutes, its loop unchanged). Each
             # is the machine's unhindered speed; their ratio across runs would favour a run whose loop was slowed.
-            f = dict(min(runs, key=lambda run: run["engine"]), loop=min(run["loop"] for run in runs))
+            f = dict(min(runs, key=lambda run: run["engine"]), loop=min(run["loop"] for run in runs),
+                     peak_gb=max(run["peak_gb"] for run in runs))
             spread = [f"{run['engine'] / (run['tokens'] / 1e6):.2f} s/M, loop {run['loop']:.3f} s" for run in runs]
             rate = f["engine"] / (f["tokens"] / 1e6)
             marginal = "" if previous is None else \
@@ -431,7 +432,7 @@ def main() -> None:
                 per_million.setdefault(mode, []).append(f["python_calls"] / (f["tokens"] / 1e6))
             else:  # each child's own loop: the hour's speed
                 per_million.setdefault(mode, []).append(rate / f["loop"])
-            peaks.append(max(run["peak_gb"] for run in runs))
+            peaks.append(f["peak_gb"])
             print(f"{mode:<10} {label(millions):>5} {f['tokens']:>11,} {f['messages']:>9,} {f['calls']:>6,} "
                   f"{f.get('observations', 0):>5} {f.get('reflections', 0):>4} {f.get('deferred', 0):>5} "
                   f"{f.get('observation_tokens', 0):>8,} {f['engine']:>9.2f} {rate:>6.2f} {rate / f['loop']:>7.1f} "

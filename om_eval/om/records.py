@@ -130,8 +130,8 @@ _DATETIME_FIELDS = ("created_at", "updated_at", "last_observed_at", "last_buffer
 
 
 def lines_after(text: str, count: int) -> str:
-    """``"\\n".join(text.split("\\n")[count:])`` without splitting the whole text: a buffered reflection stands in
-    for the first ``count`` lines of observations that run to thousands, at every buffering pass."""
+    """``"\\n".join(text.split("\\n")[count:])`` for a ``count`` >= 0, without splitting the whole text: a buffered
+    reflection stands in for the first ``count`` lines of observations that run to thousands, at every pass."""
     position = 0
     for _ in range(count):
         position = text.find("\n", position) + 1

@@ -137,7 +137,7 @@ class TiktokenCounter:
     def _count_broken(self, piece: str) -> int:
         """Tokens of ``piece`` followed by its line break, remembered under ``piece`` itself (no new string to
         hash on the next count)."""
-        count = self._count_piece(piece + "\n")
+        count = len(self._encoding.encode(piece + "\n", allowed_special="all"))  # not remembered a second time
         if len(piece) < self.REMEMBERED_CHARS:
             self._make_room()
             self._remembered_broken[piece] = count
@@ -202,8 +202,8 @@ def default_counter() -> TokenCounter:
 
 
 def over_limit(counter: TokenCounter) -> Callable[[str, int], bool]:
-    """``counter``'s test of "more than this many tokens": its own ``exceeds`` when it has one (it can stop
-    early), else a whole count."""
+    """``counter``'s test of "more than this many tokens": its own ``exceeds(text, limit)`` when it has one (it
+    can stop early; a counter's ``exceeds`` must mean exactly ``count_text(text) > limit``), else a whole count."""
     own: Callable[[str, int], bool] | None = getattr(counter, "exceeds", None)
     if callable(own):
         return own

@@ -12,8 +12,9 @@ important lines wins, ties going to the longest tail, provided its real token co
 
 How the work is bounded (observations can be ~1500 lines / 40k tokens):
 
-* ``count_tokens`` runs once per line and never again on a line alone; prefix sums give any tail's or any
-  set of newest-important-lines' cost in O(1), so each split point's lower-bound-feasible important count is
+* ``count_tokens`` runs at most once per line, and only on the lines a candidate can hold (the newest ones
+  within the budget, then the newest important ones before them within it again); prefix sums give any tail's or
+  any set of newest-important-lines' cost in O(1), so each split point's lower-bound-feasible important count is
   found by binary search: O(n log n) arithmetic in total.
 * The real ``count_tokens`` runs only on rendered candidates (each at most about ``budget`` tokens plus
   markers). Candidates are visited best first, grouped by their number of important lines; within a group
@@ -96,9 +97,9 @@ class _LineCosts:
     def measure(cls, lines: list[str], count_tokens: TokenCountFn, budget: int) -> _LineCosts:
         """Count only the lines a candidate can hold: the newest lines until the tail passes ``budget``, then the
         newest important lines before them until those alone pass it. Any candidate reaching further costs more
-        than the budget whatever the lines beyond cost, so they get ``budget + 1`` each and every search answer
-        is the one full counts would give, while a 40k-token memory has its 2k-token budget measured in a
-        tenth of the lines."""
+        than the budget whatever the lines beyond cost (counts are never negative), so they get ``budget + 1``
+        each and every search answer is the one full counts would give, while a 40k-token memory has its 2k-token
+        budget measured in a tenth of the lines."""
         search = _IMPORTANT.search
         costs = [budget + 1] * len(lines)
         start, tail = len(lines), 0
