@@ -87,7 +87,10 @@ def anchor_depth(line: str) -> int:
     Returns:
         0 for a top-level line, 1 for a line indented by 2 spaces (or one tab), and so on.
     """
-    indentation = _leading_whitespace(line)
+    return _depth(_leading_whitespace(line))
+
+
+def _depth(indentation: str) -> int:
     return len(indentation.replace("\t", "  ")) // 2
 
 
@@ -122,7 +125,7 @@ def inject_anchor_ids(text: str) -> str:
         if not _anchorable(js_trim(line)):
             continue
         indentation = _leading_whitespace(line)
-        if not indentation or len(indentation.replace("\t", "  ")) < 2:  # anchor_depth(line) == 0
+        if _depth(indentation) == 0:
             top_level += 1
             nested = 0
         else:

@@ -137,12 +137,16 @@ class TiktokenCounter:
     def _count_broken(self, piece: str) -> int:
         """Tokens of ``piece`` followed by its line break, remembered under ``piece`` itself (no new string to
         hash on the next count)."""
-        count = len(self._encoding.encode(piece + "\n", allowed_special="all"))  # not remembered a second time
+        count = self._encoded_length(piece + "\n")  # not remembered a second time, as _count_piece would
         if len(piece) < self.REMEMBERED_CHARS:
             self._make_room()
             self._remembered_broken[piece] = count
             self._remembered_chars += len(piece)
         return count
+
+    def _encoded_length(self, text: str) -> int:
+        # 'all' special tokens allowed, like the reference's encode(text, 'all').
+        return len(self._encoding.encode(text, allowed_special="all"))
 
     def _make_room(self) -> None:
         if self._remembered_chars >= self.REMEMBERED_TOTAL_CHARS:
@@ -156,8 +160,7 @@ class TiktokenCounter:
         short = len(text) <= self.REMEMBERED_CHARS
         if short and (known := self._remembered.get(text)) is not None:
             return known
-        # 'all' special tokens allowed, like the reference's encode(text, 'all').
-        count = len(self._encoding.encode(text, allowed_special="all"))
+        count = self._encoded_length(text)
         if short:
             self._make_room()
             self._remembered[text] = count
