@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from om_eval.store.files import store_files
+from om_eval.store.rows import snapshot_text
 from om_eval.store.schema import TABLES
 
 if TYPE_CHECKING:
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 #: The tables the catalog exposes as views (``meta`` is per file and stays out).
 VIEWS = ("runs", "items", "om_events", "llm_calls", "memory_snapshots", "judgments", "probe_verdicts")
 _EMPTY = "_empty"
+_UNPACK = "om_eval_unpack_text"  # the SQL name of snapshot_text's decompression
 
 
 class Catalog:
@@ -36,7 +38,8 @@ class Catalog:
 
     Views ``runs``, ``items``, ``om_events``, ``llm_calls``, ``memory_snapshots`` and ``judgments`` hold the rows
     of every attached file, plus a ``store_file`` column naming the file a row came from. A folder without run files
-    gives empty views.
+    gives empty views. ``memory_snapshots.snapshot`` is the snapshot's JSON text in every file, though a file stores
+    it compressed since schema 3.
 
     Attributes:
         attached: run files attached, by name.
@@ -52,6 +55,7 @@ class Catalog:
         self.live_files: list[Path] = []
         self._copies: Path | None = None
         self._con = duckdb.connect(":memory:")
+        self._con.create_function(_UNPACK, _unpack, ["BLOB"], "VARCHAR")
         self._con.execute(f"CREATE SCHEMA {_EMPTY}")
         self._con.execute(f"USE memory.{_EMPTY}")
         for ddl in TABLES.values():
@@ -107,7 +111,11 @@ class Catalog:
             for alias, path in zip(aliases, self.attached):
                 if (alias, view) in present:
                     parts.append(f"SELECT *, {_literal(path.name)} AS store_file FROM {alias}.main.{view}")
-            self._con.execute(f"CREATE VIEW memory.main.{view} AS " + "\nUNION ALL BY NAME\n".join(parts))
+            union = "\nUNION ALL BY NAME\n".join(parts)
+            if view == "memory_snapshots":  # one text column, whichever schema wrote the row
+                union = (f"SELECT * EXCLUDE (snapshot_zlib) REPLACE (coalesce({_UNPACK}(snapshot_zlib), snapshot) "
+                         f"AS snapshot) FROM ({union})")
+            self._con.execute(f"CREATE VIEW memory.main.{view} AS {union}")
 
     def query(self, sql: str, params: list[Any] | dict[str, Any] | None = None) -> list[dict[str, Any]]:
         """Rows of a query as dicts (column name -> value)."""
@@ -151,6 +159,10 @@ class Catalog:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _unpack(packed: bytes) -> str | None:
+    return snapshot_text(None, packed)
 
 
 def _literal(text: str) -> str:

@@ -66,9 +66,14 @@ class SnapshotLookup:
             self._index[path] = (signature, pairs)
             if (key, question_id) not in pairs:
                 return None
-            row = con.execute("SELECT snapshot, stats FROM memory_snapshots WHERE memory_key = ? AND "
-                              "question_id = ?", [key, question_id]).fetchone()
-            return snapshot_data(row) if row is not None else None
+            # SELECT *: a file of schema 2, never opened by a writer since, has no snapshot_zlib column
+            cursor = con.execute("SELECT * FROM memory_snapshots WHERE memory_key = ? AND question_id = ?",
+                                 [key, question_id])
+            row = cursor.fetchone()
+            if row is None:
+                return None
+            values = dict(zip([column[0] for column in cursor.description], row))
+            return snapshot_data((values["snapshot"], values.get("snapshot_zlib"), values["stats"]))
         except duckdb.Error:
             return None
         finally:

@@ -7,6 +7,7 @@ error rather than a silently dropped value. Timestamps are stored as naive UTC, 
 from __future__ import annotations
 
 import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import fields, is_dataclass
 from datetime import UTC, datetime
@@ -137,19 +138,36 @@ def judge_key(identity: str | Mapping[str, Any]) -> str:
     return short_hash(json.dumps(json.loads(text), sort_keys=True), 12)
 
 
+#: zlib level of stored snapshots. An S-sized OM memory holds its ~500 messages (0.7 MB of JSON) and DuckDB keeps a
+#: run's rows in memory until its checkpoint at close, so 500 text snapshots took 370 MB; level 3 shrinks them about
+#: sixfold, and the store's thread compresses while the event loop goes on (zlib releases the GIL).
+SNAPSHOT_ZLIB_LEVEL = 3
+
+
 def snapshot_row(memory_key: str, question_id: str, snapshot: Any, stats: Any) -> dict[str, Any]:
+    text = snapshot if isinstance(snapshot, str) else to_json(snapshot)
     return {
         "memory_key": memory_key,
         "question_id": question_id,
-        "snapshot": snapshot if isinstance(snapshot, str) else to_json(snapshot),
+        "snapshot": None,  # named, so that replacing a row of schema 2 drops its text
+        "snapshot_zlib": zlib.compress(text.encode("utf-8"), SNAPSHOT_ZLIB_LEVEL),
         "stats": stats if isinstance(stats, str) else to_json(stats),
         "created_at": utcnow(),
     }
 
 
+def snapshot_text(text: str | None, packed: bytes | None) -> str | None:
+    """A stored snapshot's JSON: compressed in ``snapshot_zlib`` since schema 3, as text in ``snapshot`` before."""
+    if packed is not None:
+        return zlib.decompress(bytes(packed)).decode("utf-8")
+    return text
+
+
 def snapshot_data(row: tuple[Any, ...]) -> dict[str, Any]:
-    snapshot, stats = row
-    return {"snapshot": json.loads(snapshot), "stats": json.loads(stats) if stats is not None else None}
+    """``{"snapshot": ..., "stats": ...}`` of a row selected as ``snapshot, snapshot_zlib, stats``."""
+    text, packed, stats = row
+    return {"snapshot": json.loads(snapshot_text(text, packed) or "null"),
+            "stats": json.loads(stats) if stats is not None else None}
 
 
 def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]], *, replace: bool = False) -> None:

@@ -12,7 +12,8 @@ killed process loses at most the question in flight.
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2
+#: 3: snapshots are stored zlib-compressed (``snapshot_zlib``); files of 2 keep their text snapshots readable.
+SCHEMA_VERSION = 3
 
 TABLES: dict[str, str] = {
     "meta": """
@@ -139,9 +140,10 @@ TABLES: dict[str, str] = {
         CREATE TABLE IF NOT EXISTS memory_snapshots (
             memory_key VARCHAR,
             question_id VARCHAR,
-            snapshot VARCHAR,                  -- JSON of ObservationalMemory.snapshot()
+            snapshot VARCHAR,                  -- JSON of the system's snapshot, as text (rows of schema 2)
             stats VARCHAR,                     -- JSON of ReplayStats
             created_at TIMESTAMP,
+            snapshot_zlib BLOB,                -- the same JSON zlib-compressed (schema 3 on; snapshot is then NULL)
             PRIMARY KEY (memory_key, question_id)
         )""",
     "om_events": """

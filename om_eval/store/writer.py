@@ -459,8 +459,8 @@ class RunStore:
 
     def get(self, key: str, question_id: str) -> dict[str, Any] | None:
         """The stored memory ``{"snapshot": ..., "stats": ...}`` of build ``key`` for a question, or None."""
-        rows = self._read("SELECT snapshot, stats FROM memory_snapshots WHERE memory_key = ? AND question_id = ?",
-                          [key, question_id])
+        rows = self._read("SELECT snapshot, snapshot_zlib, stats FROM memory_snapshots "
+                          "WHERE memory_key = ? AND question_id = ?", [key, question_id])
         return snapshot_data(rows[0]) if rows else None
 
     def put(self, key: str, question_id: str, data: Mapping[str, Any]) -> None:

@@ -69,6 +69,26 @@ def test_a_file_without_newer_columns_reads_null_there(tmp_path: Path) -> None:
         assert [(r["run_id"], r["actor_prompt_hash"]) for r in catalog.items()] == [("new", None), ("old", None)]
 
 
+def test_the_snapshot_column_is_json_text_whichever_schema_stored_it(tmp_path: Path) -> None:
+    from tests.store.test_writer import schema_2_file
+
+    with RunStore(store_path(tmp_path, "new")) as store:
+        store.put("k", "new", {"snapshot": {"v": "Läuft 🏃"}, "stats": {}})
+    schema_2_file(store_path(tmp_path, "old"), {"v": "text"})
+    with Catalog(tmp_path) as catalog:
+        rows = catalog.query("SELECT question_id, snapshot->>'v' AS v FROM memory_snapshots ORDER BY 1")
+        assert rows == [{"question_id": "new", "v": "Läuft 🏃"}, {"question_id": "q", "v": "text"}]
+        assert "snapshot_zlib" not in catalog.frame("SELECT * FROM memory_snapshots").columns
+
+
+def test_a_snapshot_is_found_in_a_file_of_schema_2_no_writer_has_opened(tmp_path: Path) -> None:
+    from tests.store.test_writer import schema_2_file
+
+    schema_2_file(store_path(tmp_path, "old"), {"v": 1})
+    with RunStore(store_path(tmp_path, "new")) as writer:
+        assert SnapshotLookup(tmp_path, writer).get("k", "q") == {"snapshot": {"v": 1}, "stats": {}}
+
+
 def test_the_catalog_reads_a_file_being_written_from_a_copy(tmp_path: Path, live_writer) -> None:
     write(tmp_path, "finished", 2)
     with pytest.warns(RuntimeWarning, match=r"being written.*live\.duckdb"):

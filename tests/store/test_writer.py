@@ -248,6 +248,37 @@ def test_snapshot_put_and_get_round_trip(store: RunStore) -> None:
     assert rows(store, "SELECT count(*) FROM memory_snapshots") == [(1,)]
 
 
+def test_a_snapshot_is_stored_compressed(store: RunStore) -> None:
+    data = {"snapshot": {"messages": ["the same long line of a haystack"] * 200}, "stats": {"turns": None}}
+    store.put("k", "q", data)
+    [(text, packed)] = rows(store, "SELECT snapshot, snapshot_zlib FROM memory_snapshots")
+    assert text is None and len(packed) * 10 < len(json.dumps(data["snapshot"]))
+    assert store.get("k", "q") == data
+
+
+def schema_2_file(path: Path, snapshot: dict) -> None:
+    """A run file as om-eval wrote it before snapshots were compressed, holding one text snapshot."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect(str(path))
+    for name, ddl in TABLES.items():
+        con.execute(ddl.replace("snapshot_zlib BLOB,", "") if name == "memory_snapshots" else ddl)
+    con.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    con.execute("INSERT INTO memory_snapshots (memory_key, question_id, snapshot, stats) VALUES ('k', 'q', ?, '{}')",
+                [json.dumps(snapshot)])
+    con.close()
+
+
+def test_a_text_snapshot_of_schema_2_is_read_and_a_replacement_drops_its_text(tmp_path: Path) -> None:
+    path = store_path(tmp_path, "old")
+    schema_2_file(path, {"v": 1})
+    with RunStore(path) as store:
+        assert store.get("k", "q") == {"snapshot": {"v": 1}, "stats": {}}
+        assert rows(store, "SELECT value FROM meta WHERE key = 'schema_version'") == [(str(SCHEMA_VERSION),)]
+        store.put("k", "q", {"snapshot": {"v": 2}, "stats": {}})
+        assert rows(store, "SELECT snapshot FROM memory_snapshots") == [(None,)]
+        assert store.get("k", "q") == {"snapshot": {"v": 2}, "stats": {}}
+
+
 class RecordingModel:
     """The scripted model, keeping a ledger record per call (like ``LLMClient``, without litellm)."""
 
