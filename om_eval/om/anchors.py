@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from om_eval.om.js.text import WS, js_trim
+from om_eval.om.js.text import JS_WHITESPACE, WS, js_trim, js_trim_start
 
 __all__ = [
     "ANCHOR_ID_PATTERN",
@@ -31,7 +31,6 @@ _DATE_HEADER = re.compile(rf"^[{WS}]*Date:[{WS}]+")
 _XML_TAG_ONLY = re.compile(rf"^[{WS}]*</?[a-z][^>]*>[{WS}]*\Z", re.IGNORECASE | re.ASCII)
 _GROUP_HEADING = re.compile(rf"^[{WS}]*##[{WS}]+Group[{WS}]+`[^`]+`[{WS}]*\Z")
 _GROUP_RANGE = re.compile(rf"^[{WS}]*_range:[{WS}]*`[^`]*`_[{WS}]*\Z")
-_LEADING_WHITESPACE = re.compile(rf"^[{WS}]*")
 #: Anchor at a line start (after any horizontal indentation) plus the horizontal whitespace after it.
 _HORIZONTAL = WS.replace("\n", "")
 _STRIP_PATTERN = re.compile(rf"(^|\n)([{_HORIZONTAL}]*)\[O[0-9]+(?:-N[0-9]+)?\][{_HORIZONTAL}]*")
@@ -66,6 +65,8 @@ def should_anchor_line(line: str) -> bool:
 #: The first characters a trimmed line that gets no id can start with (an anchor, ``Date:``, a tag, a group heading
 #: or range); any other line gets one without a pattern tried.
 _MAY_SKIP = frozenset("[D<#_")
+#: A line starting with none of these (and not empty) is an unindented line that gets an id.
+_INDENTED_OR_MAY_SKIP = _MAY_SKIP | JS_WHITESPACE | {""}
 
 
 def _anchorable(trimmed: str) -> bool:
@@ -87,16 +88,11 @@ def anchor_depth(line: str) -> int:
     Returns:
         0 for a top-level line, 1 for a line indented by 2 spaces (or one tab), and so on.
     """
-    return _depth(_leading_whitespace(line))
+    return _depth(line[: len(line) - len(js_trim_start(line))])
 
 
 def _depth(indentation: str) -> int:
     return len(indentation.replace("\t", "  ")) // 2
-
-
-def _leading_whitespace(line: str) -> str:
-    match = _LEADING_WHITESPACE.match(line)
-    return match.group(0) if match else ""
 
 
 def _format_anchor(top_level: int, nested: int) -> str:
@@ -122,9 +118,14 @@ def inject_anchor_ids(text: str) -> str:
     top_level = 0
     nested = 0
     for index, line in enumerate(lines):
+        if line[:1] not in _INDENTED_OR_MAY_SKIP:  # most lines: unindented, and no pattern can skip them
+            top_level += 1
+            nested = 0
+            lines[index] = f"[O{top_level}] {line}"
+            continue
         if not _anchorable(js_trim(line)):
             continue
-        indentation = _leading_whitespace(line)
+        indentation = line[: len(line) - len(js_trim_start(line))]
         if _depth(indentation) == 0:
             top_level += 1
             nested = 0

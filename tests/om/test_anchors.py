@@ -189,3 +189,28 @@ def test_the_first_character_filter_agrees_with_every_pattern(line: str) -> None
     skipped = (ANCHOR_ID_PATTERN, anchors._DATE_HEADER, anchors._XML_TAG_ONLY, anchors._GROUP_HEADING,
                anchors._GROUP_RANGE)
     assert should_anchor_line(line) == (bool(trimmed) and not any(p.match(trimmed) for p in skipped))
+
+
+def _anchored_line_by_line(text: str) -> str:
+    """inject_anchor_ids as its docstring states it, one line at a time, every line through every test."""
+    lines = text.split("\n")
+    top_level = nested = 0
+    for index, line in enumerate(lines):
+        if not should_anchor_line(line):
+            continue
+        if anchor_depth(line) == 0:
+            top_level, nested = top_level + 1, 0
+        else:
+            top_level, nested = max(top_level, 1), nested + 1
+        indentation = line[: line.index(js_trim(line))]  # JS whitespace up to the first other character
+        anchor = f"O{top_level}" if nested == 0 else f"O{top_level}-N{nested}"
+        lines[index] = f"{indentation}[{anchor}] {line[len(indentation):]}"
+    return "\n".join(lines)
+
+
+_edge_start = st.sampled_from(["", " ", "\t", "\ufeff", "\u3000", "\u2028", "\x1c", "\x85", "*", "[", "D", "<", "é"])
+
+
+@given(st.lists(st.builds(str.__add__, _edge_start, _line), max_size=25).map("\n".join))
+def test_the_unindented_line_shortcut_numbers_as_every_test_would(text: str) -> None:
+    assert inject_anchor_ids(text) == _anchored_line_by_line(text)

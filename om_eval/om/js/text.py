@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["LINE_END", "LINE_START", "WS", "js_trim", "js_trim_end", "utf16_len", "utf16_prefix"]
+__all__ = ["JS_WHITESPACE", "LINE_END", "LINE_START", "WS", "js_trim", "js_trim_end", "js_trim_start", "utf16_len",
+           "utf16_prefix"]
 
 #: The characters of JS ``\s``, for use inside a regex character class.
 WS: Final = "\t\n\x0b\x0c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 _WS_CHARS: Final = "\t\n\x0b\x0c\r \u00a0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + (
     "\u2028\u2029\u202f\u205f\u3000\ufeff"
 )
+#: The same characters as a set, for tests of one character.
+JS_WHITESPACE: Final = frozenset(_WS_CHARS)
 _TERMINATORS: Final = "\n\r\u2028\u2029"
 #: JS ``^`` under the ``m`` flag: the start of the text or just after a line terminator.
 LINE_START: Final = rf"(?<![^{_TERMINATORS}])"
@@ -34,6 +37,11 @@ LINE_END: Final = rf"(?![^{_TERMINATORS}])"
 def js_trim(text: str) -> str:
     """``String.prototype.trim``: strip JS whitespace (not U+001C..U+001F or U+0085) from both ends."""
     return text.strip(_WS_CHARS)
+
+
+def js_trim_start(text: str) -> str:
+    """``String.prototype.trimStart``: strip JS whitespace from the start."""
+    return text.lstrip(_WS_CHARS)
 
 
 def js_trim_end(text: str) -> str:
