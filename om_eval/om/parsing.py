@@ -55,6 +55,7 @@ __all__ = [
     "detect_degenerate",
     "extract_list_items",
     "extracted_hints",
+    "has_observation_lines",
     "is_degenerate",
     "is_degenerate_strict",
     "parse_multi_thread_output",
@@ -195,7 +196,13 @@ def count_observation_lines(text: str) -> int:
     Returns:
         The number of observation lines.
     """
-    return sum(1 for _ in _OBSERVATION_LINE.finditer(text))
+    return len(_OBSERVATION_LINE.findall(text))
+
+
+def has_observation_lines(text: str) -> bool:
+    """Whether any line of ``text`` is an observation (:func:`count_observation_lines` above 0, found at the
+    first one: the Reflector's checks ask this of a whole memory and of each answer)."""
+    return _OBSERVATION_LINE.search(text) is not None
 
 
 def extract_list_items(text: str) -> str:

@@ -44,7 +44,7 @@ from om_eval.om.parsing import (
     READING_1_10,
     ReflectorOutput,
     ReplyReading,
-    count_observation_lines,
+    has_observation_lines,
     has_observations_block,
 )
 from om_eval.om.prompts import load_prompts
@@ -301,7 +301,7 @@ async def reflect_observations(
         return await _ladder_as_mastra(ask, input_tokens, target, range(start_level, max_level + 1), counter,
                                        reading=reading, empty_fails=empty_fails and bool(observations.strip()))
     floor = min_reflection_tokens(input_tokens, target)
-    structured = count_observation_lines(observations) > 0
+    structured = has_observation_lines(observations)
     attempts: list[ReflectionAttempt] = []
     best: tuple[int, int, ReflectorOutput] | None = None  # tokens, level, answer
 
@@ -314,7 +314,7 @@ async def reflect_observations(
             return _Checked("empty reflection")
         tokens = counter.count_text(parsed.observations)
         problem = None
-        if structured and count_observation_lines(parsed.observations) == 0:
+        if structured and not has_observation_lines(parsed.observations):
             problem = "not observations (no line opens with a 🔴/🟡/🟢/✅ marker)"
         elif structured and not has_observations_block(raw):
             problem = "no complete <observations> block (cut off, or untagged: its dates and threads would be lost)"

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from om_eval.om import parsing
 from om_eval.om.parsing import (
     CONTINUATION_HINT_TAGS,
     MAX_OBSERVATION_LINE_CHARS,
@@ -18,6 +19,7 @@ from om_eval.om.parsing import (
     detect_degenerate,
     extract_list_items,
     extracted_hints,
+    has_observation_lines,
     is_degenerate,
     is_degenerate_strict,
     parse_multi_thread_output,
@@ -494,6 +496,17 @@ def test_observation_lines_are_marker_lines_in_the_observer_format() -> None:
     assert count_observation_lines(text) == 4
     assert count_observation_lines("I looked at the conversation; nothing to report.") == 0
     assert count_observation_lines("Date: Mar 3, 2026\n* -> a step") == 0
+
+
+_marker_lines = st.lists(st.one_of(
+    st.sampled_from(["* 🔴 (09:12) a", "  - 🟡 b", "1. ✅ c", "x 🔴 d", "* -> e", "Date: Mar 3", "\t🟢", "", " 🔴"]),
+    st.text(max_size=12)), max_size=8).map("\n".join)
+
+
+@given(_marker_lines)
+def test_whether_text_has_observation_lines_agrees_with_their_count(text: str) -> None:
+    assert has_observation_lines(text) == (count_observation_lines(text) > 0)
+    assert count_observation_lines(text) == sum(1 for _ in parsing._OBSERVATION_LINE.finditer(text))
 
 
 @given(st.text(alphabet=st.characters(blacklist_characters="🔴🟡🟢✅"), max_size=300))
