@@ -73,8 +73,8 @@ class SnapshotLookup:
             if row is None:
                 return None
             values = dict(zip([column[0] for column in cursor.description], row))
-            return snapshot_data((values["snapshot"], values.get("snapshot_zlib"), values["stats"]))
-        except duckdb.Error:
+            return snapshot_data((values.get("snapshot"), values.get("snapshot_zlib"), values.get("stats")))
+        except (duckdb.Error, ValueError):  # ValueError: a row without a snapshot, or one that is not JSON
             return None
         finally:
             con.close()

@@ -165,9 +165,10 @@ def snapshot_text(text: str | None, packed: bytes | None) -> str | None:
 
 def snapshot_data(row: tuple[Any, ...]) -> dict[str, Any]:
     """``{"snapshot": ..., "stats": ...}`` of a row selected as ``snapshot, snapshot_zlib, stats``."""
-    text, packed, stats = row
-    return {"snapshot": json.loads(snapshot_text(text, packed) or "null"),
-            "stats": json.loads(stats) if stats is not None else None}
+    text = snapshot_text(row[0], row[1])
+    if text is None:
+        raise ValueError("a memory_snapshots row holds no snapshot (snapshot and snapshot_zlib are both NULL)")
+    return {"snapshot": json.loads(text), "stats": json.loads(row[2]) if row[2] is not None else None}
 
 
 def insert(con: duckdb.DuckDBPyConnection, table: str, rows: list[dict[str, Any]], *, replace: bool = False) -> None:

@@ -137,3 +137,14 @@ def test_snapshot_lookup_reads_other_runs_and_skips_files_being_written(tmp_path
         lookup.put("mem-answer", "q0000", {"snapshot": {"own": 1}, "stats": {}})
         assert writer.get("mem-answer", "q0000") == {"snapshot": {"own": 1}, "stats": {}}
         assert lookup.get("mem-answer", "q0000") == {"snapshot": {"own": 1}, "stats": {}}
+
+
+def test_a_snapshot_row_without_a_snapshot_in_another_file_is_skipped(tmp_path: Path) -> None:
+    from tests.store.test_writer import schema_2_file
+
+    schema_2_file(store_path(tmp_path, "old"), {"v": 1})
+    con = duckdb.connect(str(store_path(tmp_path, "old")))
+    con.execute("UPDATE memory_snapshots SET snapshot = NULL")
+    con.close()
+    with RunStore(store_path(tmp_path, "new")) as writer:
+        assert SnapshotLookup(tmp_path, writer).get("k", "q") is None
