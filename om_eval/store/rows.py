@@ -159,7 +159,10 @@ def snapshot_row(memory_key: str, question_id: str, snapshot: Any, stats: Any) -
 def snapshot_text(text: str | None, packed: bytes | None) -> str | None:
     """A stored snapshot's JSON: compressed in ``snapshot_zlib`` since schema 3, as text in ``snapshot`` before."""
     if packed is not None:
-        return zlib.decompress(bytes(packed)).decode("utf-8")
+        try:
+            return zlib.decompress(bytes(packed)).decode("utf-8")
+        except zlib.error as error:
+            raise ValueError(f"a stored snapshot_zlib is not zlib data ({error}): the run file is damaged") from None
     return text
 
 

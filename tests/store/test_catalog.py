@@ -148,3 +148,11 @@ def test_a_snapshot_row_without_a_snapshot_in_another_file_is_skipped(tmp_path: 
     con.close()
     with RunStore(store_path(tmp_path, "new")) as writer:
         assert SnapshotLookup(tmp_path, writer).get("k", "q") is None
+
+
+def test_a_damaged_compressed_snapshot_in_another_file_is_skipped(tmp_path: Path) -> None:
+    with RunStore(store_path(tmp_path, "damaged")) as store:
+        store.put("k", "q", {"snapshot": {"v": 1}, "stats": {}})
+        store._read("UPDATE memory_snapshots SET snapshot_zlib = 'not zlib'::BLOB", [])
+    with RunStore(store_path(tmp_path, "new")) as writer:
+        assert SnapshotLookup(tmp_path, writer).get("k", "q") is None
