@@ -88,7 +88,11 @@ def anchor_depth(line: str) -> int:
     Returns:
         0 for a top-level line, 1 for a line indented by 2 spaces (or one tab), and so on.
     """
-    return _depth(line[: len(line) - len(js_trim_start(line))])
+    return _depth(_indentation(line))
+
+
+def _indentation(line: str) -> str:
+    return line[: len(line) - len(js_trim_start(line))]
 
 
 def _depth(indentation: str) -> int:
@@ -125,7 +129,7 @@ def inject_anchor_ids(text: str) -> str:
             continue
         if not _anchorable(js_trim(line)):
             continue
-        indentation = line[: len(line) - len(js_trim_start(line))]
+        indentation = _indentation(line)
         if _depth(indentation) == 0:
             top_level += 1
             nested = 0
