@@ -90,6 +90,13 @@ def _price_as_free(litellm: ModuleType, model_id: str) -> None:
                                         "litellm_provider": model_id.split("/", 1)[0], "mode": "chat"}
 
 
+def _free(response: Any) -> Any:
+    """``response`` with its cost (zero) told to litellm, which then skips pricing it: the price lookup and cost
+    breakdown were a third of litellm's own time per scripted call. om-eval prices calls itself (pricing.py)."""
+    response._hidden_params["response_cost"] = 0.0
+    return response
+
+
 def _scripted_provider_class(litellm: ModuleType) -> type:
     from litellm.llms.custom_llm import CustomLLM, CustomLLMError
 
@@ -114,7 +121,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
             except ValueError as error:  # a prompt_cache option that names no rules
                 raise CustomLLMError(status_code=400, message=f"provider_options.litellm.{error}") from error
             cache_fields = emulator.usage_fields(emulator.serve(messages)) if emulator is not None else {}
-            return litellm.ModelResponse(
+            return _free(litellm.ModelResponse(
                 model=f"scripted/{name}",
                 created=int(time.time()),
                 choices=[{"index": 0, "finish_reason": reply.finish_reason or "stop",
@@ -130,7 +137,7 @@ def _scripted_provider_class(litellm: ModuleType) -> type:
                     "total_tokens": (reply.prompt_tokens or 0) + (reply.completion_tokens or 0),
                     **cache_fields,
                 },
-            )
+            ))
 
         def embedding(self, model: str, input: list, *args: Any, **kwargs: Any) -> Any:
             """A deterministic offline embedding: hashed word counts (the scripted model is no language model)."""

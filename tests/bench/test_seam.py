@@ -232,6 +232,19 @@ def test_the_question_is_found_whatever_its_case_spacing_and_role() -> None:
     assert actor_input(spaced, QUESTION, WordCounter())[0][0]["role"] == "system"
 
 
+_TEXT = st.text(st.sampled_from("aAbßSs \t\n\u00a0\u2028\u0130i\u0307?"), max_size=12)
+
+
+@settings(max_examples=400, deadline=None)
+@given(before=_TEXT, question_text=_TEXT, after=_TEXT, elsewhere=_TEXT)
+def test_the_verbatim_shortcut_finds_the_question_exactly_when_the_plain_comparison_does(
+        before: str, question_text: str, after: str, elsewhere: str) -> None:
+    from om_eval.bench.seam import _plain, asks
+
+    for content in (before + question_text + after, elsewhere):
+        assert asks(content, question_text) == (_plain(question_text) in _plain(content))
+
+
 def test_a_system_that_traces_nothing_still_lists_the_evidence_turns() -> None:
     from om_eval.bench.seam import untraced
 

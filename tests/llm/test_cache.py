@@ -335,11 +335,12 @@ KILL_KEYS = 40
 def write_forever(root: str, variant: int) -> None:
     """Child process body for the kill tests: overwrite entries with big payloads until killed."""
     cache = ResponseCache(root, flush_every=1)
-    print("ready", flush=True)
     i = 0
     while True:
         index = i % KILL_KEYS
         cache.put(_key(index), _indexed_response(index, variant, size=4000))  # ~70 KB per entry
+        if i == 0:
+            print("ready", flush=True)  # after a first entry: a slow fsync on a busy machine must not leave none
         cache.get(_key((i * 13) % KILL_KEYS))
         i += 1
 

@@ -71,6 +71,20 @@ def test_litellm_prices_scripted_replies_at_zero() -> None:
     assert litellm.model_cost["scripted/priced"]["input_cost_per_token"] == 0.0
 
 
+def test_litellm_takes_a_scripted_replys_cost_as_given(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The provider says the reply is free, so litellm never runs its own pricing (a third of its time per call).
+    from om_eval.llm.providers import litellm_with_providers
+
+    litellm = litellm_with_providers()
+    priced: list[object] = []
+    real = litellm.response_cost_calculator
+    monkeypatch.setattr(litellm, "response_cost_calculator", lambda **kw: priced.append(kw) or real(**kw))
+    scripted("given")
+    response = run(litellm.acompletion(model="scripted/given", messages=QUESTION))
+    assert response._hidden_params["response_cost"] == 0.0
+    assert priced == []
+
+
 @pytest.mark.parametrize("fault", ["rate_limit", "server_error", "timeout", "error"])
 def test_transient_errors_are_retried_with_growing_jittered_backoff(fault: str) -> None:
     llm, sleep = client(max_retries=5, backoff_base_s=1.0, backoff_max_s=60.0)
