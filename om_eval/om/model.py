@@ -126,7 +126,8 @@ async def complete_checked(
         raise ValueError(f"attempt must be >= 0, got {attempt}")
     # complete_only and tools only when asked: models written before they existed keep working.
     offered: dict[str, Any] = {"tools": list(tools)} if tools else {}
-    if isinstance(model, CheckedChatModel):
+    # What isinstance(model, CheckedChatModel) decides, without typing's walk of the protocol on every call.
+    if getattr(model, "complete_checked", None) is not None:
         extra = {"complete_only": True} if complete_only else {}
         return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt,
                                             **extra, **offered)
