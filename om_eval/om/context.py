@@ -27,7 +27,7 @@ from om_eval.om.config import RetrievalMode
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
 from om_eval.om.groups import render_groups
 from om_eval.om.history_lines import format_history_lines
-from om_eval.om.js.text import WS, js_trim
+from om_eval.om.js.text import JS_WHITESPACE, WS, js_trim
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
 from om_eval.om.recall.schema import recall_instructions
@@ -43,7 +43,6 @@ OTHER_CONVERSATION_PART_CHARS = 500
 _LOW_PRIORITY = re.compile(rf"(?:🟡|🟢)[{WS}]*")
 _BRACKETED = re.compile(rf"\[(?![0-9{WS}]*items collapsed)[^\]]+\]")
 _BRACKETED_NOT_LINK = re.compile(rf"\[(?![0-9{WS}]*items collapsed)[^\]]+\](?!\()")  # 1.27+: link labels stay
-_ARROW = re.compile(rf"[{WS}]*->[{WS}]*")
 _SPACES = re.compile(r" {2,}")
 _BLANK_RUNS = re.compile(r"\n{3,}")
 
@@ -56,13 +55,32 @@ def optimize_for_context(text: str, *, keep_link_labels: bool = False) -> str:
     opening parenthesis follows: a markdown link's label), turns ``->`` and the whitespace around it into one
     space, squeezes runs of spaces and of 3+ line feeds, and trims (JS ``trim``).
     """
+    # Each rewrite runs only when the text holds the literal its pattern needs: a regex pass over a 130k-character
+    # memory costs a millisecond or two, and the context is built for every question.
     text = strip_anchor_ids(text)
-    text = _LOW_PRIORITY.sub("", text)
-    text = (_BRACKETED_NOT_LINK if keep_link_labels else _BRACKETED).sub("", text)
-    text = _ARROW.sub(" ", text)
-    text = _SPACES.sub(" ", text)
-    text = _BLANK_RUNS.sub("\n\n", text)
+    if "🟡" in text or "🟢" in text:
+        text = _LOW_PRIORITY.sub("", text)
+    if "[" in text:
+        text = (_BRACKETED_NOT_LINK if keep_link_labels else _BRACKETED).sub("", text)
+    if "->" in text:
+        text = _collapse_arrows(text)
+    if "  " in text:
+        text = _SPACES.sub(" ", text)
+    if "\n\n\n" in text:
+        text = _BLANK_RUNS.sub("\n\n", text)
     return js_trim(text)
+
+
+_WS_STRIP = "".join(sorted(JS_WHITESPACE))
+
+
+def _collapse_arrows(text: str) -> str:
+    """Each arrow with the whitespace runs on either side of it as one space, as replacing the regex
+    ``[ws]*->[ws]*`` would, but by splitting at the arrows (they cannot overlap, and whitespace holds no ``-``)
+    rather than trying a regex at every position of the text."""
+    parts = text.split("->")
+    middle = (part.strip(_WS_STRIP) for part in parts[1:-1])
+    return " ".join((parts[0].rstrip(_WS_STRIP), *middle, parts[-1].lstrip(_WS_STRIP)))
 
 
 def split_observation_chunks(text: str) -> list[str]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, cast, runtime_checkable
 
 from om_eval.om.config import ModelSettings
 
@@ -129,8 +129,9 @@ async def complete_checked(
     # What isinstance(model, CheckedChatModel) decides, without typing's walk of the protocol on every call.
     if getattr(model, "complete_checked", None) is not None:
         extra = {"complete_only": True} if complete_only else {}
-        return await model.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt,
-                                            **extra, **offered)
+        checked = cast(CheckedChatModel, model)
+        return await checked.complete_checked(messages, stage=stage, settings=settings, check=check, attempt=attempt,
+                                              **extra, **offered)
     return await model.complete(messages, stage=stage, settings=settings, **offered)
 
 

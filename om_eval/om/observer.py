@@ -174,11 +174,15 @@ def render_observer_system_prompt(
 # -- message formatting (§2.4) --------------------------------------------------------------------------------
 
 
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
 def format_message_time(moment: datetime) -> str:
-    """en-US style ``Dec 4, 2025, 2:30 PM`` (wall-clock time of the datetime as given)."""
+    """en-US style ``Dec 4, 2025, 2:30 PM`` (wall-clock time of the datetime as given). The month's name comes from
+    a table, not ``strftime``: en-US whatever the process's locale, and every message of a batch is formatted."""
     hour = moment.hour % 12 or 12
     suffix = "AM" if moment.hour < 12 else "PM"
-    return f"{moment:%b} {moment.day}, {moment.year}, {hour}:{moment:%M} {suffix}"
+    return f"{_MONTHS[moment.month - 1]} {moment.day}, {moment.year}, {hour}:{moment.minute:02d} {suffix}"
 
 
 def _cap(text: str, max_part_length: int | None) -> str:

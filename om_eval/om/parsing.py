@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Final
@@ -87,6 +87,7 @@ _CURRENT_TASK = re.compile(r"<current-task>(.*?)</current-task>", _FLAGS)
 _SUGGESTED_RESPONSE = re.compile(r"<suggested-response>(.*?)</suggested-response>", _FLAGS)
 _THREAD_TITLE = re.compile(r"<thread-title>(.*?)</thread-title>", _FLAGS)
 _THREAD_BLOCK = re.compile(rf'<thread[{WS}]+id="([^"]+)">(.*?)</thread>', _FLAGS)
+_THREAD_HEADER = re.compile(rf'<thread[{WS}]+id="([^"]+)">', _FLAGS)
 
 # 1.27+ hint sections.
 #: The continuation hints that 1.27+ reads as extractor sections (``observation.thread_title`` adds "thread-title").
@@ -166,10 +167,80 @@ def _first_group(pattern: re.Pattern[str], text: str) -> str | None:
     return _non_empty(match.group(1)) if match else None
 
 
+# What the lazy block patterns find, found with str.find: a regex tries the closing tag at every character of a
+# block's body, about a millisecond on an Observer reply. Tags are matched in the lower-cased text, which lines up
+# with the text unless a character lower-cases to more than one (then the regex decides). Only U+212A lower-cases
+# to an ASCII letter the tags could hold ("k"), and no tag holds a "k".
+
+_TERMINATORS: Final = "\n\r\u2028\u2029"
+
+
+def _anchored_line_start(text: str, at: int) -> int | None:
+    """The start of ``at``'s line when only spaces and tabs lie between them (JS ``^`` under the ``m`` flag)."""
+    start = at
+    while start and text[start - 1] in " \t":
+        start -= 1
+    return start if not start or text[start - 1] in _TERMINATORS else None
+
+
+def _anchored_tag(lowered: str, tag: str, start: int) -> tuple[int, int] | None:
+    """The first ``tag`` at or after ``start`` that begins a line: (its line's start, the tag's position)."""
+    at = lowered.find(tag, start)
+    while at != -1:
+        line = _anchored_line_start(lowered, at)
+        if line is not None:
+            return line, at
+        at = lowered.find(tag, at + 1)
+    return None
+
+
+def _observations_bodies(text: str) -> Iterator[str]:
+    """The bodies ``_OBSERVATIONS_BLOCK.findall(text)`` gives, in order, each found when asked for."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        yield from (match.group(1) for match in _OBSERVATIONS_BLOCK.finditer(text))
+        return
+    at = 0
+    while (opening := _anchored_tag(lowered, "<observations>", at)) is not None:
+        body = opening[1] + len("<observations>")
+        # The closing line cannot start before the body: the opening tag's ">" is no line break. Later openings
+        # cannot do better: a closing tag this body lacks, theirs lack too.
+        closing = _anchored_tag(lowered, "</observations>", body)
+        if closing is None:
+            return
+        yield text[body : closing[0]]
+        at = closing[1] + len("</observations>")
+
+
+def _observations_body(text: str) -> str | None:
+    """``_OBSERVATIONS_BLOCK.search(text).group(1)``, or None where it finds no block."""
+    return next(_observations_bodies(text), None)
+
+
+def _thread_blocks(text: str) -> list[tuple[str, str]]:
+    """``_THREAD_BLOCK.findall(text)``: each ``<thread id="...">`` block's id and body."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return _THREAD_BLOCK.findall(text)
+    blocks = []
+    at = lowered.find("<thread")
+    while at != -1:
+        header = _THREAD_HEADER.match(text, at)
+        if header is None:
+            at = lowered.find("<thread", at + 1)
+            continue
+        closing = lowered.find("</thread>", header.end())
+        if closing == -1:
+            break  # no later block can close either
+        blocks.append((header.group(1), text[header.end() : closing]))
+        at = lowered.find("<thread", closing + len("</thread>"))
+    return blocks
+
+
 def _observation_blocks(text: str) -> str | None:
     """All line-anchored ``<observations>`` blocks, each trimmed, empty ones dropped, joined with ``\\n``.
     None when there is no such block at all (the caller then falls back)."""
-    matches = _OBSERVATIONS_BLOCK.findall(text)
+    matches = list(_observations_bodies(text))
     if not matches:
         return None
     return "\n".join(body for body in map(js_trim, matches) if body)
@@ -181,7 +252,7 @@ def has_observations_block(text: str) -> bool:
     A reply cut off by an output limit opens the block and never closes it; parsers then fall back to its list
     lines, which keeps the bullets but drops ``Date:`` headers and ``<thread>`` blocks.
     """
-    return _OBSERVATIONS_BLOCK.search(text) is not None
+    return _observations_body(text) is not None
 
 
 def count_observation_lines(text: str) -> int:
@@ -373,10 +444,10 @@ def parse_multi_thread_output(
     """
     if detect_degenerate(text, degenerate_strategy):
         return MultiThreadOutput(threads={}, degenerate=True)
-    block = _OBSERVATIONS_BLOCK.search(text)
-    scope = block.group(1) if block else text
+    block = _observations_body(text)
+    scope = block if block is not None else text
     threads: dict[str, ObserverOutput] = {}
-    for thread_id, body in _THREAD_BLOCK.findall(scope):
+    for thread_id, body in _thread_blocks(scope):
         if body:
             threads[thread_id] = _parse_thread_block(body, hint_tags)
     return MultiThreadOutput(threads=threads)

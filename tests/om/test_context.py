@@ -6,6 +6,8 @@ import dataclasses
 from datetime import datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from om_eval.om.context import (
     ContextInputs,
@@ -38,6 +40,36 @@ def test_optimize_rules_in_order() -> None:
     text = ("[O1] * 🟡 (10:00) Called   tool [Tool Call: x] -> result\n\n\n\n"
             "* 🔴 keep [link](http://a) [5 items collapsed]")
     assert optimize_for_context(text) == "* (10:00) Called tool result\n\n* 🔴 keep (http://a) [5 items collapsed]"
+
+
+def _optimized_by_every_pattern(text: str, keep_link_labels: bool) -> str:
+    """The rules as plain regex passes over the whole text, each run whether or not it can match: what the shortcuts
+    of :func:`optimize_for_context` (each pass only when its literal occurs, arrows by splitting) must equal."""
+    import re
+
+    from om_eval.om import context
+    from om_eval.om.anchors import _STRIP_PATTERN
+    from om_eval.om.js.text import WS, js_trim
+
+    text = _STRIP_PATTERN.sub(r"\1\2", text)
+    text = context._LOW_PRIORITY.sub("", text)
+    text = (context._BRACKETED_NOT_LINK if keep_link_labels else context._BRACKETED).sub("", text)
+    text = re.sub(rf"[{WS}]*->[{WS}]*", " ", text)
+    text = context._SPACES.sub(" ", text)
+    text = context._BLANK_RUNS.sub("\n\n", text)
+    return js_trim(text)
+
+
+_PIECES = st.sampled_from(["->", "-", ">", " ", "  ", "\t", "\n", "\u3000", "\u2005", "\ufeff", "\u200b", "a", "b c",
+                           "🟡", "🟢", "🔴", "[", "]", "(", "[O1]", "[O2-N3] ", "[O", "5 items collapsed", "\n\n\n"])
+
+
+@settings(max_examples=600, deadline=None)
+@given(pieces=st.lists(_PIECES, max_size=25), keep_link_labels=st.booleans())
+def test_the_shortcuts_optimize_as_every_pattern_would(pieces: list[str], keep_link_labels: bool) -> None:
+    text = "".join(pieces)
+    assert optimize_for_context(text, keep_link_labels=keep_link_labels) == _optimized_by_every_pattern(
+        text, keep_link_labels)
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ import asyncio
 from datetime import datetime
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from om_eval.om.config import PARAPHRASE_VARIANTS, ModelSettings
 from om_eval.om.observer import (
@@ -136,6 +138,14 @@ def test_message_time_is_en_us_12_hour() -> None:
     assert format_message_time(datetime(2025, 12, 4, 14, 30)) == "Dec 4, 2025, 2:30 PM"
     assert format_message_time(datetime(2025, 1, 9, 0, 5)) == "Jan 9, 2025, 12:05 AM"
     assert format_message_time(datetime(2025, 1, 9, 12, 0)) == "Jan 9, 2025, 12:00 PM"
+
+
+@given(moment=st.datetimes())
+def test_message_times_name_months_as_the_c_locale_does(moment: datetime) -> None:
+    # strftime's %b in the C locale (the tests' locale) is the en-US abbreviation the table must give.
+    hour = moment.hour % 12 or 12
+    expected = f"{moment:%b} {moment.day}, {moment.year}, {hour}:{moment:%M} {'AM' if moment.hour < 12 else 'PM'}"
+    assert format_message_time(moment) == expected
 
 
 def test_message_formatting_parts_caps_and_empty_messages() -> None:

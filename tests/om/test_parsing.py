@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from om_eval.om import parsing
@@ -612,3 +612,23 @@ def test_multi_thread_hint_sections_are_cut_from_every_block() -> None:
     new = parse_multi_thread_output(text, hint_tags=CONTINUATION_HINT_TAGS).threads["a"]
     assert old.current_task == "first" and "<current-task>second</current-task>" in old.observations
     assert new.current_task == "second" and new.observations == "* 🔴 (09:00) fact one"
+
+
+_BLOCK_PIECES = st.sampled_from([
+    "<observations>", "</observations>", "<OBSERVATIONS>", "</Observations>", "<observation>", "</observations",
+    '<thread id="a">', '<THREAD\tid="b c">', '<thread id="">', "<thread id=a>", '<thread\u3000id="x>y">', "<thread",
+    "</thread>", "</THREAD>", "</thread", "\n", "\r", "\u2028", " ", "\t", "x", "* 🔴 a", "İ", "\u212a", ">", "<", '"',
+])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(pieces=st.lists(_BLOCK_PIECES, max_size=30))
+@example(pieces=["<observations>", "\n", "<observations>", "\n", "x", "\n", "</observations>", "\n", "</observations>",
+                 "\n", "<observations>", "\n", "</observations>"])
+@example(pieces=['<thread id="a">', '<thread id="b">', "x", "</thread>", "</thread>", '<thread id="c">', "</thread>"])
+def test_the_blocks_found_with_find_are_the_lazy_patterns_blocks(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    match = parsing._OBSERVATIONS_BLOCK.search(text)
+    assert parsing._observations_body(text) == (match.group(1) if match else None)
+    assert list(parsing._observations_bodies(text)) == parsing._OBSERVATIONS_BLOCK.findall(text)
+    assert parsing._thread_blocks(text) == parsing._THREAD_BLOCK.findall(text)
