@@ -192,8 +192,8 @@ def _plain(text: str) -> str:
 
 def asks(content: str, question: str) -> bool:
     """Whether ``content`` holds ``question`` once both are :func:`_plain`. Text holding the question verbatim holds
-    it plain too, so that is tried first: the memory's message is long, and normalising it for every question was
-    a fortieth of a LoCoMo run."""
+    it plain too (case folding and whitespace runs work character by character), so that cheap test comes first: the
+    memory's message is long."""
     return question in content or _plain(question) in _plain(content)
 
 

@@ -79,6 +79,8 @@ def _collapse_arrows(text: str) -> str:
     ``[ws]*->[ws]*`` would, but by splitting at the arrows (they cannot overlap, and whitespace holds no ``-``)
     rather than trying a regex at every position of the text."""
     parts = text.split("->")
+    if len(parts) == 1:
+        return text
     middle = (part.strip(_WS_STRIP) for part in parts[1:-1])
     return " ".join((parts[0].rstrip(_WS_STRIP), *middle, parts[-1].lstrip(_WS_STRIP)))
 

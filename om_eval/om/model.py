@@ -126,7 +126,8 @@ async def complete_checked(
         raise ValueError(f"attempt must be >= 0, got {attempt}")
     # complete_only and tools only when asked: models written before they existed keep working.
     offered: dict[str, Any] = {"tools": list(tools)} if tools else {}
-    # What isinstance(model, CheckedChatModel) decides, without typing's walk of the protocol on every call.
+    # isinstance(model, CheckedChatModel) without typing's walk of the protocol on every call (an instance that
+    # sets the method to None now falls back to complete()).
     if getattr(model, "complete_checked", None) is not None:
         extra = {"complete_only": True} if complete_only else {}
         checked = cast(CheckedChatModel, model)

@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Final
 
 from om_eval.om.anchors import strip_anchor_ids
-from om_eval.om.js.text import LINE_START, WS, js_trim
+from om_eval.om.js.text import LINE_START, LINE_TERMINATORS, WS, js_trim
 from om_eval.om.reply_lines import (
     MAX_OBSERVATION_LINE_CHARS,
     DegenerateStrategy,
@@ -172,15 +172,12 @@ def _first_group(pattern: re.Pattern[str], text: str) -> str | None:
 # with the text unless a character lower-cases to more than one (then the regex decides). Only U+212A lower-cases
 # to an ASCII letter the tags could hold ("k"), and no tag holds a "k".
 
-_TERMINATORS: Final = "\n\r\u2028\u2029"
-
-
 def _anchored_line_start(text: str, at: int) -> int | None:
     """The start of ``at``'s line when only spaces and tabs lie between them (JS ``^`` under the ``m`` flag)."""
     start = at
     while start and text[start - 1] in " \t":
         start -= 1
-    return start if not start or text[start - 1] in _TERMINATORS else None
+    return start if not start or text[start - 1] in LINE_TERMINATORS else None
 
 
 def _anchored_tag(lowered: str, tag: str, start: int) -> tuple[int, int] | None:

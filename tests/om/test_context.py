@@ -60,8 +60,10 @@ def _optimized_by_every_pattern(text: str, keep_link_labels: bool) -> str:
     return js_trim(text)
 
 
-_PIECES = st.sampled_from(["->", "-", ">", " ", "  ", "\t", "\n", "\u3000", "\u2005", "\ufeff", "\u200b", "a", "b c",
-                           "🟡", "🟢", "🔴", "[", "]", "(", "[O1]", "[O2-N3] ", "[O", "5 items collapsed", "\n\n\n"])
+_PIECES = st.sampled_from([
+    "->", "-", ">", " ", "  ", "\t", "\n", "\r", "\x0b", "\x0c", "\u2028", "\u3000", "\u2005", "\ufeff", "\u200b",
+    "a", "b c", "🟡", "🟢", "🔴", "[", "]", "(", "[O1]", "[O2-N3] ", "[O", "5 items collapsed", "\n\n\n",
+])
 
 
 @settings(max_examples=600, deadline=None)

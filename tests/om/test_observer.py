@@ -6,7 +6,7 @@ import asyncio
 from datetime import datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from om_eval.om.config import PARAPHRASE_VARIANTS, ModelSettings
@@ -140,6 +140,7 @@ def test_message_time_is_en_us_12_hour() -> None:
     assert format_message_time(datetime(2025, 1, 9, 12, 0)) == "Jan 9, 2025, 12:00 PM"
 
 
+@settings(deadline=None)
 @given(moment=st.datetimes())
 def test_message_times_name_months_as_the_c_locale_does(moment: datetime) -> None:
     # strftime's %b in the C locale (the tests' locale) is the en-US abbreviation the table must give.

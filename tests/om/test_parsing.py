@@ -617,7 +617,8 @@ def test_multi_thread_hint_sections_are_cut_from_every_block() -> None:
 _BLOCK_PIECES = st.sampled_from([
     "<observations>", "</observations>", "<OBSERVATIONS>", "</Observations>", "<observation>", "</observations",
     '<thread id="a">', '<THREAD\tid="b c">', '<thread id="">', "<thread id=a>", '<thread\u3000id="x>y">', "<thread",
-    "</thread>", "</THREAD>", "</thread", "\n", "\r", "\u2028", " ", "\t", "x", "* 🔴 a", "İ", "\u212a", ">", "<", '"',
+    "</thread>", "</THREAD>", "</thread", "\n", "\r", "\u2029", "\x85", "\x0b", "\u2028", " ", "\t", "x", "* 🔴 a",
+    "İ", "\u212a", ">", "<", '"',
 ])
 
 

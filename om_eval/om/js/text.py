@@ -27,11 +27,12 @@ _WS_CHARS: Final = "\t\n\x0b\x0c\r \u00a0\u1680" + "".join(map(chr, range(0x2000
 )
 #: The same characters as a set, for tests of one character.
 JS_WHITESPACE: Final = frozenset(_WS_CHARS)
-_TERMINATORS: Final = "\n\r\u2028\u2029"
+#: JS line terminators.
+LINE_TERMINATORS: Final = "\n\r\u2028\u2029"
 #: JS ``^`` under the ``m`` flag: the start of the text or just after a line terminator.
-LINE_START: Final = rf"(?<![^{_TERMINATORS}])"
+LINE_START: Final = rf"(?<![^{LINE_TERMINATORS}])"
 #: JS ``$`` under the ``m`` flag: the end of the text or just before a line terminator.
-LINE_END: Final = rf"(?![^{_TERMINATORS}])"
+LINE_END: Final = rf"(?![^{LINE_TERMINATORS}])"
 
 
 def js_trim(text: str) -> str:
