@@ -169,8 +169,8 @@ def _first_group(pattern: re.Pattern[str], text: str) -> str | None:
 
 # What the lazy block patterns find, found with str.find: a regex tries the closing tag at every character of a
 # block's body, about a millisecond on an Observer reply. Tags are matched in the lower-cased text, which lines up
-# with the text unless a character lower-cases to more than one (then the regex decides). Only U+212A lower-cases
-# to an ASCII letter the tags could hold ("k"), and no tag holds a "k".
+# with the text unless a character lower-cases to more than one (then the regex decides). Of the others, only U+212A
+# lower-cases to an ASCII letter ("k"), which no tag holds.
 
 def _anchored_line_start(text: str, at: int) -> int | None:
     """The start of ``at``'s line when only spaces and tabs lie between them (JS ``^`` under the ``m`` flag)."""
