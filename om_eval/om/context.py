@@ -27,7 +27,7 @@ from om_eval.om.config import RetrievalMode
 from om_eval.om.dates import BOUNDARY_PATTERN, annotate_observations
 from om_eval.om.groups import render_groups
 from om_eval.om.history_lines import format_history_lines
-from om_eval.om.js.text import JS_WHITESPACE, WS, js_trim
+from om_eval.om.js.text import WS, js_trim, js_trim_end, js_trim_start
 from om_eval.om.observer import format_messages
 from om_eval.om.prompts import load_prompts
 from om_eval.om.recall.schema import recall_instructions
@@ -71,9 +71,6 @@ def optimize_for_context(text: str, *, keep_link_labels: bool = False) -> str:
     return js_trim(text)
 
 
-_WS_STRIP = "".join(sorted(JS_WHITESPACE))
-
-
 def _collapse_arrows(text: str) -> str:
     """Each arrow with the whitespace runs on either side of it as one space, as replacing the regex
     ``[ws]*->[ws]*`` would, but by splitting at the arrows (they cannot overlap, and whitespace holds no ``-``)
@@ -81,8 +78,7 @@ def _collapse_arrows(text: str) -> str:
     parts = text.split("->")
     if len(parts) == 1:
         return text
-    middle = (part.strip(_WS_STRIP) for part in parts[1:-1])
-    return " ".join((parts[0].rstrip(_WS_STRIP), *middle, parts[-1].lstrip(_WS_STRIP)))
+    return " ".join((js_trim_end(parts[0]), *map(js_trim, parts[1:-1]), js_trim_start(parts[-1])))
 
 
 def split_observation_chunks(text: str) -> list[str]:

@@ -86,8 +86,9 @@ _THREAD_TITLE_ANCHORED = re.compile(rf"{LINE_START}[ \t]*<thread-title>(.*?)</th
 _CURRENT_TASK = re.compile(r"<current-task>(.*?)</current-task>", _FLAGS)
 _SUGGESTED_RESPONSE = re.compile(r"<suggested-response>(.*?)</suggested-response>", _FLAGS)
 _THREAD_TITLE = re.compile(r"<thread-title>(.*?)</thread-title>", _FLAGS)
-_THREAD_BLOCK = re.compile(rf'<thread[{WS}]+id="([^"]+)">(.*?)</thread>', _FLAGS)
-_THREAD_HEADER = re.compile(rf'<thread[{WS}]+id="([^"]+)">', _FLAGS)
+_THREAD_OPEN = rf'<thread[{WS}]+id="([^"]+)">'
+_THREAD_BLOCK = re.compile(rf"{_THREAD_OPEN}(.*?)</thread>", _FLAGS)
+_THREAD_HEADER = re.compile(_THREAD_OPEN, _FLAGS)
 
 # 1.27+ hint sections.
 #: The continuation hints that 1.27+ reads as extractor sections (``observation.thread_title`` adds "thread-title").

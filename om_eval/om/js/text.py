@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["JS_WHITESPACE", "LINE_END", "LINE_START", "WS", "js_trim", "js_trim_end", "js_trim_start", "utf16_len",
-           "utf16_prefix"]
+__all__ = ["JS_WHITESPACE", "LINE_END", "LINE_START", "LINE_TERMINATORS", "WS", "js_trim", "js_trim_end",
+           "js_trim_start", "utf16_len", "utf16_prefix"]
 
 #: The characters of JS ``\s``, for use inside a regex character class.
 WS: Final = "\t\n\x0b\x0c\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
